@@ -1,0 +1,7 @@
+"""pwormhole: packet-level RDMA datacenter network simulation for large-model training.
+
+See DESIGN.md (shared) and README.md. Time is integer picoseconds, rates integer
+bits per second, sizes integer bytes throughout.
+"""
+
+__version__ = "0.1.0"

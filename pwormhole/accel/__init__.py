@@ -1,0 +1,1 @@
+"""pwormhole.accel (see DESIGN.md layout)."""

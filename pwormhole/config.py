@@ -1,0 +1,84 @@
+"""Model configuration: the knobs of the HPCC ns-3 simulator's ``config.txt``.
+
+Field defaults are the values of HPCC's example ``mix/config.txt``
+(alibaba-edu/High-Precision-Congestion-Control, ``simulation/mix/config.txt``).
+Units are converted at read time: DCQCN timers (microseconds in the file) to
+ps, rates (ns-3 strings) to bps, ``BUFFER_SIZE`` (MB, 2**20 bytes as
+``third.cc`` multiplies) to bytes, K maps (KB, 1000 bytes as ``third.cc``
+multiplies) to bytes, ``SIMULATOR_STOP_TIME`` (seconds) to ps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CC_DCQCN = 1
+CC_HPCC = 3
+CC_NAMES = {CC_DCQCN: "dcqcn", CC_HPCC: "hpcc"}
+
+
+@dataclass
+class ModelConfig:
+    """All model parameters of one run (see module docstring for units)."""
+
+    cc_mode: int = CC_HPCC
+    packet_payload_bytes: int = 1000
+    enable_qcn: bool = True  # ECN marking at switches (and CNP reaction)
+    enable_pfc: bool = True  # pwormhole extension: 0 = lossy switches (drops counted)
+    use_dynamic_pfc_threshold: bool = True
+
+    # DCQCN (CC_MODE 1), ns-3 Mellanox flavour
+    alpha_resume_interval_ps: int = 1_000_000  # ALPHA_RESUME_INTERVAL 1 us
+    rate_decrease_interval_ps: int = 4_000_000  # RATE_DECREASE_INTERVAL 4 us
+    rp_timer_ps: int = 900_000_000  # RP_TIMER 900 us
+    clamp_target_rate: bool = False
+    ewma_gain: float = 0.00390625
+    fast_recovery_times: int = 1
+    rate_ai_bps: int = 50_000_000
+    rate_hai_bps: int = 100_000_000
+    min_rate_bps: int = 100_000_000
+    dctcp_rate_ai_bps: int = 1_000_000_000
+    rate_on_first_cnp: float = 1.0  # ns-3 RdmaHw RateOnFirstCnp default
+
+    # transport
+    error_rate_per_link: float = 0.0
+    l2_chunk_size: int = 4000
+    l2_ack_interval: int = 1  # bytes between ACKs, as HPCC's RdmaHw counts them
+    l2_back_to_zero: bool = False
+    nack_interval_ps: int = 500_000_000  # RdmaHw NACK generation interval (500 us)
+
+    # window / HPCC (CC_MODE 3)
+    has_win: bool = True
+    global_t: bool = True
+    var_win: bool = True
+    fast_react: bool = True
+    u_target: float = 0.95
+    mi_thresh: int = 0
+    int_multi: int = 1
+    multi_rate: bool = False
+    sample_feedback: bool = False
+    rate_bound: bool = True
+    ack_high_prio: bool = False
+
+    # switches
+    kmax_map_bytes: dict[int, int] = field(default_factory=lambda: {25 * 10**9: 400_000, 50 * 10**9: 800_000, 100 * 10**9: 1_600_000})
+    kmin_map_bytes: dict[int, int] = field(default_factory=lambda: {25 * 10**9: 100_000, 50 * 10**9: 200_000, 100 * 10**9: 400_000})
+    pmax_map: dict[int, float] = field(default_factory=lambda: {25 * 10**9: 0.2, 50 * 10**9: 0.2, 100 * 10**9: 0.2})
+    buffer_size_bytes: int = 32 * 2**20
+
+    # run
+    simulator_stop_ps: int = 4 * 10**12
+    link_down: tuple[int, int, int] = (0, 0, 0)  # (time_ps, node_a, node_b); 0 0 0 = none
+
+    # files named by a config (resolved paths; None when not given)
+    topology_file: str | None = None
+    flow_file: str | None = None
+    trace_file: str | None = None
+    fct_output_name: str = "fct.txt"
+    pfc_output_name: str = "pfc.txt"
+
+    source: str | None = None  # the config file this came from
+
+    @property
+    def cc_name(self) -> str:
+        return CC_NAMES.get(self.cc_mode, f"cc{self.cc_mode}")

@@ -1,0 +1,34 @@
+"""User-facing errors.
+
+A :class:`InputError` is a mistake in what the user handed us (a file, a flag);
+the CLI prints it as one line ``pwormhole: error: FILE:LINE: message`` and
+exits with status 2, never with a traceback.
+"""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Malformed or inconsistent user input.
+
+    Args:
+        message: what is wrong, naming the offending value.
+        path: the file it came from (None for command-line values).
+        line: 1-based line number inside ``path`` (None when not applicable).
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        self.message = message
+        self.path = path
+        self.line = line
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return where + self.message
+
+
+class StuckError(Exception):
+    """The simulation cannot make progress (exit status 3)."""

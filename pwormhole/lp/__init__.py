@@ -1,0 +1,1 @@
+"""pwormhole.lp (see DESIGN.md layout)."""

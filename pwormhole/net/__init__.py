@@ -1,0 +1,1 @@
+"""pwormhole.net (see DESIGN.md layout)."""

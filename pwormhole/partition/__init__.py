@@ -1,0 +1,1 @@
+"""pwormhole.partition (see DESIGN.md layout)."""

@@ -1,0 +1,1 @@
+"""pwormhole.report (see DESIGN.md layout)."""

@@ -1,0 +1,1 @@
+"""pwormhole.sync (see DESIGN.md layout)."""

@@ -1,0 +1,1 @@
+"""pwormhole.topology (see DESIGN.md layout)."""

@@ -1,0 +1,1 @@
+"""pwormhole.workload (see DESIGN.md layout)."""

@@ -1,0 +1,30 @@
+"""Flow lists: the unit of traffic of the packet-level model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One RDMA message (one queue pair) from ``src`` to ``dst``.
+
+    Attributes:
+        flow_id: position in the flow list (0-based); the stable identity.
+        src, dst: host node ids.
+        pg: priority group (HPCC flow file column 3; 3 in HPCC's examples).
+        dport: destination port (HPCC column 4), reported in fct.txt.
+        size_bytes: payload bytes to deliver (> 0).
+        start_ps: start time (int ps).
+        sport: source port; HPCC's ``third.cc`` numbers each source host's flows
+            10000, 10001, ... in file order.
+    """
+
+    flow_id: int
+    src: int
+    dst: int
+    pg: int
+    dport: int
+    size_bytes: int
+    start_ps: int
+    sport: int = 10000
