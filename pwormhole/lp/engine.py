@@ -1,0 +1,74 @@
+"""One logical process: an event heap and the hot loop.
+
+The hot loop pops plain tuples ``(t_ps, key, kind, target, arg)`` and calls
+``handlers[kind](target, arg, t_ps)``; keys are unique, so comparisons never
+reach the payload (DESIGN.md invariant 2). Nothing else happens per event:
+no logging, no objects, no acceleration branches. Everything else happens at
+window boundaries, driven by :mod:`pwormhole.sync`.
+"""
+
+from __future__ import annotations
+
+from heapq import heapify, heappop
+
+from ..net.nodes import Host, HostPort, Port, Switch
+from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE
+
+INF_PS = 1 << 62
+
+
+def handler_table() -> tuple:
+    """Handlers indexed by event kind (see ``pwormhole.net.packet``)."""
+    table = [None] * 6
+    table[EV_ARRIVE_HOST] = Host.on_arrive
+    table[EV_ARRIVE_SWITCH] = Switch.on_arrive
+    table[EV_TX_DONE] = Port.on_tx_done
+    table[EV_NIC_WAKE] = HostPort.on_wake
+    table[EV_FLOW_START] = Host.on_flow_start
+    table[EV_TIMER] = Host.on_timer
+    return tuple(table)
+
+
+class LogicalProcess:
+    """The nodes of one LP and their events.
+
+    Attributes:
+        lp_id: index of this LP (its rank under MPI).
+        nodes: the node objects it owns.
+        heap: its event heap (shared by reference with its nodes and ports).
+        outboxes: ``peer lp id -> list of events`` for packets crossing to that LP.
+        events: events processed so far.
+    """
+
+    def __init__(self, lp_id: int, nodes, initial_events, owner: list[int]):
+        self.lp_id = lp_id
+        self.nodes = nodes
+        self.heap: list[tuple] = [ev for ev in initial_events if owner[ev[3].node_id] == lp_id]
+        heapify(self.heap)
+        self.outboxes: dict[int, list[tuple]] = {}
+        self.events = 0
+        self.handlers = handler_table()
+        for node in nodes:
+            node.heap = self.heap
+            for port in node.ports:
+                port.heap = self.heap
+                peer_lp = owner[port.peer.node_id]
+                if peer_lp != lp_id:
+                    port.remote = self.outboxes.setdefault(peer_lp, [])
+
+    def next_time(self) -> int:
+        """Time of the earliest pending event, or ``INF_PS``."""
+        return self.heap[0][0] if self.heap else INF_PS
+
+    def run_until(self, end_ps: int) -> int:
+        """Process every event with ``t < end_ps``; returns how many."""
+        heap = self.heap
+        handlers = self.handlers
+        pop = heappop
+        n = 0
+        while heap and heap[0][0] < end_ps:
+            t, _, kind, target, arg = pop(heap)
+            handlers[kind](target, arg, t)
+            n += 1
+        self.events += n
+        return n

@@ -1,0 +1,216 @@
+"""Build the packet-level model of a scenario: nodes, ports, routes, QP windows.
+
+Settings follow HPCC's ``third.cc``: per switch port, the K maps give the RED
+thresholds for the port's rate, the PFC headroom is ``3 x rate x delay`` and
+the dynamic-threshold shift starts at 3 (alpha 1/8) and drops by one for each
+doubling of the port rate above the host NIC rate. QP windows and base RTTs:
+``rtt = 2 x path delay + one packet's serialization per hop``, ``bdp = rtt x
+bottleneck rate``; with ``GLOBAL_T 1`` every QP uses the largest over all host
+pairs.
+"""
+
+from __future__ import annotations
+
+from ..config import ModelConfig
+from ..errors import InputError
+from ..topology.model import Topology
+from ..topology.routing import adjacency, next_hops, path_facts
+from ..units import format_rate
+from ..workload.flows import Flow
+from .nodes import Host, HostPort, Switch, SwitchPort
+from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, STANDALONE_HEADER_BYTES, ecmp_hash
+
+DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
+
+
+def window_ps(topo: Topology) -> int:
+    """The synchronization window ``L`` of a topology (DESIGN.md invariant 3).
+
+    Links shorter than half the median link delay bind their ends into one
+    unit; ``L`` is the smallest delay among the other links. Raises InputError
+    when that is not positive.
+    """
+    delays = sorted(ln.delay_ps for ln in topo.links)
+    if not delays:
+        raise InputError("topology has no links", topo.source)
+    median = delays[len(delays) // 2]
+    cut = [d for d in delays if 2 * d >= median]
+    L = min(cut)
+    if L <= 0:
+        raise InputError("every inter-unit link has zero propagation delay; the window L must be > 0", topo.source)
+    return L
+
+
+class Network:
+    """All nodes of one scenario, wired, routed lazily, with flow facts.
+
+    Args:
+        topo: the topology.
+        flows: the flows (hosts only; validated here).
+        cfg: model configuration.
+        seed: seed of the per-node random streams (ECMP salt, ECN, losses).
+
+    Raises:
+        InputError: a flow endpoint is not a host, a switch port rate has no
+            K-map entry while ECN is on, or a flow's endpoints are disconnected.
+    """
+
+    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1):
+        self.topo = topo
+        self.flows = flows
+        self.cfg = cfg
+        self.seed = seed
+        self.adj = adjacency(topo)
+        self.window_ps = window_ps(topo)
+        self._check_flows()
+        self.nodes = []
+        for n in range(topo.n_nodes):
+            if n in topo.switches:
+                self.nodes.append(Switch(n, seed, cfg))
+            else:
+                self.nodes.append(Host(n, seed, cfg, self))
+        self._wire()
+        self._routed: set[int] = set()
+        self.lossy = (not cfg.enable_pfc) or cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in topo.links)
+        for node in self.nodes:
+            if not node.is_switch:
+                node.lossy = self.lossy
+                node.rto_ps = DEFAULT_RTO_PS
+        for f in flows:
+            self.nodes[f.src].flow_hash[f.flow_id] = ecmp_hash(f.src, f.dst, f.sport, f.dport)
+            self.route_to(f.dst)
+            self.route_to(f.src)
+        self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
+        self.max_rtt_ps, self.max_bdp_bytes = self._global_rtt_bdp() if cfg.global_t else (0, 0)
+
+    # -- construction ---------------------------------------------------------
+    def _check_flows(self) -> None:
+        topo = self.topo
+        for f in self.flows:
+            for end in (f.src, f.dst):
+                if not 0 <= end < topo.n_nodes:
+                    raise InputError(f"flow {f.flow_id}: unknown node id {end} (topology has {topo.n_nodes} nodes)")
+                if end in topo.switches:
+                    raise InputError(f"flow {f.flow_id}: endpoint {end} is a switch, not a host")
+            if f.size_bytes <= 0:
+                raise InputError(f"flow {f.flow_id}: size must be positive, got {f.size_bytes}")
+
+    def _nic_rate_bps(self) -> int:
+        rates = [ln.rate_bps for ln in self.topo.links if ln.a not in self.topo.switches or ln.b not in self.topo.switches]
+        return min(rates) if rates else max(ln.rate_bps for ln in self.topo.links)
+
+    def _wire(self) -> None:
+        cfg = self.cfg
+        topo = self.topo
+        nic_rate = self._nic_rate_bps()
+        for li, ln in enumerate(topo.links):
+            err = ln.error_rate or cfg.error_rate_per_link
+            ends = []
+            for me in (ln.a, ln.b):
+                node = self.nodes[me]
+                cls = SwitchPort if node.is_switch else HostPort
+                port = cls(node, len(node.ports), ln.rate_bps, ln.delay_ps, err)
+                node.ports.append(port)
+                ends.append(port)
+            pa, pb = ends
+            pa.peer, pa.peer_idx = self.nodes[ln.b], pb.idx
+            pb.peer, pb.peer_idx = self.nodes[ln.a], pa.idx
+            for p, other in ((pa, ln.b), (pb, ln.a)):
+                p.arrive_kind = EV_ARRIVE_SWITCH if other in topo.switches else EV_ARRIVE_HOST
+        for node in self.nodes:
+            if not node.is_switch:
+                for p in node.ports:
+                    p.has_win = cfg.has_win
+                continue
+            for p in node.ports:
+                r = p.rate_bps
+                if cfg.enable_qcn:
+                    missing = [name for name, m in (("KMIN_MAP", cfg.kmin_map_bytes), ("KMAX_MAP", cfg.kmax_map_bytes),
+                                                     ("PMAX_MAP", cfg.pmax_map)) if r not in m]
+                    if missing:
+                        raise InputError(
+                            f"no {missing[0]} entry for port rate {format_rate(r)} (switch {node.node_id}, link to "
+                            f"node {p.peer.node_id}); add '{r}' to the map", cfg.source)
+                    p.kmin_bytes = cfg.kmin_map_bytes[r]
+                    p.kmax_bytes = cfg.kmax_map_bytes[r]
+                    p.pmax = cfg.pmax_map[r]
+                    if p.kmax_bytes <= p.kmin_bytes:
+                        p.kmax_bytes = p.kmin_bytes + 1
+                p.headroom_bytes = r * (p.delay_ps // 1000) // 8 // 1_000_000_000 * 3
+                shift = 3
+                while r > nic_rate and shift > 0:
+                    shift -= 1
+                    r //= 2
+                p.pfc_shift = shift
+            node.finish_config()
+
+    def route_to(self, dst: int) -> None:
+        """Fill every node's ECMP next hops toward ``dst`` (once per destination)."""
+        if dst in self._routed:
+            return
+        self._routed.add(dst)
+        for u, ks in next_hops(self.topo, self.adj, dst).items():
+            node = self.nodes[u]
+            node.routes[dst] = [node.ports[k] for k in ks]
+
+    # -- pair facts (third.cc pairDelay / pairTxDelay / pairBw) -------------------
+    def _facts_from(self, src: int) -> dict[int, tuple[int, int, int]]:
+        f = self._pair_cache.get(src)
+        if f is None:
+            f = self._pair_cache[src] = path_facts(self.topo, self.adj, src, self.cfg.packet_payload_bytes)
+        return f
+
+    def pair(self, src: int, dst: int) -> tuple[int, int, int]:
+        """``(rtt_ps, bottleneck_bps, bdp_bytes)`` of the host pair along its BFS path."""
+        facts = self._facts_from(src).get(dst)
+        if facts is None:
+            raise InputError(f"host {dst} is unreachable from host {src}")
+        delay, tx, bw = facts
+        rtt = 2 * delay + tx
+        return rtt, bw, rtt * bw // 8_000_000_000_000
+
+    def _global_rtt_bdp(self) -> tuple[int, int]:
+        """Largest base RTT and BDP over all host pairs (``GLOBAL_T 1``).
+
+        Hosts attached identically (same neighbours, rates and delays) see the
+        same paths, so one BFS per attachment class suffices.
+        """
+        topo = self.topo
+        classes: dict[tuple, list[int]] = {}
+        for h in topo.hosts:
+            sig = tuple(sorted((v, topo.links[li].rate_bps, topo.links[li].delay_ps) for v, li in self.adj[h]))
+            classes.setdefault(sig, []).append(h)
+        max_rtt = max_bdp = 0
+        for members in classes.values():
+            rep = members[0]
+            for h, (delay, tx, bw) in path_facts(topo, self.adj, rep, self.cfg.packet_payload_bytes).items():
+                if h == rep:
+                    continue
+                rtt = 2 * delay + tx
+                max_rtt = max(max_rtt, rtt)
+                max_bdp = max(max_bdp, rtt * bw // 8_000_000_000_000)
+        return max_rtt, max_bdp
+
+    def qp_window(self, flow: Flow) -> tuple[int, int]:
+        """``(base_rtt_ps, window_bytes)`` of a new QP."""
+        if self.cfg.global_t and self.max_rtt_ps:
+            return self.max_rtt_ps, self.max_bdp_bytes
+        rtt, _, bdp = self.pair(flow.src, flow.dst)
+        return rtt, bdp
+
+    def standalone_fct_ns(self, flow: Flow) -> int:
+        """FCT of the flow alone on its path, as ``third.cc`` prints it (ns)."""
+        rtt_ps, bw, _ = self.pair(flow.src, flow.dst)
+        mtu = self.cfg.packet_payload_bytes
+        total = flow.size_bytes + ((flow.size_bytes - 1) // mtu + 1) * STANDALONE_HEADER_BYTES
+        return rtt_ps // 1000 + total * 8_000_000_000 // bw
+
+    # -- scheduling -----------------------------------------------------------
+    def initial_events(self) -> list[tuple]:
+        """Flow-start events, keyed by the source host's counter in flow order."""
+        evs = []
+        for f in self.flows:
+            h = self.nodes[f.src]
+            evs.append((f.start_ps, h.kbase + h.seq, EV_FLOW_START, h, f.flow_id))
+            h.seq += 1
+        return evs

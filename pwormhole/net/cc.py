@@ -1,0 +1,163 @@
+"""Congestion control of the RDMA senders: DCQCN and HPCC.
+
+Both follow the HPCC ns-3 simulator's ``RdmaHw`` (alibaba-edu/
+High-Precision-Congestion-Control, ``src/point-to-point/model/rdma-hw.cc``):
+
+* **DCQCN** (Zhu et al., "Congestion Control for Large-Scale RDMA
+  Deployments", SIGCOMM 2015), the Mellanox flavour of ns-3: a CNP (here an
+  ACK echoing a CE mark) sets the alpha and rate-decrease bits; the first CNP
+  starts the alpha timer (every ``ALPHA_RESUME_INTERVAL``) and the rate
+  decrease check (every ``RATE_DECREASE_INTERVAL``, 1 ns after the alpha
+  update so that the alpha update comes first). A decrease cuts the rate to
+  ``rate * (1 - alpha/2)`` (not below ``MIN_RATE``) and restarts the increase
+  timer (``RP_TIMER``): fast recovery for ``FAST_RECOVERY_TIMES`` periods,
+  then additive (``RATE_AI``), then hyper increase (``RATE_HAI``).
+* **HPCC** (Li et al., "HPCC: High Precision Congestion Control",
+  SIGCOMM 2019): every ACK carries the INT records the switches pushed onto
+  the data packet; the sender estimates each hop's normalized inflight
+  ``U = txRate/B + min(qlen)/(B*T)``, keeps an EWMA over the base RTT, and sets
+  ``R = R_c / (U/eta) + W_AI`` once per RTT (reference rate ``R_c``) and on
+  every other ACK as a fast reaction (``FAST_REACT``).
+
+Rates are integer bps (DESIGN.md invariant 1); products with floats are
+truncated as ns-3's ``DataRate`` truncates.
+"""
+
+from __future__ import annotations
+
+from .packet import P_INT, P_SEQ
+
+# timer kinds (EV_TIMER arg[1])
+TM_ALPHA = 0
+TM_DECREASE = 1
+TM_RP = 2
+TM_RTO = 3
+
+
+def set_rate(qp, new_rate_bps: int) -> None:
+    """Change a QP's sending rate and its rate-scaled window (``RdmaHw::ChangeRate``).
+
+    The pacing deadline moves by the difference of the last packet's
+    serialization time at the old and new rates, as ns-3 does.
+    """
+    old = qp.rate_bps
+    if new_rate_bps == old:
+        return
+    last = qp.last_pkt_bytes
+    if last:
+        qp.next_avail_ps += -((-last * 8_000_000_000_000) // new_rate_bps) + ((-last * 8_000_000_000_000) // old)
+    qp.rate_bps = new_rate_bps
+    if qp.var_win and qp.win_bytes:
+        w = qp.win_bytes * new_rate_bps // qp.max_rate_bps
+        qp.cur_win = w if w > 0 else 1
+
+
+# ---------------------------------------------------------------- DCQCN ----
+
+def dcqcn_on_cnp(qp, host, t_ps: int) -> None:
+    """A CNP reached the sender (``RdmaHw::cnp_received_mlx``)."""
+    qp.alpha_cnp = True
+    qp.decrease_cnp = True
+    if qp.first_cnp:
+        qp.alpha = 1.0
+        qp.alpha_cnp = False
+        cfg = host.cfg
+        host.timer(t_ps + cfg.alpha_resume_interval_ps, qp, TM_ALPHA, 0)
+        # 1 ns later so that the alpha update runs first (ns-3 comment)
+        host.timer(t_ps + cfg.rate_decrease_interval_ps + 1000, qp, TM_DECREASE, 0)
+        rate = int(cfg.rate_on_first_cnp * qp.rate_bps)
+        qp.target_rate_bps = rate
+        set_rate(qp, rate)
+        qp.first_cnp = False
+
+
+def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
+    """DCQCN timers: alpha update, rate-decrease check, rate-increase (RP) timer."""
+    cfg = host.cfg
+    if kind == TM_ALPHA:
+        g = cfg.ewma_gain
+        qp.alpha = (1 - g) * qp.alpha + g if qp.alpha_cnp else (1 - g) * qp.alpha
+        qp.alpha_cnp = False
+        host.timer(t_ps + cfg.alpha_resume_interval_ps, qp, TM_ALPHA, 0)
+    elif kind == TM_DECREASE:
+        host.timer(t_ps + cfg.rate_decrease_interval_ps, qp, TM_DECREASE, 0)
+        if qp.decrease_cnp:
+            if cfg.clamp_target_rate or qp.rp_stage != 0:
+                qp.target_rate_bps = qp.rate_bps
+            set_rate(qp, max(cfg.min_rate_bps, int(qp.rate_bps * (1 - qp.alpha / 2))))
+            qp.rp_stage = 0
+            qp.decrease_cnp = False
+            qp.rp_gen += 1  # cancels the pending RP timer
+            host.timer(t_ps + cfg.rp_timer_ps, qp, TM_RP, qp.rp_gen)
+    elif kind == TM_RP:
+        if gen != qp.rp_gen:
+            return
+        host.timer(t_ps + cfg.rp_timer_ps, qp, TM_RP, gen)
+        line = qp.max_rate_bps
+        if qp.rp_stage < cfg.fast_recovery_times:
+            pass  # fast recovery: move halfway to the target
+        elif qp.rp_stage == cfg.fast_recovery_times:
+            qp.target_rate_bps = min(qp.target_rate_bps + cfg.rate_ai_bps, line)
+        else:
+            qp.target_rate_bps = min(qp.target_rate_bps + cfg.rate_hai_bps, line)
+        set_rate(qp, qp.rate_bps // 2 + qp.target_rate_bps // 2)
+        qp.rp_stage += 1
+
+
+# ----------------------------------------------------------------- HPCC ----
+
+def hpcc_on_ack(qp, pkt, cfg) -> None:
+    """HPCC reaction to one ACK (``RdmaHw::HandleAckHp`` / ``UpdateRateHp``)."""
+    hops = pkt[P_INT]
+    if not hops:
+        return
+    fast = pkt[P_SEQ] <= qp.last_update_seq
+    if fast and not cfg.fast_react:
+        return
+    next_seq = qp.snd_nxt
+    if qp.last_update_seq == 0:  # first RTT: only remember the INT records
+        qp.last_update_seq = next_seq
+        qp.hops = list(hops)
+        return
+    prev = qp.hops
+    U = 0.0
+    dt = 0
+    max_rate = qp.max_rate_bps
+    win = qp.win_bytes
+    for i, hop in enumerate(hops):
+        ts, tx_bytes, qlen, line = hop
+        if i < len(prev):
+            pts, ptx, pqlen, _ = prev[i]
+        else:
+            pts, ptx, pqlen = ts, tx_bytes, qlen
+        tau_ps = ts - pts
+        if tau_ps > 0:
+            tx_rate = (tx_bytes - ptx) * 8 * 1e12 / tau_ps
+        else:
+            tx_rate = 0.0
+        u = tx_rate / line + min(qlen, pqlen) * max_rate / line / win
+        if u > U:
+            U = u
+            dt = tau_ps
+    qp.hops = list(hops)
+    base = qp.base_rtt_ps
+    if dt > base:
+        dt = base
+    qp.u = (qp.u * (base - dt) + U * dt) / base
+    max_c = qp.u / cfg.u_target
+    if max_c >= 1 or qp.inc_stage >= cfg.mi_thresh:
+        new_rate = int(qp.cur_rate_bps / max_c + cfg.rate_ai_bps) if max_c > 0 else max_rate
+        new_stage = 0
+    else:
+        new_rate = qp.cur_rate_bps + cfg.rate_ai_bps
+        new_stage = qp.inc_stage + 1
+    if new_rate < cfg.min_rate_bps:
+        new_rate = cfg.min_rate_bps
+    if new_rate > max_rate:
+        new_rate = max_rate
+    set_rate(qp, new_rate)
+    if not fast:
+        qp.cur_rate_bps = new_rate
+        qp.inc_stage = new_stage
+        if next_seq > qp.last_update_seq:
+            qp.last_update_seq = next_seq

@@ -1,0 +1,605 @@
+"""Hosts (RDMA NICs with queue pairs), switches (shared buffer, ECN, PFC) and ports.
+
+The model follows the HPCC ns-3 simulator (alibaba-edu/
+High-Precision-Congestion-Control, ``simulation/src/point-to-point/model``):
+
+* ``qbb-net-device.cc``: a port serializes one packet at a time at its line
+  rate; the packet reaches the peer after serialization plus propagation
+  (store and forward). Queue 0 is strict priority, the others are served
+  round robin, and a queue paused by PFC is skipped.
+* ``rdma-hw.cc``: one queue pair (QP) per flow; the NIC serves control
+  packets (ACK/NACK) first, then its QPs round robin, each paced at its rate
+  (``nextAvail``) and bounded by its window; cumulative ACKs every
+  ``L2_ACK_INTERVAL`` bytes or chunk; NACK and go-back-N on a gap.
+* ``switch-node.cc`` / ``switch-mmu.cc``: ECMP on a per-switch hash of the
+  5-tuple; ingress admission with reserve, dynamic shared threshold
+  (``(buffer - headroom - reserve - shared_used) >> shift``) and headroom;
+  PFC pause when a priority's ingress enters headroom or its shared use
+  reaches the threshold, resume when it drains ``resume_offset`` below it;
+  RED/ECN marking at dequeue from the egress bytes of the queue; INT push at
+  dequeue under HPCC.
+
+Handlers only: nothing here knows about windows, ranks or acceleration.
+Events go into ``node.heap`` (the LP's heap) or, for a peer in another LP,
+into the port's ``remote`` outbox. Each node draws its event keys from its
+own counter (``kbase + seq``) so that ties break the same way on any rank
+count (DESIGN.md invariant 2).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from heapq import heappush
+
+from . import cc
+from .packet import (
+    ACK_INT_BYTES, ACK_MIN_BYTES, DATA_HEADER_BYTES, EV_FLOW_START, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE,
+    INT_HEADER_BYTES, N_PRIORITIES, P_DST, P_ECN, P_FLOW, P_HASH, P_INPORT, P_INT, P_PAUSE, P_PAY, P_PG,
+    P_SEQ, P_SIZE, P_TYPE, PFC_FRAME_BYTES, T_ACK, T_DATA, T_NACK, T_PFC,
+)
+
+PS_BITS = 8_000_000_000_000  # 8 bits/byte x 1e12 ps/s: serialization = ceil(bytes * PS_BITS / rate)
+KEY_NODE_SHIFT = 40
+RESERVE_BYTES = 4 * 1024  # SwitchMmu::reserve
+RESUME_OFFSET_BYTES = 3 * 1024  # SwitchMmu::resume_offset
+PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
+MAX_KEY_SEQ = 1 << KEY_NODE_SHIFT
+
+
+def node_rng(seed: int, node_id: int) -> random.Random:
+    """The per-node random stream, seeded from ``(seed, node_id)`` (invariant 7)."""
+    return random.Random(seed * 1_000_003 + node_id * 7_919 + 1)
+
+
+class Port:
+    """One direction of a link, owned by ``node``: queues, serializer, PFC state.
+
+    Attributes (units in names): ``rate_bps``, ``delay_ps``, ``peer`` (node
+    object at the far end), ``peer_idx`` (this link's port index at the peer),
+    ``arrive_kind`` (event kind of an arrival at the peer), ``remote`` (outbox
+    list when the peer is in another LP, else None), ``paused`` (per priority:
+    paused by the peer's PFC), ``error_rate`` (per-packet loss on this link).
+    """
+
+    __slots__ = (
+        "node", "idx", "rate_bps", "delay_ps", "peer", "peer_idx", "arrive_kind", "remote", "heap",
+        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "tx_pkts",
+    )
+
+    def __init__(self, node, idx: int, rate_bps: int, delay_ps: int, error_rate: float):
+        self.node = node
+        self.idx = idx
+        self.rate_bps = rate_bps
+        self.delay_ps = delay_ps
+        self.peer = None
+        self.peer_idx = -1
+        self.arrive_kind = 0
+        self.remote = None
+        self.heap = None
+        self.busy = False
+        self.paused = [False] * N_PRIORITIES
+        self.error_rate = error_rate
+        self.tx_bytes = 0  # cumulative bytes started on the wire (INT txBytes)
+        self.qbytes = 0  # bytes waiting in this port's queues
+        self.tx_pkts = 0
+
+    def transmit(self, pkt, t: int) -> None:
+        """Start serializing ``pkt`` at ``t``: schedule tx-done here and the arrival at the peer."""
+        self.busy = True
+        size = pkt[P_SIZE]
+        tx_ps = -((-size * PS_BITS) // self.rate_bps)
+        self.tx_bytes += size
+        self.tx_pkts += 1
+        node = self.node
+        k = node.kbase + node.seq
+        node.seq += 2
+        heappush(self.heap, (t + tx_ps, k, EV_TX_DONE, self, None))
+        if self.error_rate and node.rng.random() < self.error_rate:
+            node.lost += 1
+            return
+        pkt[P_INPORT] = self.peer_idx
+        ev = (t + tx_ps + self.delay_ps, k + 1, self.arrive_kind, self.peer, pkt)
+        if self.remote is None:
+            heappush(self.heap, ev)
+        else:
+            self.remote.append(ev)
+
+    def on_tx_done(self, _arg, t: int) -> None:
+        self.busy = False
+        self.kick(t)
+
+    def kick(self, t: int) -> None:  # pragma: no cover - overridden
+        raise AssertionError("abstract")
+
+    def pause(self, pg: int, on: bool, t: int) -> None:
+        """A PFC frame from the peer pauses (``on``) or resumes priority ``pg`` here."""
+        self.paused[pg] = on
+        node = self.node
+        node.pfc_log.append((t, node.node_id, 1 if node.is_switch else 0, self.idx + 1, 1 if on else 0))
+        if on:
+            node.pfc_pauses_rx += 1
+        elif not self.busy:
+            self.kick(t)
+
+
+class SwitchPort(Port):
+    """An egress port of a switch: 8 priority queues and the MMU counters of its link."""
+
+    __slots__ = (
+        "qs", "used_qs", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
+        "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax",
+    )
+
+    def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
+        super().__init__(node, idx, rate_bps, delay_ps, error_rate)
+        self.qs = [deque() for _ in range(N_PRIORITIES)]
+        self.used_qs = []  # data priorities that ever held a packet, ascending
+        self.rr = 0
+        self.in_bytes = [0] * N_PRIORITIES  # ingress accounting of packets that came in on this port
+        self.hdrm_bytes = [0] * N_PRIORITIES
+        self.eg_bytes = [0] * N_PRIORITIES  # egress bytes queued here per priority (ECN)
+        self.pfc_sent = [False] * N_PRIORITIES  # we paused the peer on this priority
+        self.headroom_bytes = 0
+        self.pfc_shift = PFC_ALPHA_SHIFT
+        self.kmin_bytes = 0
+        self.kmax_bytes = 0
+        self.pmax = 0.0
+
+    def kick(self, t: int) -> None:
+        """Dequeue the next packet (queue 0 first, then round robin) and transmit it."""
+        if self.busy:
+            return
+        qs = self.qs
+        if qs[0]:
+            pkt = qs[0].popleft()
+            self.qbytes -= pkt[P_SIZE]
+            self.transmit(pkt, t)
+            return
+        used = self.used_qs
+        n = len(used)
+        paused = self.paused
+        for i in range(n):
+            j = (self.rr + i) % n
+            qi = used[j]
+            if qs[qi] and not paused[qi]:
+                self.rr = j + 1
+                pkt = qs[qi].popleft()
+                break
+        else:
+            return
+        size = pkt[P_SIZE]
+        self.qbytes -= size
+        sw = self.node
+        inp = sw.ports[pkt[P_INPORT]]
+        if sw.pfc:
+            # ingress release (SwitchMmu::RemoveFromIngressAdmission)
+            from_hdrm = inp.hdrm_bytes[qi]
+            if from_hdrm > size:
+                from_hdrm = size
+            rest = size - from_hdrm
+            shared = inp.in_bytes[qi] - RESERVE_BYTES
+            if shared > 0:
+                sw.shared_used -= rest if rest < shared else shared
+            inp.hdrm_bytes[qi] -= from_hdrm
+            inp.in_bytes[qi] -= rest
+        sw.used_bytes -= size
+        eg = self.eg_bytes[qi] - size
+        self.eg_bytes[qi] = eg
+        if pkt[P_TYPE] == T_DATA:
+            if sw.ecn and eg > self.kmin_bytes:
+                if eg > self.kmax_bytes or sw.rng.random() < self.pmax * (eg - self.kmin_bytes) / (self.kmax_bytes - self.kmin_bytes):
+                    if not pkt[P_ECN]:
+                        pkt[P_ECN] = True
+                        sw.ecn_marks += 1
+            hops = pkt[P_INT]
+            if hops is not None:
+                hops.append((t, self.tx_bytes, self.qbytes, self.rate_bps))
+        if inp.pfc_sent[qi]:
+            sw.check_resume(inp, qi, t)
+        self.transmit(pkt, t)
+
+
+class HostPort(Port):
+    """A NIC port: a control queue (ACK/NACK, served first) and round robin over QPs."""
+
+    __slots__ = ("ctrl", "qps", "rr", "wake_ps", "has_win")
+
+    def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
+        super().__init__(node, idx, rate_bps, delay_ps, error_rate)
+        self.ctrl = deque()
+        self.qps = []
+        self.rr = 0
+        self.wake_ps = -1
+        self.has_win = True
+
+    def kick(self, t: int) -> None:
+        """Send a control packet, else the next eligible QP's next data packet."""
+        if self.busy:
+            return
+        if self.ctrl:
+            self.transmit(self.ctrl.popleft(), t)
+            return
+        qps = self.qps
+        n = len(qps)
+        if not n:
+            return
+        paused = self.paused
+        has_win = self.has_win
+        wait = -1
+        start = self.rr
+        for i in range(n):
+            j = (start + i) % n
+            qp = qps[j]
+            nxt = qp.snd_nxt
+            if nxt >= qp.size or paused[qp.pg]:
+                continue
+            if has_win and nxt - qp.snd_una >= qp.cur_win:
+                continue
+            if qp.next_avail_ps > t:
+                if wait < 0 or qp.next_avail_ps < wait:
+                    wait = qp.next_avail_ps
+                continue
+            self.rr = j + 1
+            self.transmit(qp.next_packet(t), t)
+            return
+        if wait >= 0 and (self.wake_ps <= t or wait < self.wake_ps):
+            self.wake_ps = wait
+            node = self.node
+            heappush(self.heap, (wait, node.kbase + node.seq, EV_NIC_WAKE, self, None))
+            node.seq += 1
+
+    def on_wake(self, _arg, t: int) -> None:
+        if t == self.wake_ps:
+            self.wake_ps = -1
+        if not self.busy:
+            self.kick(t)
+
+
+class SendQP:
+    """Sender side of one flow (``RdmaQueuePair``): sequence state, rate, CC state."""
+
+    __slots__ = (
+        "flow", "fid", "size", "pg", "dst", "hash", "port", "host", "snd_nxt", "snd_una", "max_sent",
+        "rate_bps", "max_rate_bps", "next_avail_ps", "last_pkt_bytes", "win_bytes", "cur_win", "var_win",
+        "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
+        # DCQCN
+        "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen",
+        # HPCC
+        "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
+        # loss recovery
+        "rto_armed", "rto_una",
+    )
+
+    def __init__(self, flow, host, port, line_rate_bps: int, win_bytes: int, base_rtt_ps: int, cfg, hdr_bytes: int):
+        self.flow = flow
+        self.fid = flow.flow_id
+        self.size = flow.size_bytes
+        self.pg = flow.pg
+        self.dst = flow.dst
+        self.hash = host.flow_hash[flow.flow_id]
+        self.port = port
+        self.host = host
+        self.snd_nxt = 0
+        self.snd_una = 0
+        self.max_sent = 0
+        self.rate_bps = line_rate_bps
+        self.max_rate_bps = line_rate_bps
+        self.next_avail_ps = 0
+        self.last_pkt_bytes = 0
+        self.win_bytes = win_bytes if cfg.has_win else 0
+        self.cur_win = self.win_bytes if self.win_bytes else (1 << 62)
+        self.var_win = cfg.var_win
+        self.base_rtt_ps = base_rtt_ps
+        self.start_ps = flow.start_ps
+        self.done = False
+        self.hdr_bytes = hdr_bytes
+        self.mtu = cfg.packet_payload_bytes
+        self.rate_bound = cfg.rate_bound
+        self.alpha = 1.0
+        self.target_rate_bps = line_rate_bps
+        self.alpha_cnp = False
+        self.decrease_cnp = False
+        self.first_cnp = True
+        self.rp_stage = 0
+        self.rp_gen = 0
+        self.last_update_seq = 0
+        self.hops = []
+        self.u = 1.0
+        self.cur_rate_bps = line_rate_bps
+        self.inc_stage = 0
+        self.rto_armed = False
+        self.rto_una = -1
+
+    def next_packet(self, t: int):
+        """Build the next data packet and advance ``snd_nxt`` and the pacing deadline."""
+        seq = self.snd_nxt
+        pay = self.size - seq
+        if pay > self.mtu:
+            pay = self.mtu
+        wire = pay + self.hdr_bytes
+        nxt = seq + pay
+        self.snd_nxt = nxt
+        if nxt > self.max_sent:
+            self.max_sent = nxt
+        rate = self.rate_bps if self.rate_bound else self.max_rate_bps
+        self.next_avail_ps = t + -((-wire * PS_BITS) // rate)
+        self.last_pkt_bytes = wire
+        host = self.host
+        if host.lossy and not self.rto_armed:
+            self.rto_armed = True
+            self.rto_una = self.snd_una
+            host.timer(t + host.rto_ps, self, cc.TM_RTO, 0)
+        return [T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
+                [] if host.hpcc else None, 0, 0, host.node_id]
+
+
+class Node:
+    """Common state of hosts and switches: ports, event key counter, RNG, counters."""
+
+    is_switch = False
+
+    def __init__(self, node_id: int, seed: int):
+        self.node_id = node_id
+        self.kbase = node_id << KEY_NODE_SHIFT
+        self.seq = 0
+        self.rng = node_rng(seed, node_id)
+        self.ports = []
+        self.routes = {}  # dst node id -> list of egress ports (equal-cost next hops)
+        self.heap = None
+        self.pfc_log = []
+        self.pfc_pauses_rx = 0
+        self.lost = 0  # packets lost to link errors when sent from here
+        self.drops = 0  # packets dropped by buffer admission here
+
+    def pick_port(self, dst: int, h: int):
+        ports = self.routes[dst]
+        if len(ports) == 1:
+            return ports[0]
+        return ports[hash((h, self.salt)) % len(ports)]
+
+
+class Switch(Node):
+    """A shared-buffer switch (HPCC ``SwitchNode`` + ``SwitchMmu``)."""
+
+    is_switch = True
+
+    def __init__(self, node_id, seed, cfg):
+        super().__init__(node_id, seed)
+        self.salt = self.rng.getrandbits(62)
+        self.cfg = cfg
+        self.ecn = cfg.enable_qcn
+        self.pfc = cfg.enable_pfc
+        self.ack_high_prio = cfg.ack_high_prio
+        self.buffer_bytes = cfg.buffer_size_bytes
+        self.shared_used = 0
+        self.used_bytes = 0
+        self.total_hdrm = 0
+        self.total_rsrv = 0
+        self.ecn_marks = 0
+        self.pfc_pauses_sent = 0
+
+    def finish_config(self) -> None:
+        self.total_hdrm = sum(p.headroom_bytes for p in self.ports)
+        self.total_rsrv = RESERVE_BYTES * len(self.ports)
+
+    def threshold(self, port) -> int:
+        """Dynamic PFC threshold of an ingress port (``SwitchMmu::GetPfcThreshold``)."""
+        return (self.buffer_bytes - self.total_hdrm - self.total_rsrv - self.shared_used) >> port.pfc_shift
+
+    def on_arrive(self, pkt, t: int) -> None:
+        typ = pkt[P_TYPE]
+        if typ == T_PFC:
+            self.ports[pkt[P_INPORT]].pause(pkt[P_PG], bool(pkt[P_PAUSE]), t)
+            return
+        routes = self.routes[pkt[P_DST]]
+        if len(routes) == 1:
+            port = routes[0]
+        else:
+            port = routes[hash((pkt[P_HASH], self.salt)) % len(routes)]
+        qi = 0 if (typ != T_DATA and self.ack_high_prio) else pkt[P_PG]
+        size = pkt[P_SIZE]
+        if qi:
+            inp = self.ports[pkt[P_INPORT]]
+            if self.pfc:
+                in_b = inp.in_bytes[qi]
+                thr = (self.buffer_bytes - self.total_hdrm - self.total_rsrv - self.shared_used) >> inp.pfc_shift
+                shared = in_b - RESERVE_BYTES
+                if shared < 0:
+                    shared = 0
+                if size + inp.hdrm_bytes[qi] > inp.headroom_bytes and size + shared > thr:
+                    self.drops += 1
+                    return
+                new_b = in_b + size
+                if new_b <= RESERVE_BYTES:
+                    inp.in_bytes[qi] = new_b
+                elif new_b - RESERVE_BYTES > thr:
+                    inp.hdrm_bytes[qi] += size
+                else:
+                    inp.in_bytes[qi] = new_b
+                    over = new_b - RESERVE_BYTES
+                    self.shared_used += size if size < over else over
+                if not inp.pfc_sent[qi]:
+                    shared = inp.in_bytes[qi] - RESERVE_BYTES
+                    if inp.hdrm_bytes[qi] > 0 or (shared > 0 and shared >= self.threshold(inp)):
+                        self.send_pfc(inp, qi, True, t)
+            elif self.used_bytes + size > self.buffer_bytes:
+                self.drops += 1
+                return
+            self.used_bytes += size
+            port.eg_bytes[qi] += size
+            if qi not in port.used_qs:
+                port.used_qs.append(qi)
+                port.used_qs.sort()
+        port.qs[qi].append(pkt)
+        port.qbytes += size
+        if not port.busy:
+            port.kick(t)
+
+    def check_resume(self, inp, qi: int, t: int) -> None:
+        """Send a PFC resume when the ingress queue drained (``SwitchMmu::CheckShouldResume``)."""
+        if inp.hdrm_bytes[qi]:
+            return
+        shared = inp.in_bytes[qi] - RESERVE_BYTES
+        if shared <= 0 or shared + RESUME_OFFSET_BYTES <= self.threshold(inp):
+            self.send_pfc(inp, qi, False, t)
+
+    def send_pfc(self, port, qi: int, pause: bool, t: int) -> None:
+        """Send a PFC pause/resume for priority ``qi`` to the peer of ``port`` (control queue 0)."""
+        port.pfc_sent[qi] = pause
+        if pause:
+            self.pfc_pauses_sent += 1
+        frame = [T_PFC, -1, 0, PFC_FRAME_BYTES, 0, qi, -1, 0, False, None, 0, 1 if pause else 0, self.node_id]
+        port.qs[0].append(frame)
+        port.qbytes += PFC_FRAME_BYTES
+        if not port.busy:
+            port.kick(t)
+
+
+class Host(Node):
+    """An RDMA host: NIC ports, sender QPs, receiver state (HPCC ``RdmaHw``)."""
+
+    def __init__(self, node_id, seed, cfg, net):
+        super().__init__(node_id, seed)
+        self.salt = self.rng.getrandbits(62)
+        self.cfg = cfg
+        self.net = net  # build-time facts: flows, pair RTT/BDP (read-only)
+        self.hpcc = cfg.cc_mode == 3
+        self.dcqcn = cfg.cc_mode == 1
+        self.hdr_bytes = DATA_HEADER_BYTES + (INT_HEADER_BYTES if self.hpcc else 0)
+        self.ack_bytes = ACK_INT_BYTES if self.hpcc else ACK_MIN_BYTES
+        self.sqp = {}  # flow id -> SendQP (active senders)
+        self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
+        self.flow_hash = {}
+        self.finished = []  # (flow id, finish_ps) appended on completion; drained at boundaries
+        self.lossy = False
+        self.rto_ps = 0
+        self.ack_interval = max(1, cfg.l2_ack_interval)
+        self.chunk = cfg.l2_chunk_size
+        self.nack_interval_ps = cfg.nack_interval_ps
+        self.cnps_rx = 0
+        self.nacks_tx = 0
+        self.retx_bytes = 0
+        self.bytes_delivered = 0
+
+    def timer(self, t: int, qp, kind: int, gen: int) -> None:
+        heappush(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
+        self.seq += 1
+
+    # -- events -------------------------------------------------------------
+    def on_flow_start(self, fid: int, t: int) -> None:
+        flow = self.net.flows[fid]
+        port = self.pick_port(flow.dst, self.flow_hash[fid])
+        rtt_ps, bdp_bytes = self.net.qp_window(flow)
+        qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, self.hdr_bytes)
+        qp.next_avail_ps = t
+        self.sqp[fid] = qp
+        port.qps.append(qp)
+        if not port.busy:
+            port.kick(t)
+
+    def on_timer(self, arg, t: int) -> None:
+        qp, kind, gen = arg
+        if qp.done:
+            return
+        if kind == cc.TM_RTO:
+            self.on_rto(qp, t)
+        else:
+            cc.dcqcn_timer(qp, self, kind, gen, t)
+
+    def on_rto(self, qp, t: int) -> None:
+        """No ACK progress for ``rto_ps``: go back to ``snd_una`` (loss recovery)."""
+        if qp.snd_una == qp.rto_una and qp.snd_nxt > qp.snd_una:
+            self.retx_bytes += qp.snd_nxt - qp.snd_una
+            qp.snd_nxt = qp.snd_una
+            if not qp.port.busy:
+                qp.port.kick(t)
+        if qp.snd_una < qp.size:
+            qp.rto_una = qp.snd_una
+            self.timer(t + self.rto_ps, qp, cc.TM_RTO, 0)
+        else:
+            qp.rto_armed = False
+
+    def on_arrive(self, pkt, t: int) -> None:
+        typ = pkt[P_TYPE]
+        if typ == T_DATA:
+            self.receive_data(pkt, t)
+        elif typ == T_PFC:
+            self.ports[pkt[P_INPORT]].pause(pkt[P_PG], bool(pkt[P_PAUSE]), t)
+        else:
+            self.receive_ack(pkt, t)
+
+    def receive_data(self, pkt, t: int) -> None:
+        """Receiver: in-order check, ACK/NACK generation (``RdmaHw::ReceiverCheckSeq``)."""
+        fid = pkt[P_FLOW]
+        rx = self.rx.get(fid)
+        if rx is None:
+            rx = self.rx[fid] = [0, self.ack_interval, -1, -1, self.net.flows[fid].size_bytes]
+        seq = pkt[P_SEQ]
+        exp = rx[0]
+        if seq == exp:
+            exp += pkt[P_PAY]
+            rx[0] = exp
+            self.bytes_delivered += pkt[P_PAY]
+            if exp >= rx[1]:
+                rx[1] += self.ack_interval
+            elif not (self.chunk and exp % self.chunk == 0) and exp < rx[4]:
+                # ns-3 acks nothing here; pwormhole always acks the end of the
+                # message so that a large L2_ACK_INTERVAL cannot stall a flow
+                return
+            typ = T_ACK
+        elif seq > exp:
+            if t >= rx[2] or rx[3] != exp:
+                rx[2] = t + self.nack_interval_ps
+                rx[3] = exp
+                typ = T_NACK
+                self.nacks_tx += 1
+            else:
+                return
+        else:
+            typ = T_ACK  # duplicate (after a go-back): re-ack so the sender learns
+        src = pkt[12]
+        ack = [typ, fid, exp, self.ack_bytes, 0, pkt[P_PG], src, pkt[P_HASH], pkt[P_ECN], pkt[P_INT], 0, 0,
+               self.node_id]
+        port = self.pick_port(src, pkt[P_HASH])
+        port.ctrl.append(ack)
+        if not port.busy:
+            port.kick(t)
+
+    def receive_ack(self, pkt, t: int) -> None:
+        """Sender: cumulative ACK, completion, go-back-N, congestion control (``RdmaHw::ReceiveAck``)."""
+        qp = self.sqp.get(pkt[P_FLOW])
+        if qp is None:
+            return
+        seq = pkt[P_SEQ]
+        if self.cfg.l2_back_to_zero and self.chunk:
+            seq = seq // self.chunk * self.chunk
+        if seq > qp.snd_una:
+            qp.snd_una = seq
+            if qp.snd_nxt < seq:
+                qp.snd_nxt = seq
+        if qp.snd_una >= qp.size:
+            self.complete(qp, t)
+            return
+        if pkt[P_TYPE] == T_NACK:
+            self.retx_bytes += qp.snd_nxt - qp.snd_una
+            qp.snd_nxt = qp.snd_una
+        if self.dcqcn:
+            if pkt[P_ECN]:
+                self.cnps_rx += 1
+                cc.dcqcn_on_cnp(qp, self, t)
+        elif self.hpcc:
+            cc.hpcc_on_ack(qp, pkt, self.cfg)
+        port = qp.port
+        if not port.busy:
+            port.kick(t)
+
+    def complete(self, qp, t: int) -> None:
+        qp.done = True
+        del self.sqp[qp.fid]
+        qps = qp.port.qps
+        i = qps.index(qp)
+        del qps[i]
+        if qp.port.rr > i:
+            qp.port.rr -= 1
+        self.finished.append((qp.fid, t))

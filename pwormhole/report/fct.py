@@ -1,0 +1,51 @@
+"""HPCC-format output files: ``fct.txt`` and ``pfc.txt``.
+
+``fct.txt`` has one line per finished flow, in completion order, with the
+columns of HPCC's ``third.cc``: ``sip dip sport dport size_bytes start_ns
+fct_ns standalone_fct_ns``; IPs are HPCC's host numbering
+``0x0b000001 + (id // 256) * 0x10000 + (id % 256) * 0x100`` in 8 hex digits.
+``pfc.txt`` has one line per PFC frame received: ``time_ns node_id
+node_type(1 switch, 0 host) if_index(1-based port) kind(1 pause, 0 resume)``.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def hpcc_ip(node_id: int) -> str:
+    """HPCC's IPv4 address of a node, as 8 hex digits (``third.cc`` node_id_to_ip)."""
+    return f"{0x0B000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100:08x}"
+
+
+def fct_line(flow, finish_ps: int, standalone_ns: int) -> str:
+    fct_ns = (finish_ps - flow.start_ps + 500) // 1000
+    return (f"{hpcc_ip(flow.src)} {hpcc_ip(flow.dst)} {flow.sport} {flow.dport} {flow.size_bytes} "
+            f"{flow.start_ps // 1000} {fct_ns} {standalone_ns}\n")
+
+
+def pfc_line(rec) -> str:
+    t_ps, node, node_type, if_index, kind = rec
+    return f"{t_ps // 1000} {node} {node_type} {if_index} {kind}\n"
+
+
+class IncrementalFile:
+    """A text file written as results come in, as ``NAME.part``, renamed to
+    ``NAME`` by :meth:`commit` (so a finished name is never half-written)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.part = path + ".part"
+        self.fh = open(self.part, "w")
+
+    def write_lines(self, lines) -> None:
+        self.fh.writelines(lines)
+        self.fh.flush()
+
+    def commit(self) -> None:
+        self.fh.close()
+        os.replace(self.part, self.path)
+
+    def close_partial(self) -> None:
+        """Close without renaming (interrupted run): the ``.part`` file is kept."""
+        self.fh.close()

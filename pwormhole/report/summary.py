@@ -1,0 +1,53 @@
+"""``summary.json`` (a contract read by later tools) and the readable summary.
+
+Keys: ``mode``, ``ranks``, ``sim_time_ps``, ``wall_s``, ``events``,
+``events_per_s``, ``flows``, ``flows_finished``, ``fct_ns`` {mean, p50, p99,
+max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
+(unique payload bytes put on the wire by senders), ``bytes_delivered``
+(payload bytes received in order), ``drops`` (buffer admission drops),
+``pfc_pauses`` (PFC pause frames sent), plus ``complete``, ``windows``,
+``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
+errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+
+def percentiles(values) -> dict:
+    """mean, p50, p99, max of a sequence (nearest-rank percentiles); zeros when empty."""
+    if not len(values):
+        return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
+    a = np.sort(np.asarray(values, dtype=float))
+    rank = lambda q: float(a[min(len(a) - 1, int(np.ceil(q * len(a))) - 1)])  # noqa: E731
+    return {"mean": float(a.mean()), "p50": rank(0.50), "p99": rank(0.99), "max": float(a[-1])}
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    tmp = path + ".part"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def readable(summary: dict) -> str:
+    """A short human summary of a run."""
+    f = summary["fct_ns"]
+    s = summary["slowdown"]
+    lines = [
+        f"scenario {summary['scenario']}  mode {summary['mode']}  cc {summary['cc']}  ranks {summary['ranks']}"
+        + ("" if summary["complete"] else "  (INCOMPLETE)"),
+        f"flows finished   {summary['flows_finished']} / {summary['flows']}",
+        f"simulated time   {summary['sim_time_ps'] / 1e9:.6f} ms",
+        f"FCT (us)         mean {f['mean'] / 1e3:.3f}  p50 {f['p50'] / 1e3:.3f}  p99 {f['p99'] / 1e3:.3f}  max {f['max'] / 1e3:.3f}",
+        f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}",
+        f"bytes sent/delivered {summary['bytes_sent']} / {summary['bytes_delivered']}   drops {summary['drops']}   "
+        f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
+        f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s",
+    ]
+    return "\n".join(lines)

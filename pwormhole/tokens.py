@@ -1,0 +1,103 @@
+"""Whitespace token streams with line numbers, for the HPCC ns-3 input readers.
+
+HPCC's ``third.cc`` reads its topology, flow and trace files with C++ ``>>``:
+the files are token streams, line breaks carry no meaning, and whatever follows
+the declared counts (extra rows, English notes) is never read. A
+:class:`TokenReader` reads the same way, lazily, while remembering the line of
+every token so that errors can name it. CRLF line ends, tabs and a UTF-8 byte
+order mark make no difference.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Iterator
+
+from pwormhole.errors import InputError
+
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+def open_text(path: str | os.PathLike, what: str = "file"):
+    """Open ``path`` for reading text (universal newlines, BOM dropped).
+
+    Raises InputError naming the path when it cannot be opened.
+    """
+    try:
+        return open(path, "r", encoding="utf-8-sig", errors="replace", newline=None)
+    except OSError as e:
+        raise InputError(f"cannot open {what}: {e.strerror or e}", str(path)) from None
+
+
+class TokenReader:
+    """Lazy ``(token, line)`` stream over one file.
+
+    ``take(what)`` returns the next token and its 1-based line, or raises
+    InputError ``truncated file: expected <what>, found end of file`` at the last
+    line of the file.
+    """
+
+    def __init__(self, path: str | os.PathLike, what: str = "file"):
+        self.path = str(path)
+        self._f = open_text(path, what)
+        self._it = self._tokens()
+        self.last_line = 0
+
+    def _tokens(self) -> Iterator[tuple[str, int]]:
+        with self._f:
+            for lineno, text in enumerate(self._f, start=1):
+                self.last_line = lineno
+                for tok in text.split():
+                    yield tok, lineno
+
+    def close(self) -> None:
+        self._it.close()
+        self._f.close()
+
+    def __enter__(self) -> "TokenReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def take(self, what: str) -> tuple[str, int]:
+        """Next token and its line; InputError (truncated file) at end of file."""
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise InputError(f"truncated file: expected {what}, found end of file",
+                             self.path, max(self.last_line, 1)) from None
+
+    def error(self, message: str, line: int) -> InputError:
+        return InputError(message, self.path, line)
+
+    def take_int(self, what: str, lo: int | None = None, hi: int | None = None) -> tuple[int, int]:
+        """Next token as an int in ``[lo, hi]`` (either bound optional), with its line."""
+        tok, line = self.take(what)
+        return to_int(tok, what, self.path, line, lo, hi), line
+
+
+def to_int(tok: str, what: str, path: str | None, line: int | None,
+           lo: int | None = None, hi: int | None = None) -> int:
+    """``tok`` as an int within ``[lo, hi]``; InputError naming ``what`` and the value otherwise."""
+    if not _INT.match(tok):
+        raise InputError(f"{what} {tok!r} is not an integer", path, line)
+    v = int(tok)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        lo_s = "" if lo is None else str(lo)
+        hi_s = "" if hi is None else str(hi)
+        raise InputError(f"{what} {tok!r} is out of range {lo_s}..{hi_s}", path, line)
+    return v
+
+
+def to_float(tok: str, what: str, path: str | None, line: int | None) -> float:
+    """``tok`` as a finite float; InputError naming ``what`` and the value otherwise."""
+    try:
+        v = float(tok)
+    except ValueError:
+        raise InputError(f"{what} {tok!r} is not a number", path, line) from None
+    if not math.isfinite(v):
+        raise InputError(f"{what} {tok!r} is not a finite number", path, line)
+    return v
