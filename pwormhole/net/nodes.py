@@ -320,12 +320,13 @@ class SendQP:
         wire = pay + self.hdr_bytes
         nxt = seq + pay
         self.snd_nxt = nxt
+        host = self.host
         if nxt > self.max_sent:
+            host.bytes_sent += nxt - self.max_sent
             self.max_sent = nxt
         rate = self.rate_bps if self.rate_bound else self.max_rate_bps
         self.next_avail_ps = t + -((-wire * PS_BITS) // rate)
         self.last_pkt_bytes = wire
-        host = self.host
         if host.lossy and not self.rto_armed:
             self.rto_armed = True
             self.rto_una = self.snd_una
@@ -481,6 +482,7 @@ class Host(Node):
         self.nacks_tx = 0
         self.retx_bytes = 0
         self.bytes_delivered = 0
+        self.bytes_sent = 0
 
     def timer(self, t: int, qp, kind: int, gen: int) -> None:
         heappush(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
