@@ -68,13 +68,105 @@ class _Progress:
             self.bar.close()
 
 
+class PacketRun:
+    """One packet-mode run of a scenario, window by window.
+
+    Build it (errors in the scenario are raised here, before any event), then
+    :meth:`run`. Completed flows are handed to ``on_flows(records)`` at window
+    boundaries as ``(flow_id, finish_ps)`` sorted by ``(finish_ps, flow_id)``,
+    PFC records to ``on_pfc(records)``.
+
+    Attributes after :meth:`run`: ``finish_ps`` (flow id -> finish time),
+    ``complete``, ``t_end_ps``, ``windows``, ``wall_s``, ``events``, ``net``.
+    """
+
+    def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None):
+        self.scn = scn
+        self.net = Network(scn.topology, scn.flows, scn.config, seed)
+        n = scn.topology.n_nodes
+        if owner is None:
+            owner = [0] * n if n_lps == 1 else [i % n_lps for i in range(n)]
+        self.owner = owner
+        initial = self.net.initial_events()
+        self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner)
+                    for i in range(n_lps)]
+        self.finished_by_lp = [[] for _ in self.lps]
+        self.pfc_by_lp = [[] for _ in self.lps]
+        for i, lp in enumerate(self.lps):
+            for nd in lp.nodes:
+                nd.pfc_log = self.pfc_by_lp[i]
+                if not nd.is_switch:
+                    nd.finished = self.finished_by_lp[i]
+        self.finish_ps: dict[int, int] = {}
+        self.complete = False
+        self.t_end_ps = 0
+        self.windows = 0
+        self.wall_s = 0.0
+
+    @property
+    def events(self) -> int:
+        return sum(lp.events for lp in self.lps)
+
+    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> "PacketRun":
+        stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
+        n_flows = len(self.scn.flows)
+        finish = self.finish_ps
+        bar = _Progress(stop_ps, progress)
+
+        def on_boundary(t_ps: int) -> bool:
+            done = [r for lst in self.finished_by_lp for r in lst]
+            if done:
+                for lst in self.finished_by_lp:
+                    lst.clear()
+                done.sort(key=lambda r: (r[1], r[0]))
+                finish.update(done)
+                if on_flows:
+                    on_flows(done)
+            recs = [r for lst in self.pfc_by_lp for r in lst]
+            if recs:
+                for lst in self.pfc_by_lp:
+                    lst.clear()
+                recs.sort()
+                if on_pfc:
+                    on_pfc(recs)
+            bar.update(t_ps, self.events)
+            return len(finish) == n_flows
+
+        wall0 = time.perf_counter()
+        try:
+            self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary)
+        finally:
+            bar.close()
+            self.wall_s = time.perf_counter() - wall0
+        self.complete = len(finish) == n_flows
+        return self
+
+    def counters(self) -> dict:
+        """Totals over all nodes (see :mod:`pwormhole.report.summary`)."""
+        nodes = self.net.nodes
+        hosts = [nd for nd in nodes if not nd.is_switch]
+        switches = [nd for nd in nodes if nd.is_switch]
+        return {
+            "bytes_sent": sum(h.bytes_sent for h in hosts),
+            "bytes_delivered": sum(h.bytes_delivered for h in hosts),
+            "drops": sum(nd.drops for nd in nodes),
+            "lost_packets": sum(nd.lost for nd in nodes),
+            "pfc_pauses": sum(s.pfc_pauses_sent for s in switches),
+            "ecn_marks": sum(s.ecn_marks for s in switches),
+            "cnps": sum(h.cnps_rx for h in hosts),
+            "nacks": sum(h.nacks_tx for h in hosts),
+            "retransmitted_bytes": sum(h.retx_bytes for h in hosts),
+        }
+
+
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
-             owner: list[int] | None = None, progress: bool | None = None, quiet: bool = False) -> dict:
-    """Simulate ``scn`` in packet mode; returns the summary dict (also written as JSON).
+             owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False) -> dict:
+    """Simulate ``scn`` in packet mode and write ``fct.txt``, ``pfc.txt`` and
+    ``summary.json`` under ``out_dir``; returns the summary dict.
 
     Args:
         scn: the scenario.
-        out_dir: output folder (created; must be writable).
+        out_dir: output folder (created; must be writable, checked before simulating).
         until_ps: stop time (default: the config's ``SIMULATOR_STOP_TIME``).
         seed: seed of the per-node random streams.
         n_lps: number of in-process logical processes (the answer does not depend on it).
@@ -87,104 +179,52 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     """
     prepare_out_dir(out_dir)
     cfg = scn.config
-    stop_ps = until_ps if until_ps is not None else cfg.simulator_stop_ps
-    net = Network(scn.topology, scn.flows, cfg, seed)
-    standalone = [net.standalone_fct_ns(f) for f in scn.flows]
-    if owner is None:
-        owner = [0] * scn.topology.n_nodes if n_lps == 1 else [n % n_lps for n in range(scn.topology.n_nodes)]
-    initial = net.initial_events()
-    lps = [LogicalProcess(i, [nd for nd in net.nodes if owner[nd.node_id] == i], initial, owner) for i in range(n_lps)]
-    finished_by_lp = [[] for _ in lps]
-    pfc_by_lp = [[] for _ in lps]
-    for i, lp in enumerate(lps):
-        for nd in lp.nodes:
-            nd.pfc_log = pfc_by_lp[i]
-            if not nd.is_switch:
-                nd.finished = finished_by_lp[i]
-
-    fct_path = os.path.join(out_dir, cfg.fct_output_name)
-    pfc_path = os.path.join(out_dir, cfg.pfc_output_name)
-    fct_file = IncrementalFile(fct_path)
-    pfc_file = IncrementalFile(pfc_path)
-    n_flows = len(scn.flows)
+    sim = PacketRun(scn, seed, n_lps, owner)
+    standalone = [sim.net.standalone_fct_ns(f) for f in scn.flows]
+    fct_file = IncrementalFile(os.path.join(out_dir, cfg.fct_output_name))
+    pfc_file = IncrementalFile(os.path.join(out_dir, cfg.pfc_output_name))
     fcts_ns: list[int] = []
     slowdowns: list[float] = []
-    last_finish = [0]
-    bar = _Progress(stop_ps, progress)
-    wall0 = time.perf_counter()
 
-    def on_boundary(t_ps: int) -> bool:
-        done = []
-        for lst in finished_by_lp:
-            if lst:
-                done.extend(lst)
-                lst.clear()
-        if done:
-            done.sort(key=lambda r: (r[1], r[0]))
-            lines = []
-            for fid, t_fin in done:
-                f = scn.flows[fid]
-                lines.append(fct_line(f, t_fin, standalone[fid]))
-                fct_ns = (t_fin - f.start_ps + 500) // 1000
-                fcts_ns.append(fct_ns)
-                slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
-                last_finish[0] = max(last_finish[0], t_fin)
-            fct_file.write_lines(lines)
-        recs = []
-        for lst in pfc_by_lp:
-            if lst:
-                recs.extend(lst)
-                lst.clear()
-        if recs:
-            recs.sort()
-            pfc_file.write_lines(pfc_line(r) for r in recs)
-        bar.update(t_ps, sum(lp.events for lp in lps))
-        return len(fcts_ns) == n_flows
+    def on_flows(done):
+        lines = []
+        for fid, t_fin in done:
+            f = scn.flows[fid]
+            lines.append(fct_line(f, t_fin, standalone[fid]))
+            fct_ns = (t_fin - f.start_ps + 500) // 1000
+            fcts_ns.append(fct_ns)
+            slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
+        fct_file.write_lines(lines)
 
-    complete = False
     try:
-        t_end, windows = run_windows(lps, net.window_ps, stop_ps, on_boundary)
-        complete = len(fcts_ns) == n_flows
+        sim.run(until_ps, on_flows, lambda recs: pfc_file.write_lines(pfc_line(r) for r in recs), progress)
     finally:
-        bar.close()
-        wall = time.perf_counter() - wall0
         fct_file.commit()
         pfc_file.commit()
-    events = sum(lp.events for lp in lps)
-    hosts = [nd for nd in net.nodes if not nd.is_switch]
-    switches = [nd for nd in net.nodes if nd.is_switch]
+    events = sim.events
     summary = {
         "mode": "packet",
         "ranks": n_lps,
         "scenario": scn.name,
         "cc": cfg.cc_name,
         "seed": seed,
-        "complete": complete,
-        "sim_time_ps": last_finish[0] if complete else t_end,
-        "wall_s": wall,
+        "complete": sim.complete,
+        "sim_time_ps": max(sim.finish_ps.values()) if sim.complete and sim.finish_ps else sim.t_end_ps,
+        "wall_s": sim.wall_s,
         "events": events,
-        "events_per_s": events / wall if wall > 0 else 0.0,
-        "windows": windows,
-        "window_ps": net.window_ps,
-        "flows": n_flows,
+        "events_per_s": events / sim.wall_s if sim.wall_s > 0 else 0.0,
+        "windows": sim.windows,
+        "window_ps": sim.net.window_ps,
+        "flows": len(scn.flows),
         "flows_finished": len(fcts_ns),
         "fct_ns": percentiles(fcts_ns),
         "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"},
-        "bytes_sent": sum(h.bytes_sent for h in hosts),
-        "bytes_delivered": sum(h.bytes_delivered for h in hosts),
-        "drops": sum(nd.drops for nd in net.nodes),
-        "lost_packets": sum(nd.lost for nd in net.nodes),
-        "pfc_pauses": sum(s.pfc_pauses_sent for s in switches),
-        "ecn_marks": sum(s.ecn_marks for s in switches),
-        "cnps": sum(h.cnps_rx for h in hosts),
-        "nacks": sum(h.nacks_tx for h in hosts),
-        "retransmitted_bytes": sum(h.retx_bytes for h in hosts),
+        **sim.counters(),
     }
     write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
     if not quiet:
         print(readable(summary))
-        if not complete:
+        if not sim.complete:
             print(f"stopped at {format_time(summary['sim_time_ps'])} with "
-                  f"{n_flows - len(fcts_ns)} flows unfinished")
+                  f"{len(scn.flows) - len(fcts_ns)} flows unfinished")
     return summary
-

@@ -123,7 +123,7 @@ def hpcc_on_ack(qp, pkt, cfg) -> None:
     U = 0.0
     dt = 0
     max_rate = qp.max_rate_bps
-    win = qp.win_bytes
+    win = qp.bdp_bytes  # ns-3 divides by m_win; the BDP also when HAS_WIN is 0
     for i, hop in enumerate(hops):
         ts, tx_bytes, qlen, line = hop
         if i < len(prev):

@@ -261,7 +261,7 @@ class SendQP:
 
     __slots__ = (
         "flow", "fid", "size", "pg", "dst", "hash", "port", "host", "snd_nxt", "snd_una", "max_sent",
-        "rate_bps", "max_rate_bps", "next_avail_ps", "last_pkt_bytes", "win_bytes", "cur_win", "var_win",
+        "rate_bps", "max_rate_bps", "next_avail_ps", "last_pkt_bytes", "bdp_bytes", "win_bytes", "cur_win", "var_win",
         "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
         # DCQCN
         "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen",
@@ -287,6 +287,7 @@ class SendQP:
         self.max_rate_bps = line_rate_bps
         self.next_avail_ps = 0
         self.last_pkt_bytes = 0
+        self.bdp_bytes = max(1, win_bytes)
         self.win_bytes = win_bytes if cfg.has_win else 0
         self.cur_win = self.win_bytes if self.win_bytes else (1 << 62)
         self.var_win = cfg.var_win

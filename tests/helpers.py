@@ -1,0 +1,42 @@
+"""Small scenario builders shared by the engine tests."""
+
+from dataclasses import replace
+
+from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
+from pwormhole.scenario import Scenario, number_sports
+from pwormhole.simulation import PacketRun
+from pwormhole.topology.model import Link, Topology
+from pwormhole.workload.flows import Flow
+
+G100 = 100 * 10**9
+US = 1_000_000
+
+
+def flows_of(specs):
+    """specs: (src, dst, size_bytes, start_ps) tuples -> numbered flows."""
+    return number_sports([Flow(i, s, d, 3, 100, size, start) for i, (s, d, size, start) in enumerate(specs)])
+
+
+def config(cc="dcqcn", **kw) -> ModelConfig:
+    cfg = ModelConfig(cc_mode=CC_DCQCN if cc == "dcqcn" else CC_HPCC)
+    for k, v in kw.items():
+        setattr(cfg, k, v)
+    return cfg
+
+
+def run(topo, specs, cfg, until_ps=None, seed=1, n_lps=1, owner=None):
+    scn = Scenario("t", topo, flows_of(specs), cfg)
+    return PacketRun(scn, seed, n_lps, owner).run(until_ps)
+
+
+def star_topo(n_hosts, rate=G100, delay=US):
+    """Hosts 0..n-1 on switch n."""
+    return Topology(n_hosts + 1, frozenset({n_hosts}), [Link(h, n_hosts, rate, delay) for h in range(n_hosts)])
+
+
+def line_topo():
+    """host 0 - switch 2 - switch 3 - host 1: a 3-hop path at 100 Gbps, 1 us per link."""
+    return Topology(4, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US)])
+
+
+__all__ = ["replace", "G100", "US", "flows_of", "config", "run", "star_topo", "line_topo"]
