@@ -41,8 +41,64 @@ def _run(args) -> int:
         except ValueError as e:
             raise InputError(f"--until: {e}") from None
     out = args.out or os.path.join("pwormhole-out", scn.name)
-    simulate(scn, out, until_ps=until_ps, seed=args.seed, progress=None if not args.no_progress else False)
-    print(f"outputs in {out}/")
+    from .sync.mpi import world
+    comm = world()
+    if comm is not None and args.lps != 1:
+        raise InputError("--lps is for in-process LPs; under mpirun the rank count sets the LPs")
+    owner = None
+    if args.plan:
+        from .partition.plan import PartitionPlan
+        plan = PartitionPlan.from_json(args.plan, scn.topology)
+        want = comm.size if comm is not None else args.lps
+        if plan.parts != want:
+            raise InputError(f"plan has {plan.parts} parts but the run has {want} LPs", args.plan)
+        owner = plan.owner
+    if args.lps < 1:
+        raise InputError(f"--lps must be >= 1, got {args.lps}")
+    if comm is None:
+        simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
+                 progress=None if not args.no_progress else False)
+        print(f"outputs in {out}/")
+        return 0
+    _run_mpi(comm, scn, out, until_ps, args, owner)
+    return 0
+
+
+def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
+    """Run under MPI: a failure on any rank ends every rank with that rank's message."""
+    from .simulation import simulate
+    from .sync.mpi import abort
+
+    try:
+        simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
+                 progress=None if not args.no_progress else False)
+    except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
+        msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
+        print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
+        abort(comm, 2 if isinstance(e, InputError) else 1)
+    if comm.rank == 0:
+        print(f"outputs in {out}/ ({comm.size} ranks)")
+
+
+def _partition(args) -> int:
+    from .partition.plan import make_plan
+    from .scenario import default_scenario, from_files, from_hpcc_config
+    from .topology.hpcc import read_hpcc_topology
+
+    if args.hpcc_config:
+        scn = from_hpcc_config(args.hpcc_config)
+        topo, flows = scn.topology, scn.flows
+    elif args.topology:
+        topo = read_hpcc_topology(args.topology)
+        flows = from_files(args.topology, args.flows).flows if args.flows else []
+    else:
+        scn = default_scenario()
+        topo, flows = scn.topology, scn.flows
+    plan = make_plan(topo, args.parts, flows)
+    print(plan.describe())
+    if args.save:
+        plan.to_json(args.save)
+        print(f"plan saved to {args.save}")
     return 0
 
 
@@ -59,7 +115,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=1, help="seed of the per-node random streams (default 1)")
     r.add_argument("--mode", default="packet", help="simulation mode: packet (the reference)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
+    r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
     r.set_defaults(func=_run)
+    pa = sub.add_parser("partition", help="split a topology into LPs with METIS and print the plan")
+    pa.add_argument("--parts", type=int, required=True, help="number of LPs (ranks)")
+    pa.add_argument("--hpcc-config", metavar="FILE", help="HPCC config naming the topology and flows")
+    pa.add_argument("--topology", metavar="FILE", help="HPCC topology file")
+    pa.add_argument("--flows", metavar="FILE", help="HPCC flow file (weights come from it)")
+    pa.add_argument("--save", metavar="FILE", help="write the plan as JSON (for run --plan)")
+    pa.set_defaults(func=_partition)
     return p
 
 

@@ -80,23 +80,22 @@ class PacketRun:
     ``complete``, ``t_end_ps``, ``windows``, ``wall_s``, ``events``, ``net``.
     """
 
-    def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None):
+    def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None):
         self.scn = scn
         self.net = Network(scn.topology, scn.flows, scn.config, seed)
         n = scn.topology.n_nodes
+        if comm is not None:
+            n_lps = comm.size
         if owner is None:
             owner = [0] * n if n_lps == 1 else [i % n_lps for i in range(n)]
         self.owner = owner
         initial = self.net.initial_events()
+        self.comm = comm
+        ids = [comm.rank] if comm is not None else range(n_lps)
         self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner)
-                    for i in range(n_lps)]
-        self.finished_by_lp = [[] for _ in self.lps]
-        self.pfc_by_lp = [[] for _ in self.lps]
-        for i, lp in enumerate(self.lps):
-            for nd in lp.nodes:
-                nd.pfc_log = self.pfc_by_lp[i]
-                if not nd.is_switch:
-                    nd.finished = self.finished_by_lp[i]
+                    for i in ids]
+        self.n_lps = n_lps if comm is None else comm.size
+        self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
         self.complete = False
         self.t_end_ps = 0
@@ -113,28 +112,24 @@ class PacketRun:
         finish = self.finish_ps
         bar = _Progress(stop_ps, progress)
 
-        def on_boundary(t_ps: int) -> bool:
-            done = [r for lst in self.finished_by_lp for r in lst]
+        def on_boundary(t_ps: int, done, recs) -> bool:
             if done:
-                for lst in self.finished_by_lp:
-                    lst.clear()
-                done.sort(key=lambda r: (r[1], r[0]))
                 finish.update(done)
                 if on_flows:
                     on_flows(done)
-            recs = [r for lst in self.pfc_by_lp for r in lst]
-            if recs:
-                for lst in self.pfc_by_lp:
-                    lst.clear()
-                recs.sort()
-                if on_pfc:
-                    on_pfc(recs)
+            if recs and on_pfc:
+                on_pfc(recs)
             bar.update(t_ps, self.events)
             return len(finish) == n_flows
 
         wall0 = time.perf_counter()
         try:
-            self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary)
+            if self.comm is None:
+                self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary)
+            else:
+                from .sync.mpi import run_windows_mpi
+                self.t_end_ps, self.windows, self.sync_wall_s = run_windows_mpi(
+                    self.lps[0], self.comm, self.net.nodes, self.net.window_ps, stop_ps, on_boundary)
         finally:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
@@ -160,7 +155,7 @@ class PacketRun:
 
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
-             owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False) -> dict:
+             owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None) -> dict:
     """Simulate ``scn`` in packet mode and write ``fct.txt``, ``pfc.txt`` and
     ``summary.json`` under ``out_dir``; returns the summary dict.
 
@@ -170,19 +165,32 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         until_ps: stop time (default: the config's ``SIMULATOR_STOP_TIME``).
         seed: seed of the per-node random streams.
         n_lps: number of in-process logical processes (the answer does not depend on it).
-        owner: node id -> LP index (default: round robin by node id when ``n_lps > 1``).
+        owner: node id -> LP index (default: a METIS plan when there is more than one LP).
         progress: show a progress bar (None: only on a terminal, after a few seconds).
         quiet: do not print the readable summary.
+        comm: an MPI communicator (one LP per rank; rank 0 writes the files).
 
     Raises:
         InputError: unwritable output folder or an inconsistent scenario.
     """
-    prepare_out_dir(out_dir)
+    rank0 = comm is None or comm.rank == 0
+    if rank0:
+        prepare_out_dir(out_dir)
+    parts = comm.size if comm is not None else n_lps
+    plan = None
+    if owner is None and parts > 1:
+        from .partition.plan import make_plan
+        plan = make_plan(scn.topology, parts, scn.flows, scn.config.packet_payload_bytes) if rank0 else None
+        if comm is not None:
+            plan = comm.bcast(plan, root=0)
+        owner = plan.owner
     cfg = scn.config
-    sim = PacketRun(scn, seed, n_lps, owner)
+    sim = PacketRun(scn, seed, n_lps, owner, comm)
     standalone = [sim.net.standalone_fct_ns(f) for f in scn.flows]
-    fct_file = IncrementalFile(os.path.join(out_dir, cfg.fct_output_name))
-    pfc_file = IncrementalFile(os.path.join(out_dir, cfg.pfc_output_name))
+    fct_file = pfc_file = None
+    if rank0:
+        fct_file = IncrementalFile(os.path.join(out_dir, cfg.fct_output_name))
+        pfc_file = IncrementalFile(os.path.join(out_dir, cfg.pfc_output_name))
     fcts_ns: list[int] = []
     slowdowns: list[float] = []
 
@@ -194,17 +202,31 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             fct_ns = (t_fin - f.start_ps + 500) // 1000
             fcts_ns.append(fct_ns)
             slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
-        fct_file.write_lines(lines)
+        if fct_file:
+            fct_file.write_lines(lines)
+
+    def on_pfc(recs):
+        if pfc_file:
+            pfc_file.write_lines(pfc_line(r) for r in recs)
 
     try:
-        sim.run(until_ps, on_flows, lambda recs: pfc_file.write_lines(pfc_line(r) for r in recs), progress)
+        sim.run(until_ps, on_flows, on_pfc, progress if rank0 else False)
     finally:
-        fct_file.commit()
-        pfc_file.commit()
-    events = sim.events
+        if rank0:
+            fct_file.commit()
+            pfc_file.commit()
+    counters = sim.counters()
+    events_by_rank = [lp.events for lp in sim.lps]
+    sync_by_rank = [sim.sync_wall_s]
+    if comm is not None:
+        from .sync.mpi import allreduce_sum
+        counters = {k: allreduce_sum(comm, v) for k, v in counters.items()}
+        events_by_rank = comm.allgather(sim.lps[0].events)
+        sync_by_rank = comm.allgather(sim.sync_wall_s)
+    events = sum(events_by_rank)
     summary = {
         "mode": "packet",
-        "ranks": n_lps,
+        "ranks": sim.n_lps,
         "scenario": scn.name,
         "cc": cfg.cc_name,
         "seed": seed,
@@ -215,16 +237,26 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         "events_per_s": events / sim.wall_s if sim.wall_s > 0 else 0.0,
         "windows": sim.windows,
         "window_ps": sim.net.window_ps,
+        "sync_wall_s": max(sync_by_rank),
+        "events_by_rank": events_by_rank,
         "flows": len(scn.flows),
         "flows_finished": len(fcts_ns),
         "fct_ns": percentiles(fcts_ns),
         "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"},
-        **sim.counters(),
+        **counters,
     }
-    write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
-    if not quiet:
-        print(readable(summary))
-        if not sim.complete:
-            print(f"stopped at {format_time(summary['sim_time_ps'])} with "
-                  f"{len(scn.flows) - len(fcts_ns)} flows unfinished")
+    if plan is not None:
+        summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
+                                "cut_links": len(plan.cut_links)}
+    if rank0:
+        write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
+        if not quiet:
+            print(readable(summary))
+            if summary["ranks"] > 1:
+                print("rank  events      share")
+                for r, ev in enumerate(events_by_rank):
+                    print(f"{r:4d}  {ev:10d}  {ev / events * 100 if events else 0:5.1f}%")
+            if not sim.complete:
+                print(f"stopped at {format_time(summary['sim_time_ps'])} with "
+                      f"{len(scn.flows) - len(fcts_ns)} flows unfinished")
     return summary

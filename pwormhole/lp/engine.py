@@ -37,6 +37,7 @@ class LogicalProcess:
         nodes: the node objects it owns.
         heap: its event heap (shared by reference with its nodes and ports).
         outboxes: ``peer lp id -> list of events`` for packets crossing to that LP.
+        finished, pfc_log: completions and PFC records of its nodes since the last boundary.
         events: events processed so far.
     """
 
@@ -46,10 +47,15 @@ class LogicalProcess:
         self.heap: list[tuple] = [ev for ev in initial_events if owner[ev[3].node_id] == lp_id]
         heapify(self.heap)
         self.outboxes: dict[int, list[tuple]] = {}
+        self.finished: list[tuple[int, int]] = []  # (flow id, finish_ps), drained at boundaries
+        self.pfc_log: list[tuple] = []  # PFC frames received, drained at boundaries
         self.events = 0
         self.handlers = handler_table()
         for node in nodes:
             node.heap = self.heap
+            node.pfc_log = self.pfc_log
+            if not node.is_switch:
+                node.finished = self.finished
             for port in node.ports:
                 port.heap = self.heap
                 peer_lp = owner[port.peer.node_id]

@@ -26,9 +26,20 @@ def exchange(lps: list[LogicalProcess]) -> None:
                 box.clear()
 
 
+def drain(lists) -> list:
+    """Concatenate and clear per-LP record lists, sorted (same order on any LP count)."""
+    out = [r for lst in lists for r in lst]
+    for lst in lists:
+        lst.clear()
+    out.sort(key=lambda r: (r[1], r[0]) if len(r) == 2 else r)
+    return out
+
+
 def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boundary) -> tuple[int, int]:
     """Run the LPs window by window until no event is left before ``stop_ps``
-    or ``on_boundary(t_boundary_ps)`` returns True.
+    or ``on_boundary(t_boundary_ps, finished, pfc_records)`` returns True;
+    ``finished`` holds the ``(flow id, finish_ps)`` of the window sorted by
+    ``(finish_ps, flow id)``, ``pfc_records`` the PFC records sorted.
 
     Returns ``(last boundary time, number of windows run)``.
     """
@@ -46,5 +57,5 @@ def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boun
         if len(lps) > 1:
             exchange(lps)
         windows += 1
-        if on_boundary(t_end):
+        if on_boundary(t_end, drain([lp.finished for lp in lps]), drain([lp.pfc_log for lp in lps])):
             return t_end, windows

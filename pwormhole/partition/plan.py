@@ -1,0 +1,191 @@
+"""Topology -> logical-process assignment with METIS (the only module importing pymetis).
+
+Nodes joined by links much shorter than the rest (delay below half the median
+link delay: an NVLink inside a server) form one indivisible *unit* (DESIGN.md
+invariant 3); METIS (Karypis & Kumar, through pymetis) splits the unit graph
+into ``parts`` with
+
+* vertex weight = expected events at the unit: two events (arrival and
+  transmission) per data packet and per ACK through each node, spread evenly
+  over ECMP next hops, plus one per port so idle nodes still count;
+* edge weight = expected bytes (data and ACKs) over the link, in KB,
+  at least 1;
+
+so heavy traffic stays inside one LP and the load is balanced. The seed is
+fixed, so plans are reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InputError
+from ..net.packet import ACK_INT_BYTES, DATA_HEADER_BYTES
+from ..topology.model import Topology
+from ..topology.routing import adjacency, next_hops
+
+METIS_SEED = 1
+METIS_UFACTOR = 30  # allowed imbalance 1.030 (METIS units of 1/1000)
+
+
+@dataclass
+class PartitionPlan:
+    """Which LP (rank) owns each node.
+
+    Attributes:
+        parts: number of LPs.
+        owner: ``owner[node_id]`` = rank.
+        units: number of indivisible units METIS distributed.
+        cut_links: ``[a, b]`` node pairs of links between ranks.
+        lookahead_ps: smallest propagation delay of a cut link (0 when nothing is cut).
+        edge_cut_bytes: expected bytes over cut links.
+        imbalance: ``max part weight / mean part weight - 1`` on vertex weight.
+        part_weights: expected events per rank.
+    """
+
+    parts: int
+    owner: list[int]
+    units: int = 0
+    cut_links: list[list[int]] = field(default_factory=list)
+    lookahead_ps: int = 0
+    edge_cut_bytes: int = 0
+    imbalance: float = 0.0
+    part_weights: list[int] = field(default_factory=list)
+
+    def to_json(self, path: str) -> None:
+        with open(path, "w") as fh:
+            json.dump(asdict(self), fh, indent=1)
+            fh.write("\n")
+
+    @staticmethod
+    def from_json(path: str, topo: Topology) -> "PartitionPlan":
+        """Load a saved plan; InputError when unreadable or made for another topology."""
+        try:
+            with open(path) as fh:
+                d = json.load(fh)
+            plan = PartitionPlan(**d)
+        except (OSError, ValueError, TypeError) as e:
+            raise InputError(f"cannot read partition plan: {e}", path) from None
+        if len(plan.owner) != topo.n_nodes or any(not 0 <= r < plan.parts for r in plan.owner):
+            raise InputError(f"plan has {len(plan.owner)} nodes for {plan.parts} parts; the topology has "
+                             f"{topo.n_nodes} nodes", path)
+        return plan
+
+    def describe(self) -> str:
+        lines = [f"parts {self.parts}  units {self.units}  cut links {len(self.cut_links)}  "
+                 f"edge cut {self.edge_cut_bytes} B  imbalance {self.imbalance * 100:.2f}%  "
+                 f"lookahead {self.lookahead_ps} ps"]
+        for r, w in enumerate(self.part_weights):
+            lines.append(f"  rank {r}: {self.owner.count(r)} nodes, weight {w}")
+        return "\n".join(lines)
+
+
+def units_of(topo: Topology) -> list[int]:
+    """``unit[node]``: nodes joined by links shorter than half the median delay share a unit."""
+    parent = list(range(topo.n_nodes))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    delays = sorted(ln.delay_ps for ln in topo.links)
+    median = delays[len(delays) // 2] if delays else 0
+    for ln in topo.links:
+        if 2 * ln.delay_ps < median:
+            parent[find(ln.a)] = find(ln.b)
+    roots = {}
+    return [roots.setdefault(find(n), len(roots)) for n in range(topo.n_nodes)]
+
+
+def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[list[float], list[float]]:
+    """Expected ``(events per node, bytes per link)`` of a flow list, ECMP spread evenly."""
+    adj = adjacency(topo)
+    node_w = [float(len(adj[n])) for n in range(topo.n_nodes)]
+    link_b = [0.0] * len(topo.links)
+    by_pair: dict[tuple[int, int], int] = {}
+    for f in flows:
+        by_pair[(f.src, f.dst)] = by_pair.get((f.src, f.dst), 0) + f.size_bytes
+    routes: dict[int, dict[int, list[int]]] = {}
+    for (src, dst), size in sorted(by_pair.items()):
+        pkts = -(-size // payload_bytes)
+        wire = size + pkts * DATA_HEADER_BYTES + pkts * ACK_INT_BYTES
+        nh = routes.get(dst)
+        if nh is None:
+            nh = routes[dst] = next_hops(topo, adj, dst)
+        share = {src: 1.0}
+        frontier = [src]
+        while frontier:
+            nxt = []
+            for u in frontier:
+                s = share.pop(u)
+                node_w[u] += 4 * pkts * s
+                if u == dst:
+                    continue
+                ks = nh.get(u, [])
+                for k in ks:
+                    v, li = adj[u][k]
+                    link_b[li] += wire * s / len(ks)
+                    if v not in share:
+                        share[v] = 0.0
+                        nxt.append(v)
+                    share[v] += s / len(ks)
+            frontier = nxt
+    return node_w, link_b
+
+
+def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -> PartitionPlan:
+    """Split ``topo`` into ``parts`` LPs (see module docstring).
+
+    Raises InputError when ``parts`` < 1 or larger than the number of units.
+    """
+    unit = units_of(topo)
+    n_units = max(unit) + 1 if unit else 0
+    if parts < 1:
+        raise InputError(f"rank count must be >= 1, got {parts}")
+    if parts > n_units:
+        raise InputError(f"{parts} ranks for a topology of {n_units} indivisible units ({topo.n_nodes} nodes): "
+                         f"use at most {n_units} ranks")
+    node_w, link_b = traffic_weights(topo, flows, payload_bytes)
+    if parts == 1:
+        owner_unit = [0] * n_units
+    else:
+        import pymetis
+
+        vw = [0] * n_units
+        for n, w in enumerate(node_w):
+            vw[unit[n]] += w
+        nbrs: list[dict[int, float]] = [dict() for _ in range(n_units)]
+        for li, ln in enumerate(topo.links):
+            a, b = unit[ln.a], unit[ln.b]
+            if a != b:
+                nbrs[a][b] = nbrs[a].get(b, 0.0) + link_b[li]
+                nbrs[b][a] = nbrs[b].get(a, 0.0) + link_b[li]
+        xadj, adjncy, ew = [0], [], []
+        for u in range(n_units):
+            for v in sorted(nbrs[u]):
+                adjncy.append(v)
+                ew.append(max(1, int(nbrs[u][v] // 1000)))
+            xadj.append(len(adjncy))
+        opts = pymetis.Options(seed=METIS_SEED, ufactor=METIS_UFACTOR)
+        res = pymetis.part_graph(parts, xadj=xadj, adjncy=adjncy, vweights=[max(1, int(w)) for w in vw],
+                                 eweights=ew, options=opts)
+        owner_unit = list(res.vertex_part)
+    owner = [int(owner_unit[unit[n]]) for n in range(topo.n_nodes)]
+    cut = [(li, ln) for li, ln in enumerate(topo.links) if owner[ln.a] != owner[ln.b]]
+    weights = [0] * parts
+    for n, w in enumerate(node_w):
+        weights[owner[n]] += int(w)
+    mean = sum(weights) / parts
+    return PartitionPlan(
+        parts=parts,
+        owner=owner,
+        units=n_units,
+        cut_links=[[ln.a, ln.b] for _, ln in cut],
+        lookahead_ps=min((ln.delay_ps for _, ln in cut), default=0),
+        edge_cut_bytes=int(sum(link_b[li] for li, _ in cut)),
+        imbalance=max(weights) / mean - 1 if mean else 0.0,
+        part_weights=weights,
+    )

@@ -1,0 +1,118 @@
+"""Conservative synchronization over MPI (mpi4py; the only module importing it).
+
+One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
+collective exchange (``alltoall``): to every peer a rank sends the events
+bound for that peer's nodes (with their original keys; node objects travel
+as node ids), its minimum next event time (its heap and everything it sends:
+all known before the exchange, so the global minimum needs no second
+collective), the flow completions of the window and, to rank 0, its PFC
+records. Every rank then knows the same completions and the same next window,
+so all take the same decisions; empty windows are skipped by jumping to the
+window of the global minimum. Termination: every flow finished, or no event
+before the stop time on any rank (nothing can be in flight: in-flight
+packets are events in some rank's heap or in the exchange itself).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from heapq import heappush
+
+from ..lp.engine import INF_PS
+
+LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
+
+
+def launched_under_mpi() -> bool:
+    """True when an MPI launcher (mpiexec/mpirun/srun with PMI) started this process."""
+    return any(k in os.environ for k in LAUNCHER_ENV)
+
+
+def world():
+    """``MPI.COMM_WORLD`` when launched under MPI with more than one rank, else None."""
+    if not launched_under_mpi():
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    comm = MPI.COMM_WORLD
+    return comm if comm.size > 1 else None
+
+
+def abort(comm, code: int) -> None:
+    """End every rank now (used when one rank fails mid-run)."""
+    comm.Abort(code)
+
+
+def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) -> tuple[int, int, float]:
+    """The window loop of :func:`pwormhole.sync.local.run_windows` across MPI ranks.
+
+    Returns ``(last boundary, windows run, seconds spent in the exchange)``.
+    """
+    size = comm.size
+    rank = comm.rank
+    heap = lp.heap
+    sync_s = 0.0
+    t0 = time.perf_counter()
+    t_min = comm.allreduce(lp.next_time(), op=_min_op())
+    sync_s += time.perf_counter() - t0
+    windows = 0
+    t_end = 0
+    while True:
+        if t_min >= stop_ps or t_min >= INF_PS:
+            return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows, sync_s
+        t_end = (t_min // window_ps + 1) * window_ps
+        if t_end > stop_ps:
+            t_end = stop_ps
+        lp.run_until(t_end)
+        local_min = lp.next_time()
+        out = [[] for _ in range(size)]
+        for peer, box in lp.outboxes.items():
+            if box:
+                evs = out[peer]
+                for t, k, kind, target, arg in box:
+                    evs.append((t, k, kind, target.node_id, arg))
+                    if t < local_min:
+                        local_min = t
+                box.clear()
+        fin = lp.finished[:]
+        lp.finished.clear()
+        pfc = lp.pfc_log[:]
+        lp.pfc_log.clear()
+        payload = [(out[p], local_min, fin, pfc if p == 0 else None) for p in range(size)]
+        t0 = time.perf_counter()
+        got = comm.alltoall(payload)
+        sync_s += time.perf_counter() - t0
+        t_min = INF_PS
+        done = []
+        recs = []
+        for evs, peer_min, peer_fin, peer_pfc in got:
+            for t, k, kind, nid, arg in evs:
+                heappush(heap, (t, k, kind, nodes[nid], arg))
+            if peer_min < t_min:
+                t_min = peer_min
+            done.extend(peer_fin)
+            if peer_pfc:
+                recs.extend(peer_pfc)
+        done.sort(key=lambda r: (r[1], r[0]))
+        recs.sort()
+        windows += 1
+        stop = on_boundary(t_end, done, recs if rank == 0 else [])
+        if stop:
+            return t_end, windows, sync_s
+
+
+def _min_op():
+    from mpi4py import MPI
+    return MPI.MIN
+
+
+def allreduce_sum(comm, value):
+    from mpi4py import MPI
+    return comm.allreduce(value, op=MPI.SUM)
+
+
+def gather(comm, value):
+    return comm.gather(value, root=0)
