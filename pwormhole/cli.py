@@ -70,6 +70,8 @@ def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
     from .sync.mpi import abort
 
     try:
+        if os.environ.get("PWORMHOLE_FAIL_RANK") == str(comm.rank):  # fault-injection hook for the tests
+            raise RuntimeError("injected failure (PWORMHOLE_FAIL_RANK)")
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
                  progress=None if not args.no_progress else False)
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them

@@ -170,7 +170,7 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
                 ew.append(max(1, int(nbrs[u][v] // 1000)))
             xadj.append(len(adjncy))
         opts = pymetis.Options(seed=METIS_SEED, ufactor=METIS_UFACTOR)
-        res = pymetis.part_graph(parts, xadj=xadj, adjncy=adjncy, vweights=[max(1, int(w)) for w in vw],
+        res = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, adjncy), vweights=[max(1, int(w)) for w in vw],
                                  eweights=ew, options=opts)
         owner_unit = list(res.vertex_part)
     owner = [int(owner_unit[unit[n]]) for n in range(topo.n_nodes)]

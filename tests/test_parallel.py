@@ -1,0 +1,129 @@
+"""Parallel LPs: same answer on any LP count (in-process and mpiexec), plans, faults."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import config, flows_of, star_topo
+from pwormhole.errors import InputError
+from pwormhole.partition.plan import PartitionPlan, make_plan
+from pwormhole.scenario import Scenario, default_scenario
+from pwormhole.simulation import simulate
+from pwormhole.topology.hpcc import read_hpcc_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+FAT = ROOT / "tests" / "data" / "hpcc" / "mix" / "fat.txt"
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+
+def _mpi_ok():
+    if not MPIEXEC:
+        return False
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_mpi = pytest.mark.skipif(not _mpi_ok(), reason="mpi4py/mpiexec not installed (pip install -e '.[mpi]')")
+
+
+def incast_scenario():
+    cfg = config("dcqcn", has_win=False)
+    cfg.buffer_size_bytes = 2**20
+    return Scenario("incast", star_topo(9), flows_of([(s, 0, 1_000_000, 0) for s in range(1, 9)]), cfg)
+
+
+SCENARIOS = {"fat_tree_mix": default_scenario, "incast_pfc": incast_scenario}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_fct_identical_for_1_2_3_lps(tmp_path, name):
+    outs = []
+    for n in (1, 2, 3):
+        s = simulate(SCENARIOS[name](), str(tmp_path / f"lp{n}"), n_lps=n, quiet=True)
+        assert s["complete"] and s["ranks"] == n
+        outs.append(((tmp_path / f"lp{n}" / "fct.txt").read_bytes(), (tmp_path / f"lp{n}" / "pfc.txt").read_bytes(),
+                     s["events"], s["drops"]))
+    assert outs[0] == outs[1] == outs[2]
+    if name == "incast_pfc":
+        assert outs[0][1], "the incast must exercise PFC"
+
+
+def test_rank_that_owns_nothing_works(tmp_path):
+    scn = default_scenario()
+    owner = [0] * scn.topology.n_nodes  # LP 1 owns no node
+    a = simulate(scn, str(tmp_path / "a"), quiet=True)
+    b = simulate(default_scenario(), str(tmp_path / "b"), n_lps=2, owner=owner, quiet=True)
+    assert (tmp_path / "a" / "fct.txt").read_bytes() == (tmp_path / "b" / "fct.txt").read_bytes()
+    assert b["events_by_rank"][1] == 0 and b["events"] == a["events"]
+
+
+@pytest.mark.parametrize("parts", [2, 4, 8])
+def test_partition_fat_tree_balanced(parts):
+    plan = make_plan(read_hpcc_topology(FAT), parts)
+    assert plan.imbalance <= 0.05
+    assert sorted(set(plan.owner)) == list(range(parts))
+    assert plan.cut_links and plan.lookahead_ps == 1_000_000
+    # every cut link really joins two ranks
+    assert all(plan.owner[a] != plan.owner[b] for a, b in plan.cut_links)
+
+
+def test_partition_keeps_heavy_traffic_inside(tmp_path):
+    scn = default_scenario()
+    plan = make_plan(scn.topology, 2, scn.flows)
+    assert plan.edge_cut_bytes > 0 and plan.imbalance <= 0.15
+    plan.to_json(str(tmp_path / "plan.json"))
+    again = PartitionPlan.from_json(str(tmp_path / "plan.json"), scn.topology)
+    assert again.owner == plan.owner
+    with pytest.raises(InputError, match="nodes"):
+        PartitionPlan.from_json(str(tmp_path / "plan.json"), star_topo(4))
+
+
+def test_more_ranks_than_units_is_an_error():
+    with pytest.raises(InputError, match="at most 5 ranks"):
+        make_plan(star_topo(4), 6)
+
+
+def test_partition_cli(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "partition", "--parts", "4", "--topology", FAT,
+                        "--save", tmp_path / "p.json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "edge cut" in r.stdout and "imbalance" in r.stdout
+    assert json.loads((tmp_path / "p.json").read_text())["parts"] == 4
+
+
+def _mpirun(n, *args, env=None, timeout=180):
+    import os
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "pwormhole", "run", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=e)
+
+
+@needs_mpi
+def test_mpiexec_2_ranks_byte_identical(tmp_path):
+    r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--out", tmp_path / "one", "--no-progress"],
+                        capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert r1.returncode == 0, r1.stderr
+    r2 = _mpirun(2, "--out", tmp_path / "two", "--no-progress")
+    assert r2.returncode == 0, r2.stderr
+    assert (tmp_path / "one" / "fct.txt").read_bytes() == (tmp_path / "two" / "fct.txt").read_bytes()
+    s = json.loads((tmp_path / "two" / "summary.json").read_text())
+    assert s["ranks"] == 2 and len(s["events_by_rank"]) == 2 and all(e > 0 for e in s["events_by_rank"])
+    assert s["events"] == json.loads((tmp_path / "one" / "summary.json").read_text())["events"]
+
+
+@needs_mpi
+def test_failing_rank_ends_the_whole_run(tmp_path):
+    t0 = time.monotonic()
+    r = _mpirun(2, "--out", tmp_path / "f", "--no-progress", env={"PWORMHOLE_FAIL_RANK": "1"}, timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert r.returncode != 0
+    assert "rank 1" in r.stderr and "injected failure" in r.stderr
+    assert not (tmp_path / "f" / "fct.txt").exists()
