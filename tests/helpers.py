@@ -1,7 +1,5 @@
 """Small scenario builders shared by the engine tests."""
 
-from dataclasses import replace
-
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
 from pwormhole.scenario import Scenario, number_sports
 from pwormhole.simulation import PacketRun
@@ -39,4 +37,4 @@ def line_topo():
     return Topology(4, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US)])
 
 
-__all__ = ["replace", "G100", "US", "flows_of", "config", "run", "star_topo", "line_topo"]
+__all__ = ["G100", "US", "flows_of", "config", "run", "star_topo", "line_topo"]
