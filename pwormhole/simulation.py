@@ -89,6 +89,10 @@ class PacketRun:
         if owner is None:
             owner = [0] * n if n_lps == 1 else [i % n_lps for i in range(n)]
         self.owner = owner
+        for ln in scn.topology.links:  # invariant 3: a cut link must be at least one window long
+            if owner[ln.a] != owner[ln.b] and ln.delay_ps < self.net.window_ps:
+                raise InputError(f"LP assignment cuts link {ln.a}-{ln.b} ({ln.delay_ps} ps), shorter than the "
+                                 f"window ({self.net.window_ps} ps); keep its ends in one LP")
         initial = self.net.initial_events()
         self.comm = comm
         ids = [comm.rank] if comm is not None else range(n_lps)

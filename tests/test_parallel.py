@@ -127,3 +127,18 @@ def test_failing_rank_ends_the_whole_run(tmp_path):
     assert r.returncode != 0
     assert "rank 1" in r.stderr and "injected failure" in r.stderr
     assert not (tmp_path / "f" / "fct.txt").exists()
+
+
+def test_assignment_cutting_a_short_link_is_refused():
+    from pwormhole.simulation import PacketRun
+    from pwormhole.topology.model import Link, Topology
+    # two servers: GPU-like hosts joined to their switch by 25 ns links, switches by 1 us
+    links = [Link(0, 2, 100 * 10**9, 25_000), Link(1, 3, 100 * 10**9, 25_000), Link(2, 3, 100 * 10**9, 1_000_000),
+             Link(4, 2, 100 * 10**9, 1_000_000), Link(5, 3, 100 * 10**9, 1_000_000)]
+    topo = Topology(6, frozenset({2, 3}), links)
+    scn = Scenario("t", topo, flows_of([(0, 1, 10_000, 0)]), config("dcqcn"))
+    with pytest.raises(InputError, match="shorter than the window"):
+        PacketRun(scn, n_lps=2, owner=[0, 0, 1, 1, 0, 1])
+    plan = make_plan(topo, 2, scn.flows)
+    assert plan.owner[0] == plan.owner[2] and plan.owner[1] == plan.owner[3]
+    assert PacketRun(scn, n_lps=2, owner=plan.owner).run().complete

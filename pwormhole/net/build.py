@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..config import ModelConfig
 from ..errors import InputError
+from ..hpcc_config import check_k_maps
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
-from ..units import format_rate
 from ..workload.flows import Flow
 from .nodes import Host, HostPort, Switch, SwitchPort
 from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, STANDALONE_HEADER_BYTES, ecmp_hash
@@ -63,6 +63,7 @@ class Network:
         self.adj = adjacency(topo)
         self.window_ps = window_ps(topo)
         self._check_flows()
+        check_k_maps(cfg, topo)
         self.nodes = []
         for n in range(topo.n_nodes):
             if n in topo.switches:
@@ -124,13 +125,7 @@ class Network:
                 continue
             for p in node.ports:
                 r = p.rate_bps
-                if cfg.enable_qcn:
-                    missing = [name for name, m in (("KMIN_MAP", cfg.kmin_map_bytes), ("KMAX_MAP", cfg.kmax_map_bytes),
-                                                     ("PMAX_MAP", cfg.pmax_map)) if r not in m]
-                    if missing:
-                        raise InputError(
-                            f"no {missing[0]} entry for port rate {format_rate(r)} (switch {node.node_id}, link to "
-                            f"node {p.peer.node_id}); add '{r}' to the map", cfg.source)
+                if cfg.enable_qcn:  # every rate is in the maps: checked by check_k_maps
                     p.kmin_bytes = cfg.kmin_map_bytes[r]
                     p.kmax_bytes = cfg.kmax_map_bytes[r]
                     p.pmax = cfg.pmax_map[r]

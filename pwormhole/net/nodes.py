@@ -346,6 +346,7 @@ class Node:
         self.kbase = node_id << KEY_NODE_SHIFT
         self.seq = 0
         self.rng = node_rng(seed, node_id)
+        self.salt = self.rng.getrandbits(62)  # ECMP hash salt, per node so tiers do not polarize
         self.ports = []
         self.routes = {}  # dst node id -> list of egress ports (equal-cost next hops)
         self.heap = None
@@ -368,7 +369,6 @@ class Switch(Node):
 
     def __init__(self, node_id, seed, cfg):
         super().__init__(node_id, seed)
-        self.salt = self.rng.getrandbits(62)
         self.cfg = cfg
         self.ecn = cfg.enable_qcn
         self.pfc = cfg.enable_pfc
@@ -463,7 +463,6 @@ class Host(Node):
 
     def __init__(self, node_id, seed, cfg, net):
         super().__init__(node_id, seed)
-        self.salt = self.rng.getrandbits(62)
         self.cfg = cfg
         self.net = net  # build-time facts: flows, pair RTT/BDP (read-only)
         self.hpcc = cfg.cc_mode == 3
