@@ -29,6 +29,3 @@ class InputError(Exception):
             where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
         return where + self.message
 
-
-class StuckError(Exception):
-    """The simulation cannot make progress (exit status 3)."""

@@ -44,7 +44,6 @@ KEY_NODE_SHIFT = 40
 RESERVE_BYTES = 4 * 1024  # SwitchMmu::reserve
 RESUME_OFFSET_BYTES = 3 * 1024  # SwitchMmu::resume_offset
 PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
-MAX_KEY_SEQ = 1 << KEY_NODE_SHIFT
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
@@ -64,7 +63,7 @@ class Port:
 
     __slots__ = (
         "node", "idx", "rate_bps", "delay_ps", "peer", "peer_idx", "arrive_kind", "remote", "heap",
-        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "tx_pkts",
+        "busy", "paused", "error_rate", "tx_bytes", "qbytes",
     )
 
     def __init__(self, node, idx: int, rate_bps: int, delay_ps: int, error_rate: float):
@@ -82,7 +81,6 @@ class Port:
         self.error_rate = error_rate
         self.tx_bytes = 0  # cumulative bytes started on the wire (INT txBytes)
         self.qbytes = 0  # bytes waiting in this port's queues
-        self.tx_pkts = 0
 
     def transmit(self, pkt, t: int) -> None:
         """Start serializing ``pkt`` at ``t``: schedule tx-done here and the arrival at the peer."""
@@ -90,7 +88,6 @@ class Port:
         size = pkt[P_SIZE]
         tx_ps = -((-size * PS_BITS) // self.rate_bps)
         self.tx_bytes += size
-        self.tx_pkts += 1
         node = self.node
         k = node.kbase + node.seq
         node.seq += 2

@@ -113,6 +113,3 @@ def allreduce_sum(comm, value):
     from mpi4py import MPI
     return comm.allreduce(value, op=MPI.SUM)
 
-
-def gather(comm, value):
-    return comm.gather(value, root=0)
