@@ -85,6 +85,20 @@ def test_incast_with_pfc_drops_nothing_and_pauses():
     paused = {rec[1] for rec in recs if rec[4] == 1}
     assert paused and paused <= set(range(1, 9))
     assert sum(1 for rec in recs if rec[4] == 1) == c["pfc_pauses"]
+    _assert_buffers_drained(r)
+
+
+def _assert_buffers_drained(r):
+    """After a complete run every switch counter is back to zero and every pause was lifted."""
+    for sw in (nd for nd in r.net.nodes if nd.is_switch):
+        assert sw.shared_used == 0 and sw.used_bytes == 0
+        for p in sw.ports:
+            assert p.qbytes == 0 and not any(p.qs)
+            assert p.in_bytes == [0] * 8 and p.hdrm_bytes == [0] * 8 and p.eg_bytes == [0] * 8
+            assert not any(p.pfc_sent)
+    for nd in r.net.nodes:
+        for p in nd.ports:
+            assert not any(p.paused)
 
 
 def test_incast_without_pfc_counts_drops_and_recovers():
@@ -95,6 +109,7 @@ def test_incast_without_pfc_counts_drops_and_recovers():
     assert r.complete, "go-back-N must recover every drop"
     assert c["bytes_delivered"] == 8 * 2_000_000
     assert c["retransmitted_bytes"] > 0
+    _assert_buffers_drained(r)
 
 
 def test_conservation_on_fat_tree_mix():
@@ -108,6 +123,7 @@ def test_conservation_on_fat_tree_mix():
     assert c["bytes_sent"] == c["bytes_delivered"] == total
     for f in scn.flows:
         assert r.net.nodes[f.dst].rx[f.flow_id][0] == f.size_bytes
+    _assert_buffers_drained(r)
 
 
 @pytest.mark.parametrize("n_lps", [2, 3])

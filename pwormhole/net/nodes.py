@@ -192,9 +192,9 @@ class SwitchPort(Port):
             hops = pkt[P_INT]
             if hops is not None:
                 hops.append((t, self.tx_bytes, self.qbytes, self.rate_bps))
+        self.transmit(pkt, t)
         if inp.pfc_sent[qi]:
             sw.check_resume(inp, qi, t)
-        self.transmit(pkt, t)
 
 
 class HostPort(Port):
@@ -420,7 +420,7 @@ class Switch(Node):
                     self.shared_used += size if size < over else over
                 if not inp.pfc_sent[qi]:
                     shared = inp.in_bytes[qi] - RESERVE_BYTES
-                    if inp.hdrm_bytes[qi] > 0 or (shared > 0 and shared >= self.threshold(inp)):
+                    if inp.hdrm_bytes[qi] > 0 or (shared if shared > 0 else 0) >= self.threshold(inp):
                         self.send_pfc(inp, qi, True, t)
             elif self.used_bytes + size > self.buffer_bytes:
                 self.drops += 1
