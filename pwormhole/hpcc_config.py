@@ -156,6 +156,15 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
             def err(msg: str) -> InputError:
                 return InputError(msg, spath, lineno)
 
+            def positive_time(key: str, v: str, unit: str, unit_name: str) -> int:
+                try:
+                    ps = parse_time_ps(v, default_unit=unit)
+                except ValueError as e:
+                    raise err(f"{key} value {v!r} is not a time in {unit_name}: {e}") from None
+                if ps <= 0:
+                    raise err(f"{key} value {v!r} must be > 0 {unit_name}")
+                return ps
+
             def one() -> str:
                 if len(vals) != 1:
                     got = "no value" if not vals else f"{len(vals)} values {' '.join(vals)!r}"
@@ -179,14 +188,7 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                     raise err(f"CC_MODE {v} is not implemented (only {impl} are implemented)")
                 cfg.cc_mode = mode
             elif key in _MICROS:
-                v = one()
-                try:
-                    ps = parse_time_ps(v, default_unit="us")
-                except ValueError as e:
-                    raise err(f"{key} value {v!r} is not a time in microseconds: {e}") from None
-                if ps <= 0:
-                    raise err(f"{key} value {v!r} must be > 0 microseconds")
-                setattr(cfg, _MICROS[key], ps)
+                setattr(cfg, _MICROS[key], positive_time(key, one(), "us", "microseconds"))
             elif key in _RATES:
                 v = one()
                 try:
@@ -204,14 +206,7 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                     raise err(f"{key} value {v!r} is outside {rng}")
                 setattr(cfg, fld, x)
             elif key == "SIMULATOR_STOP_TIME":
-                v = one()
-                try:
-                    ps = parse_time_ps(v, default_unit="s")
-                except ValueError as e:
-                    raise err(f"SIMULATOR_STOP_TIME value {v!r} is not a time in seconds: {e}") from None
-                if ps <= 0:
-                    raise err(f"SIMULATOR_STOP_TIME value {v!r} must be > 0 seconds")
-                cfg.simulator_stop_ps = ps
+                cfg.simulator_stop_ps = positive_time(key, one(), "s", "seconds")
             elif key == "LINK_DOWN":
                 if len(vals) != 3:
                     raise err(f"LINK_DOWN takes 3 values (time_us node_a node_b), got {' '.join(vals)!r}")
