@@ -82,3 +82,15 @@ class ModelConfig:
     @property
     def cc_name(self) -> str:
         return CC_NAMES.get(self.cc_mode, f"cc{self.cc_mode}")
+
+    def fill_k_maps(self, rates_bps) -> None:
+        """Add RED/ECN map entries for link rates the maps lack, scaled linearly
+        from HPCC's ``mix/config.txt`` (KMIN 4,000 B, KMAX 16,000 B per Gbps,
+        PMAX 0.2), for configurations not read from a file (built-in
+        topologies, SimAI fabrics at 200/400 Gbps and NVLink rates).
+        """
+        for r in rates_bps:
+            gbps = r / 1e9
+            self.kmin_map_bytes.setdefault(r, max(1, int(4_000 * gbps)))
+            self.kmax_map_bytes.setdefault(r, max(2, int(16_000 * gbps)))
+            self.pmax_map.setdefault(r, 0.2)

@@ -21,6 +21,7 @@ from .topology.builders import fat_tree
 from .topology.hpcc import read_hpcc_topology
 from .topology.model import Topology
 from .units import PS_PER_US
+from .workload.dag import Dag
 from .workload.flows import Flow
 from .workload.hpcc_flows import FIRST_SPORT, read_hpcc_flows, read_hpcc_trace
 
@@ -34,6 +35,12 @@ class Scenario:
     flows: list[Flow]
     config: ModelConfig
     warnings: list[str] = field(default_factory=list)
+    dag: Dag | None = None  # a workload DAG whose flows are ``flows`` (training jobs, triggers)
+
+
+def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warnings=None) -> Scenario:
+    """A scenario running a workload DAG (its flows start when their ops do)."""
+    return Scenario(name, topology, dag.flows, config, list(warnings or []), dag)
 
 
 def from_hpcc_config(path: str) -> Scenario:

@@ -73,16 +73,18 @@ class PacketRun:
 
     Build it (errors in the scenario are raised here, before any event), then
     :meth:`run`. Completed flows are handed to ``on_flows(records)`` at window
-    boundaries as ``(flow_id, finish_ps)`` sorted by ``(finish_ps, flow_id)``,
-    PFC records to ``on_pfc(records)``.
+    boundaries as ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps,
+    flow_id)``, PFC records to ``on_pfc(records)``.
 
     Attributes after :meth:`run`: ``finish_ps`` (flow id -> finish time),
-    ``complete``, ``t_end_ps``, ``windows``, ``wall_s``, ``events``, ``net``.
+    ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
+    id -> ``(start_ps, end_ps)``), ``complete``, ``t_end_ps``, ``windows``,
+    ``wall_s``, ``events``, ``net``.
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None):
         self.scn = scn
-        self.net = Network(scn.topology, scn.flows, scn.config, seed)
+        self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag)
         n = scn.topology.n_nodes
         if comm is not None:
             n_lps = comm.size
@@ -101,6 +103,10 @@ class PacketRun:
         self.n_lps = n_lps if comm is None else comm.size
         self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
+        self.start_ps: dict[int, int] = {}
+        self.op_times: dict[int, tuple[int, int]] = {}
+        dag = scn.dag
+        self.n_ops = 0 if dag is None else len(dag) - len(dag.flows)  # ops logged besides flows
         self.complete = False
         self.t_end_ps = 0
         self.windows = 0
@@ -113,18 +119,25 @@ class PacketRun:
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> "PacketRun":
         stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
         n_flows = len(self.scn.flows)
+        n_ops = self.n_ops
         finish = self.finish_ps
+        start = self.start_ps
+        op_times = self.op_times
         bar = _Progress(stop_ps, progress)
 
-        def on_boundary(t_ps: int, done, recs) -> bool:
+        def on_boundary(t_ps: int, done, recs, op_recs) -> bool:
             if done:
-                finish.update(done)
+                for fid, t_fin, t_start in done:
+                    finish[fid] = t_fin
+                    start[fid] = t_start
                 if on_flows:
                     on_flows(done)
             if recs and on_pfc:
                 on_pfc(recs)
+            for op, t0, t1 in op_recs:
+                op_times[op] = (t0, t1)
             bar.update(t_ps, self.events)
-            return len(finish) == n_flows
+            return len(finish) == n_flows and len(op_times) == n_ops
 
         wall0 = time.perf_counter()
         try:
@@ -137,8 +150,13 @@ class PacketRun:
         finally:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
-        self.complete = len(finish) == n_flows
+        self.complete = len(finish) == n_flows and len(op_times) == n_ops
         return self
+
+    def last_end_ps(self) -> int:
+        """The latest flow completion or DAG op end (0 when nothing ended)."""
+        ends = list(self.finish_ps.values()) + [e for _, e in self.op_times.values()]
+        return max(ends) if ends else 0
 
     def counters(self) -> dict:
         """Totals over all nodes (see :mod:`pwormhole.report.summary`)."""
@@ -159,7 +177,8 @@ class PacketRun:
 
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
-             owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None) -> dict:
+             owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None,
+             plot: bool = False) -> dict:
     """Simulate ``scn`` in packet mode and write ``fct.txt``, ``pfc.txt`` and
     ``summary.json`` under ``out_dir``; returns the summary dict.
 
@@ -173,6 +192,13 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         progress: show a progress bar (None: only on a terminal, after a few seconds).
         quiet: do not print the readable summary.
         comm: an MPI communicator (one LP per rank; rank 0 writes the files).
+        plot: with a workload DAG, also write ``timeline.png`` (per-GPU Gantt chart).
+
+    With a workload DAG (training jobs) the run also writes ``collectives.csv``
+    and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
+    ``collectives`` {count, total_time_ns} and ``gpus`` (per-GPU compute,
+    communication and exposed communication, ns) to the summary
+    (:mod:`pwormhole.report.training`).
 
     Raises:
         InputError: unwritable output folder or an inconsistent scenario.
@@ -200,10 +226,10 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
 
     def on_flows(done):
         lines = []
-        for fid, t_fin in done:
+        for fid, t_fin, t_start in done:
             f = scn.flows[fid]
-            lines.append(fct_line(f, t_fin, standalone[fid]))
-            fct_ns = (t_fin - f.start_ps + 500) // 1000
+            lines.append(fct_line(f, t_fin, standalone[fid], t_start))
+            fct_ns = (t_fin - t_start + 500) // 1000
             fcts_ns.append(fct_ns)
             slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
         if fct_file:
@@ -235,7 +261,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         "cc": cfg.cc_name,
         "seed": seed,
         "complete": sim.complete,
-        "sim_time_ps": max(sim.finish_ps.values()) if sim.complete and sim.finish_ps else sim.t_end_ps,
+        "sim_time_ps": sim.last_end_ps() if sim.complete else sim.t_end_ps,
         "wall_s": sim.wall_s,
         "events": events,
         "events_per_s": events / sim.wall_s if sim.wall_s > 0 else 0.0,
@@ -249,10 +275,24 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"},
         **counters,
     }
+    report = None
+    if scn.dag is not None:
+        from .report.training import training_report
+        report = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
+        summary["iterations"] = report["iterations"] if sim.complete else []
+        summary["iteration_time_ns"] = report["iterations"][-1] if sim.complete else None
+        summary["collectives"] = {"count": len(report["collectives"]),
+                                  "total_time_ns": sum(r["time_ns"] for r in report["collectives"])}
+        summary["gpus"] = report["gpus"]
     if plan is not None:
         summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
                                 "cut_links": len(plan.cut_links)}
     if rank0:
+        if report is not None:
+            from .report.training import plot_timeline, write_collectives_csv
+            write_collectives_csv(os.path.join(out_dir, "collectives.csv"), report["collectives"])
+            if plot:
+                plot_timeline(os.path.join(out_dir, "timeline.png"), report, scn.name)
         write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
         if not quiet:
             print(readable(summary))

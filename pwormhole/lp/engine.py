@@ -12,20 +12,26 @@ from __future__ import annotations
 from heapq import heapify, heappop
 
 from ..net.nodes import Host, HostPort, Port, Switch
-from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE
+from ..net.packet import (
+    EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE, EV_OP_START, EV_TIMER,
+    EV_TX_DONE, N_EVENT_KINDS,
+)
 
 INF_PS = 1 << 62
 
 
 def handler_table() -> tuple:
     """Handlers indexed by event kind (see ``pwormhole.net.packet``)."""
-    table = [None] * 6
+    table = [None] * N_EVENT_KINDS
     table[EV_ARRIVE_HOST] = Host.on_arrive
     table[EV_ARRIVE_SWITCH] = Switch.on_arrive
     table[EV_TX_DONE] = Port.on_tx_done
     table[EV_NIC_WAKE] = HostPort.on_wake
     table[EV_FLOW_START] = Host.on_flow_start
     table[EV_TIMER] = Host.on_timer
+    table[EV_OP_START] = Host.on_op_start
+    table[EV_OP_DONE] = Host.on_op_done
+    table[EV_NOTIFY] = Host.on_notify
     return tuple(table)
 
 
@@ -37,7 +43,9 @@ class LogicalProcess:
         nodes: the node objects it owns.
         heap: its event heap (shared by reference with its nodes and ports).
         outboxes: ``peer lp id -> list of events`` for packets crossing to that LP.
-        finished, pfc_log: completions and PFC records of its nodes since the last boundary.
+        finished: ``(flow id, finish_ps, start_ps)`` of flows completed since the last boundary.
+        pfc_log: PFC records of its nodes since the last boundary.
+        op_log: ``(op id, start_ps, end_ps)`` of DAG compute ops and marks ended since the last boundary.
         events: events processed so far.
     """
 
@@ -47,7 +55,8 @@ class LogicalProcess:
         self.heap: list[tuple] = [ev for ev in initial_events if owner[ev[3].node_id] == lp_id]
         heapify(self.heap)
         self.outboxes: dict[int, list[tuple]] = {}
-        self.finished: list[tuple[int, int]] = []  # (flow id, finish_ps), drained at boundaries
+        self.finished: list[tuple[int, int, int]] = []  # drained at boundaries
+        self.op_log: list[tuple[int, int, int]] = []
         self.pfc_log: list[tuple] = []  # PFC frames received, drained at boundaries
         self.events = 0
         self.handlers = handler_table()
@@ -56,6 +65,10 @@ class LogicalProcess:
             node.pfc_log = self.pfc_log
             if not node.is_switch:
                 node.finished = self.finished
+                node.op_log = self.op_log
+                node.owner = owner
+                node.lp_id = lp_id
+                node.outboxes = self.outboxes
             for port in node.ports:
                 port.heap = self.heap
                 peer_lp = owner[port.peer.node_id]

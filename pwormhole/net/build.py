@@ -17,8 +17,10 @@ from ..hpcc_config import check_k_maps
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.flows import Flow
+from ..workload.dag import Dag
+from .dagrun import DagRuntime
 from .nodes import Host, HostPort, Switch, SwitchPort
-from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, STANDALONE_HEADER_BYTES, ecmp_hash
+from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_OP_START, STANDALONE_HEADER_BYTES, ecmp_hash
 
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 
@@ -49,15 +51,18 @@ class Network:
         flows: the flows (hosts only; validated here).
         cfg: model configuration.
         seed: seed of the per-node random streams (ECMP salt, ECN, losses).
+        dag: a workload DAG whose flows are ``flows`` (None: ``flows`` start
+            at their own ``start_ps``).
 
     Raises:
         InputError: a flow endpoint is not a host, a switch port rate has no
             K-map entry while ECN is on, or a flow's endpoints are disconnected.
     """
 
-    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1):
+    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None):
         self.topo = topo
         self.flows = flows
+        self.dag = dag
         self.cfg = cfg
         self.seed = seed
         self.adj = adjacency(topo)
@@ -83,6 +88,13 @@ class Network:
             self.route_to(f.src)
         self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
         self.max_rtt_ps, self.max_bdp_bytes = self._global_rtt_bdp() if cfg.global_t else (0, 0)
+        self.dag_rt = None
+        if dag is not None:
+            dag.check_hosts(set(topo.hosts), topo.source)
+            self.dag_rt = DagRuntime(dag, self.path_delay_ps)
+            for node in self.nodes:
+                if not node.is_switch:
+                    node.dag = self.dag_rt
 
     # -- construction ---------------------------------------------------------
     def _check_flows(self) -> None:
@@ -164,6 +176,13 @@ class Network:
         rtt = 2 * delay + tx
         return rtt, bw, rtt * bw // 8_000_000_000_000
 
+    def path_delay_ps(self, src: int, dst: int) -> int:
+        """Propagation delay of the route from host ``src`` to host ``dst`` (int ps)."""
+        facts = self._facts_from(src).get(dst)
+        if facts is None:
+            raise InputError(f"host {dst} is unreachable from host {src}")
+        return facts[0]
+
     def _global_rtt_bdp(self) -> tuple[int, int]:
         """Largest base RTT and BDP over all host pairs (``GLOBAL_T 1``).
 
@@ -202,8 +221,16 @@ class Network:
 
     # -- scheduling -----------------------------------------------------------
     def initial_events(self) -> list[tuple]:
-        """Flow-start events, keyed by the source host's counter in flow order."""
+        """Flow-start events (or, with a DAG, the start of its root ops), keyed
+        by the host's counter in flow (op) order."""
         evs = []
+        if self.dag_rt is not None:
+            rt = self.dag_rt
+            for op in rt.roots:
+                h = self.nodes[rt.host[op]]
+                evs.append((rt.not_before_ps[op], h.kbase + h.seq, EV_OP_START, h, op))
+                h.seq += 1
+            return evs
         for f in self.flows:
             h = self.nodes[f.src]
             evs.append((f.start_ps, h.kbase + h.seq, EV_FLOW_START, h, f.flow_id))

@@ -34,7 +34,8 @@ from heapq import heappush
 
 from . import cc
 from .packet import (
-    ACK_INT_BYTES, ACK_MIN_BYTES, DATA_HEADER_BYTES, EV_FLOW_START, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE,
+    ACK_INT_BYTES, ACK_MIN_BYTES, DATA_HEADER_BYTES, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE,
+    EV_OP_START, EV_TIMER, EV_TX_DONE,
     INT_HEADER_BYTES, N_PRIORITIES, P_DST, P_ECN, P_FLOW, P_HASH, P_INPORT, P_INT, P_PAUSE, P_PAY, P_PG,
     P_SEQ, P_SIZE, P_TYPE, PFC_FRAME_BYTES, T_ACK, T_DATA, T_NACK, T_PFC,
 )
@@ -480,6 +481,14 @@ class Host(Node):
         self.retx_bytes = 0
         self.bytes_delivered = 0
         self.bytes_sent = 0
+        # workload DAG (None for flow lists); the LP sets owner/lp_id/outboxes/op_log
+        self.dag = None
+        self.compute_free_ps = 0  # the GPU's compute stream is busy until then
+        self.op_start = {}  # op id -> start time of ops begun here and not yet logged
+        self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
+        self.owner = None
+        self.lp_id = 0
+        self.outboxes = None
 
     def timer(self, t: int, qp, kind: int, gen: int) -> None:
         heappush(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
@@ -492,10 +501,76 @@ class Host(Node):
         rtt_ps, bdp_bytes = self.net.qp_window(flow)
         qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, self.hdr_bytes)
         qp.next_avail_ps = t
+        qp.start_ps = t
         self.sqp[fid] = qp
         port.qps.append(qp)
         if not port.busy:
             port.kick(t)
+
+    # -- workload DAG (pwormhole.workload.dag; tables in pwormhole.net.dagrun) ----
+    def post(self, t: int, target, kind: int, arg) -> None:
+        """Schedule an event at another host: into this LP's heap or the owner's outbox."""
+        ev = (t, self.kbase + self.seq, kind, target, arg)
+        self.seq += 1
+        lp = self.owner[target.node_id]
+        if lp == self.lp_id:
+            heappush(self.heap, ev)
+        else:
+            self.outboxes.setdefault(lp, []).append(ev)
+
+    def dag_satisfy(self, children, t: int) -> None:
+        """One dependency of each of ``children`` (ops on this host) is met at ``t``."""
+        rem = self.dag.remaining
+        for c in children:
+            rem[c] -= 1
+            if rem[c] == 0:
+                self.on_op_start(c, t)
+
+    def on_op_start(self, op: int, t: int) -> None:
+        """Start a ready op (compute: on the GPU's stream; flow: a new QP; mark: ends now)."""
+        rt = self.dag
+        nb = rt.not_before_ps[op]
+        if nb > t:
+            heappush(self.heap, (nb, self.kbase + self.seq, EV_OP_START, self, op))
+            self.seq += 1
+            return
+        kind = rt.kind[op]
+        if kind == 0:  # OP_COMPUTE
+            start = t if t > self.compute_free_ps else self.compute_free_ps
+            end = start + rt.arg[op]
+            self.compute_free_ps = end
+            self.op_start[op] = start
+            heappush(self.heap, (end, self.kbase + self.seq, EV_OP_DONE, self, op))
+            self.seq += 1
+        elif kind == 1:  # OP_FLOW
+            self.on_flow_start(rt.arg[op], t)
+        else:  # OP_MARK
+            self.op_start[op] = t
+            self.on_op_done(op, t)
+
+    def on_op_done(self, op: int, t: int) -> None:
+        """A compute op or mark ended here: log it, meet its children, notify other hosts."""
+        rt = self.dag
+        self.op_log.append((op, self.op_start.pop(op), t))
+        ch = rt.at_end[op]
+        if ch:
+            self.dag_satisfy(ch, t)
+        for h, delay in rt.remote[op]:
+            self.post(t + delay, self.net.nodes[h], EV_NOTIFY, op)
+
+    def on_notify(self, op: int, t: int) -> None:
+        """A dependency that ended on another host reached this one."""
+        self.dag_satisfy(self.dag.remote_children[(op, self.node_id)], t)
+
+    def flow_received(self, fid: int, t: int) -> None:
+        """The last byte of DAG flow ``fid`` arrived here (its destination)."""
+        rt = self.dag
+        op = rt.flow_op[fid]
+        ch = rt.at_end[op]
+        if ch:
+            self.dag_satisfy(ch, t)
+        for h, delay in rt.remote[op]:
+            self.post(t + delay, self.net.nodes[h], EV_NOTIFY, op)
 
     def on_timer(self, arg, t: int) -> None:
         qp, kind, gen = arg
@@ -540,6 +615,8 @@ class Host(Node):
             exp += pkt[P_PAY]
             rx[0] = exp
             self.bytes_delivered += pkt[P_PAY]
+            if exp >= rx[4] and self.dag is not None:
+                self.flow_received(fid, t)
             if exp >= rx[1]:
                 rx[1] += self.ack_interval
             elif not (self.chunk and exp % self.chunk == 0) and exp < rx[4]:
@@ -601,4 +678,8 @@ class Host(Node):
         del qps[i]
         if qp.port.rr > i:
             qp.port.rr -= 1
-        self.finished.append((qp.fid, t))
+        self.finished.append((qp.fid, t, qp.start_ps))
+        if self.dag is not None:
+            ch = self.dag.at_src[self.dag.flow_op[qp.fid]]
+            if ch:
+                self.dag_satisfy(ch, t)

@@ -40,6 +40,10 @@ EV_TX_DONE = 2  # target: Port, arg: None
 EV_NIC_WAKE = 3  # target: HostPort, arg: None (pacing timer of the NIC)
 EV_FLOW_START = 4  # target: Host, arg: flow id
 EV_TIMER = 5  # target: Host, arg: (SendQP, timer kind, generation)
+EV_OP_START = 6  # target: Host, arg: op id (a DAG op whose dependencies are met; waits for not_before)
+EV_OP_DONE = 7  # target: Host, arg: op id (a compute op ends)
+EV_NOTIFY = 8  # target: Host, arg: op id (a dependency that ended on another host)
+N_EVENT_KINDS = 9
 
 N_PRIORITIES = 8  # HPCC qbb devices have 8 queues; queue 0 is strict priority
 

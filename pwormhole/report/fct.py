@@ -18,10 +18,13 @@ def hpcc_ip(node_id: int) -> str:
     return f"{0x0B000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100:08x}"
 
 
-def fct_line(flow, finish_ps: int, standalone_ns: int) -> str:
-    fct_ns = (finish_ps - flow.start_ps + 500) // 1000
+def fct_line(flow, finish_ps: int, standalone_ns: int, start_ps: int | None = None) -> str:
+    """One ``fct.txt`` line; ``start_ps`` defaults to the flow's own start (DAG flows pass theirs)."""
+    if start_ps is None:
+        start_ps = flow.start_ps
+    fct_ns = (finish_ps - start_ps + 500) // 1000
     return (f"{hpcc_ip(flow.src)} {hpcc_ip(flow.dst)} {flow.sport} {flow.dport} {flow.size_bytes} "
-            f"{flow.start_ps // 1000} {fct_ns} {standalone_ns}\n")
+            f"{start_ps // 1000} {fct_ns} {standalone_ns}\n")
 
 
 def pfc_line(rec) -> str:

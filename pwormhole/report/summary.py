@@ -7,7 +7,9 @@ max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 (payload bytes received in order), ``drops`` (buffer admission drops),
 ``pfc_pauses`` (PFC pause frames sent), plus ``complete``, ``windows``,
 ``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
-errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``.
+errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``; for
+training workloads also ``iterations``, ``iteration_time_ns``,
+``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`).
 """
 
 from __future__ import annotations
@@ -50,4 +52,17 @@ def readable(summary: dict) -> str:
         f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
         f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s",
     ]
+    if summary.get("iterations"):
+        its = summary["iterations"]
+        gpus = summary.get("gpus") or []
+        lines.insert(3, "iteration time   " + ", ".join(f"{t / 1e6:.6f} ms" for t in its))
+        if gpus:
+            n = len(gpus)
+            comp = sum(g["compute_ns"] for g in gpus) / n
+            comm = sum(g["comm_ns"] for g in gpus) / n
+            exp = sum(g["exposed_comm_ns"] for g in gpus) / n
+            lines.insert(4, f"per GPU (mean)   compute {comp / 1e6:.6f} ms  communication {comm / 1e6:.6f} ms  "
+                            f"exposed communication {exp / 1e6:.6f} ms")
+        c = summary.get("collectives") or {}
+        lines.insert(5, f"collectives      {c.get('count', 0)}")
     return "\n".join(lines)

@@ -31,15 +31,26 @@ def drain(lists) -> list:
     out = [r for lst in lists for r in lst]
     for lst in lists:
         lst.clear()
-    out.sort(key=lambda r: (r[1], r[0]) if len(r) == 2 else r)
+    out.sort()
+    return out
+
+
+def drain_finished(lists) -> list:
+    """Flow completions of all LPs, sorted by ``(finish_ps, flow id)``, lists cleared."""
+    out = [r for lst in lists for r in lst]
+    for lst in lists:
+        lst.clear()
+    out.sort(key=lambda r: (r[1], r[0]))
     return out
 
 
 def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boundary) -> tuple[int, int]:
     """Run the LPs window by window until no event is left before ``stop_ps``
-    or ``on_boundary(t_boundary_ps, finished, pfc_records)`` returns True;
-    ``finished`` holds the ``(flow id, finish_ps)`` of the window sorted by
-    ``(finish_ps, flow id)``, ``pfc_records`` the PFC records sorted.
+    or ``on_boundary(t_boundary_ps, finished, pfc_records, op_records)``
+    returns True; ``finished`` holds the ``(flow id, finish_ps, start_ps)`` of
+    the window sorted by ``(finish_ps, flow id)``, ``pfc_records`` the PFC
+    records sorted, ``op_records`` the ``(op id, start_ps, end_ps)`` of DAG
+    ops sorted.
 
     Returns ``(last boundary time, number of windows run)``.
     """
@@ -57,5 +68,6 @@ def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boun
         if len(lps) > 1:
             exchange(lps)
         windows += 1
-        if on_boundary(t_end, drain([lp.finished for lp in lps]), drain([lp.pfc_log for lp in lps])):
+        if on_boundary(t_end, drain_finished([lp.finished for lp in lps]), drain([lp.pfc_log for lp in lps]),
+                       drain([lp.op_log for lp in lps])):
             return t_end, windows

@@ -5,8 +5,8 @@ collective exchange (``alltoall``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; node objects travel
 as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
-collective), the flow completions of the window and, to rank 0, its PFC
-records. Every rank then knows the same completions and the same next window,
+collective), the flow completions and DAG op records of the window and, to rank 0,
+its PFC records. Every rank then knows the same completions and the same next window,
 so all take the same decisions; empty windows are skipped by jumping to the
 window of the global minimum. Termination: every flow finished, or no event
 before the stop time on any rank (nothing can be in flight: in-flight
@@ -81,14 +81,17 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
         lp.finished.clear()
         pfc = lp.pfc_log[:]
         lp.pfc_log.clear()
-        payload = [(out[p], local_min, fin, pfc if p == 0 else None) for p in range(size)]
+        ops = lp.op_log[:]
+        lp.op_log.clear()
+        payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
         sync_s += time.perf_counter() - t0
         t_min = INF_PS
         done = []
         recs = []
-        for evs, peer_min, peer_fin, peer_pfc in got:
+        op_recs = []
+        for evs, peer_min, peer_fin, peer_pfc, peer_ops in got:
             for t, k, kind, nid, arg in evs:
                 heappush(heap, (t, k, kind, nodes[nid], arg))
             if peer_min < t_min:
@@ -96,10 +99,12 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
             done.extend(peer_fin)
             if peer_pfc:
                 recs.extend(peer_pfc)
+            op_recs.extend(peer_ops)
         done.sort(key=lambda r: (r[1], r[0]))
         recs.sort()
+        op_recs.sort()
         windows += 1
-        stop = on_boundary(t_end, done, recs if rank == 0 else [])
+        stop = on_boundary(t_end, done, recs if rank == 0 else [], op_recs)
         if stop:
             return t_end, windows, sync_s
 

@@ -1,0 +1,186 @@
+"""Dependency DAGs of work: compute, flows and join points on hosts.
+
+A :class:`Dag` is what a training iteration, a collective, an htsim trigger
+list or a Chakra trace becomes before simulation. Each op runs on one host:
+
+* ``OP_COMPUTE``: busy the host's compute stream for ``duration_ps`` (one
+  stream per GPU: ready compute ops run one after the other, in the order
+  they became ready);
+* ``OP_FLOW``: one RDMA message (a :class:`~pwormhole.workload.flows.Flow`)
+  from ``host`` to ``dst``;
+* ``OP_MARK``: a zero-time join point (e.g. "this member finished the
+  collective"), used for reports and to fan dependencies in.
+
+An op starts when all its dependencies are satisfied *at its host* and not
+before ``not_before_ps``. Where a dependency becomes known (DESIGN.md
+invariant 6, dependencies cross nodes as messages):
+
+* a compute op or mark is known at its host when it ends;
+* a flow is known at its destination when the last byte arrives, and at its
+  source when the last byte is acknowledged (HPCC's flow completion);
+* every other host learns it through a notification sent from the host
+  where it ended (the flow's destination) that takes the path's propagation
+  delay, at least one synchronization window when it crosses units.
+
+Flows of a DAG carry ``start_ps = TRIGGERED`` until they start; their FCT is
+measured from the time their op starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from .flows import Flow
+
+OP_COMPUTE = 0
+OP_FLOW = 1
+OP_MARK = 2
+OP_KIND_NAMES = ("compute", "flow", "mark")
+
+TRIGGERED = -1  # Flow.start_ps of a flow started by its op
+
+
+@dataclass
+class Collective:
+    """One collective instance (for reports).
+
+    Attributes:
+        name: label, e.g. ``"layer3.fwd"``.
+        kind: ``allreduce``, ``allgather``, ``reducescatter``, ``alltoall``, ``p2p``.
+        group: GPU ranks taking part, in ring order.
+        size_bytes: the collective's buffer size S (per member).
+        done_ops: one ``OP_MARK`` per member, ending when that member is done.
+        first_op, last_op: op id range ``[first_op, last_op)`` of its flows and marks.
+        iteration: training iteration index.
+    """
+
+    name: str
+    kind: str
+    group: list[int]
+    size_bytes: int
+    done_ops: list[int]
+    first_op: int
+    last_op: int
+    iteration: int = 0
+
+
+@dataclass
+class Dag:
+    """A workload DAG. Ops are parallel lists indexed by op id.
+
+    Attributes:
+        kind: ``OP_*`` per op.
+        host: host node id executing the op (a flow's source).
+        arg: compute duration in ps, a flow id, or 0 for marks.
+        deps: op ids each op waits for.
+        not_before_ps: earliest start per op (int ps).
+        gpu_of_host: host node id -> GPU rank (reports).
+        flows: the flows of the ``OP_FLOW`` ops, ``flows[i].flow_id == i``.
+        flow_op: flow id -> op id.
+        collectives: collective instances, for reports.
+        iteration_of: per op, its training iteration (0 when not a training job).
+        label: per op, a short description (layer/phase) for reports and plots.
+    """
+
+    kind: list[int] = field(default_factory=list)
+    host: list[int] = field(default_factory=list)
+    arg: list[int] = field(default_factory=list)
+    deps: list[list[int]] = field(default_factory=list)
+    not_before_ps: list[int] = field(default_factory=list)
+    label: list[str] = field(default_factory=list)
+    iteration_of: list[int] = field(default_factory=list)
+    flows: list[Flow] = field(default_factory=list)
+    flow_op: list[int] = field(default_factory=list)
+    collectives: list[Collective] = field(default_factory=list)
+    gpu_of_host: dict[int, int] = field(default_factory=dict)
+    iterations: int = 1
+    pg: int = 3
+    dport: int = 100
+    _sport: dict[int, int] = field(default_factory=dict)
+    iteration: int = 0  # iteration index given to ops added now
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    # -- building ---------------------------------------------------------------
+    def _add(self, kind: int, host: int, arg: int, deps, label: str, not_before_ps: int) -> int:
+        op = len(self.kind)
+        deps = [d for d in deps if d is not None]
+        for d in deps:
+            if not 0 <= d < op:
+                raise ValueError(f"op {op}: dependency {d} is not an earlier op")
+        self.kind.append(kind)
+        self.host.append(host)
+        self.arg.append(arg)
+        self.deps.append(deps)
+        self.not_before_ps.append(not_before_ps)
+        self.label.append(label)
+        self.iteration_of.append(self.iteration)
+        return op
+
+    def compute(self, host: int, duration_ps: int, deps=(), label: str = "", not_before_ps: int = 0) -> int:
+        """Add a compute op of ``duration_ps`` (int ps, >= 0) on ``host``; returns its op id."""
+        if duration_ps < 0:
+            raise InputError(f"{label or 'compute'}: negative duration {duration_ps} ps")
+        return self._add(OP_COMPUTE, host, int(duration_ps), deps, label, not_before_ps)
+
+    def flow(self, src: int, dst: int, size_bytes: int, deps=(), label: str = "", not_before_ps: int = 0) -> int:
+        """Add a flow of ``size_bytes`` (> 0) from host ``src`` to host ``dst``; returns its op id."""
+        if size_bytes <= 0:
+            raise InputError(f"{label or 'flow'}: size must be positive, got {size_bytes}")
+        if src == dst:
+            raise InputError(f"{label or 'flow'}: source and destination are the same host {src}")
+        fid = len(self.flows)
+        sport = self._sport.get(src, 10000)
+        self._sport[src] = sport + 1
+        self.flows.append(Flow(fid, src, dst, self.pg, self.dport, int(size_bytes), TRIGGERED, sport))
+        op = self._add(OP_FLOW, src, fid, deps, label, not_before_ps)
+        self.flow_op.append(op)
+        return op
+
+    def mark(self, host: int, deps=(), label: str = "") -> int:
+        """Add a zero-time join point on ``host``; returns its op id."""
+        return self._add(OP_MARK, host, 0, deps, label, 0)
+
+    # -- facts ------------------------------------------------------------------
+    def end_host(self, op: int) -> int:
+        """Where an op ends: a flow's destination, else its host."""
+        if self.kind[op] == OP_FLOW:
+            return self.flows[self.arg[op]].dst
+        return self.host[op]
+
+    def children(self) -> list[list[int]]:
+        """``children[op]`` = ops depending on ``op``, in op order."""
+        ch: list[list[int]] = [[] for _ in self.kind]
+        for op, ds in enumerate(self.deps):
+            for d in ds:
+                ch[d].append(op)
+        return ch
+
+    def bytes_sent_by_host(self) -> dict[int, int]:
+        """Total flow bytes each host sends (conservation checks, closed-form tests)."""
+        out: dict[int, int] = {}
+        for f in self.flows:
+            out[f.src] = out.get(f.src, 0) + f.size_bytes
+        return out
+
+    def check_hosts(self, hosts: set[int], source: str | None = None) -> None:
+        """Raise InputError naming the op when an op or flow endpoint is not a host."""
+        for op, h in enumerate(self.host):
+            if h not in hosts:
+                raise InputError(f"op {op} ({self.label[op] or OP_KIND_NAMES[self.kind[op]]}): node {h} is not a host",
+                                 source)
+        for f in self.flows:
+            if f.dst not in hosts:
+                raise InputError(f"flow {f.flow_id}: destination {f.dst} is not a host", source)
+
+
+def from_flows(flows: list[Flow]) -> Dag:
+    """A DAG of independent flows with fixed start times (an HPCC flow list)."""
+    dag = Dag()
+    for f in flows:
+        op = dag._add(OP_FLOW, f.src, f.flow_id, (), "", f.start_ps)
+        dag.flow_op.append(op)
+    dag.flows = list(flows)
+    return dag
