@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pwormhole.scenario import default_scenario, from_hpcc_config  # noqa: E402
+from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config  # noqa: E402
 from pwormhole.simulation import PacketRun  # noqa: E402
 
 REF = ROOT / "tests" / "data" / "hpcc" / "reference"
@@ -32,7 +32,7 @@ def main() -> int:
     a = ap.parse_args()
     rates, walls = [], []
     for _ in range(a.repeat):
-        scn = default_scenario() if a.scenario == "default" else from_hpcc_config(str(REF / NAMES[a.scenario] / "config.txt"))
+        scn = fat_tree_mix_scenario() if a.scenario == "default" else from_hpcc_config(str(REF / NAMES[a.scenario] / "config.txt"))
         r = PacketRun(scn).run()
         walls.append(r.wall_s)
         rates.append(r.events / r.wall_s)

@@ -14,24 +14,82 @@ from .errors import InputError
 from .units import parse_time_ps
 
 
-def _run(args) -> int:
-    from .scenario import default_scenario, from_files, from_hpcc_config
-    from .simulation import simulate
+def _positive(name: str, v: int | None) -> None:
+    if v is not None and v < 1:
+        raise InputError(f"--{name} must be >= 1, got {v}")
 
-    if args.mode != "packet":
-        raise InputError(f"--mode {args.mode!r} is not available yet (only 'packet')")
+
+def _training_scenario(args):
+    """The scenario of a training workload (``--workload`` or ``--model``), or None."""
+    from .config import CC_DCQCN, CC_HPCC, ModelConfig
+    from .scenario import topology_from_arg, training_scenario
+
+    if not (args.workload or args.model):
+        for flag in ("gpus", "tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag} needs --workload or --model")
+        return None
+    if args.workload and args.model:
+        raise InputError("give either --workload or --model, not both")
+    for flag in ("gpus", "tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
+        _positive(flag, getattr(args, flag))
+    if args.flows or args.hpcc_config:
+        raise InputError("--flows/--hpcc-config cannot be combined with a training workload")
+    topo = topology_from_arg(args.topology) if args.topology else None
+    if args.workload:
+        from .workload.simai import read_simai_workload
+        for flag in ("tp", "dp", "pp", "ep", "ga"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag} comes from the workload file; it applies to --model only")
+        spec = read_simai_workload(args.workload, args.layers, args.gpus)
+    else:
+        from .workload.models import build_model
+        n = args.gpus or (len(topo.gpus) if topo is not None else None)
+        if n is None:
+            raise InputError("--model needs --gpus or a --topology")
+        kw = {k: getattr(args, k) for k in ("tp", "dp", "pp", "ep", "ga") if getattr(args, k) is not None}
+        spec = build_model(args.model, n, layers=args.layers, **kw)
+    if topo is None:  # a rail-optimized fabric of 8-GPU servers with enough GPUs
+        servers = -(-spec.all_gpus // 8)
+        topo = topology_from_arg(f"rail-optimized:gpus={servers * 8}")
+    if args.config:
+        from .hpcc_config import read_hpcc_config
+        cfg, warnings = read_hpcc_config(args.config)
+        spec.warnings.extend(warnings)
+    else:
+        cfg = ModelConfig(cc_mode=CC_HPCC if args.cc == "hpcc" else CC_DCQCN)
+    return training_scenario(spec, topo, cfg, args.iterations or 1)
+
+
+def _load_scenario(args):
+    from .scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config
+
+    scn = _training_scenario(args)
+    if scn is not None:
+        return scn
     if args.hpcc_config:
         if args.topology or args.flows:
             raise InputError("give either --hpcc-config or --topology/--flows, not both")
-        scn = from_hpcc_config(args.hpcc_config)
-    elif args.topology or args.flows:
+        return from_hpcc_config(args.hpcc_config)
+    if args.topology or args.flows:
         if not (args.topology and args.flows):
-            raise InputError("--topology and --flows go together")
-        scn = from_files(args.topology, args.flows, args.config)
-    else:
-        if args.config:
-            raise InputError("--config needs --topology and --flows (or use --hpcc-config)")
-        scn = default_scenario()
+            raise InputError("--topology needs --flows (or a training workload: --workload or --model)")
+        return from_files(args.topology, args.flows, args.config)
+    if args.config:
+        raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
+    return fat_tree_mix_scenario() if args.scenario == "fat-tree-mix" else default_scenario()
+
+
+def _run(args) -> int:
+    from .simulation import simulate
+
+    from .simulation import prepare_out_dir
+
+    if args.mode != "packet":
+        raise InputError(f"--mode {args.mode!r} is not available yet (only 'packet')")
+    if args.out:
+        prepare_out_dir(args.out)  # before any work: a bad folder is reported at once
+    scn = _load_scenario(args)
     for w in scn.warnings:
         print(f"pwormhole: warning: {w}", file=sys.stderr)
     until_ps = None
@@ -57,7 +115,7 @@ def _run(args) -> int:
         raise InputError(f"--lps must be >= 1, got {args.lps}")
     if comm is None:
         simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
-                 progress=None if not args.no_progress else False)
+                 progress=None if not args.no_progress else False, plot=args.plot)
         print(f"outputs in {out}/")
         return 0
     _run_mpi(comm, scn, out, until_ps, args, owner)
@@ -73,7 +131,7 @@ def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
         if os.environ.get("PWORMHOLE_FAIL_RANK") == str(comm.rank):  # fault-injection hook for the tests
             raise RuntimeError("injected failure (PWORMHOLE_FAIL_RANK)")
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
-                 progress=None if not args.no_progress else False)
+                 progress=None if not args.no_progress else False, plot=args.plot)
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
@@ -107,11 +165,30 @@ def _partition(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="simulate a scenario (default: the embedded fat-tree mix)")
+    r = sub.add_parser("run", help="simulate a scenario (default: one iteration of a small GPT on 16 GPUs)",
+                       description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "
+                                   "or built-in model) on a topology, or an embedded scenario.")
     r.add_argument("--hpcc-config", metavar="FILE", help="HPCC ns-3 config.txt naming TOPOLOGY_FILE and FLOW_FILE")
-    r.add_argument("--topology", metavar="FILE", help="HPCC topology file")
+    r.add_argument("--topology", metavar="FILE|SPEC",
+                   help="topology file (HPCC or SimAI format) or a builder: rail-optimized:gpus=16, fat-tree:k=4, "
+                        "leaf-spine:hosts=16,leaves=2,spines=2 (options: nic=, rate=, oversub=, delay=, ...)")
     r.add_argument("--flows", metavar="FILE", help="HPCC flow file")
-    r.add_argument("--config", metavar="FILE", help="HPCC config file for model parameters (with --topology/--flows)")
+    r.add_argument("--config", metavar="FILE", help="HPCC config file for model parameters")
+    r.add_argument("--scenario", choices=("gpt-350m-16gpu", "fat-tree-mix"), default="gpt-350m-16gpu",
+                   help="embedded scenario when no input is given: one iteration of 4 GPT-3 Medium layers on a "
+                        "16-GPU rail-optimized fabric (default), or a fat-tree flow mix")
+    t = r.add_argument_group("training workloads")
+    t.add_argument("--workload", metavar="FILE", help="SimAI/AICB workload file")
+    t.add_argument("--model", metavar="NAME", help="built-in model: gpt-350m, gpt-7b, gpt-13b, gpt-175b, moe-8x7b")
+    t.add_argument("--gpus", type=int, help="GPU count (default: the workload's or the topology's)")
+    for flag, what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline"), ("ep", "expert")):
+        t.add_argument(f"--{flag}", type=int, help=f"{what}-parallel size (--model)")
+    t.add_argument("--ga", type=int, help="micro-batches per iteration (--model)")
+    t.add_argument("--layers", type=int, help="keep only the first N layers (scaled-down runs)")
+    t.add_argument("--iterations", type=int, help="training iterations to simulate (default 1)")
+    t.add_argument("--cc", choices=("dcqcn", "hpcc"), default="dcqcn",
+                   help="congestion control when no --config is given (default dcqcn)")
+    t.add_argument("--plot", action="store_true", help="also write timeline.png, a per-GPU Gantt chart")
     r.add_argument("--out", metavar="DIR", help="output folder (default pwormhole-out/<scenario>)")
     r.add_argument("--until", metavar="TIME", help="stop time, e.g. 10ms or 2.5 (seconds); default SIMULATOR_STOP_TIME")
     r.add_argument("--seed", type=int, default=1, help="seed of the per-node random streams (default 1)")

@@ -3,9 +3,11 @@
 Loaders:
 * :func:`from_hpcc_config`: an HPCC ns-3 ``config.txt`` naming its topology and flow files;
 * :func:`from_files`: a topology file and a flow file, optionally a config;
-* :func:`default_scenario`: the embedded default (a k=4 fat-tree, 100 Gbps,
-  1 us links, with a seeded mix of incast, permutation and all-to-some flows
-  under DCQCN), which runs in well under a minute.
+* :func:`training_scenario`: training iterations of a SimAI/AICB or built-in
+  workload on a topology;
+* :func:`default_scenario`: one iteration of a small GPT on 16 GPUs;
+* :func:`fat_tree_mix_scenario`: a k=4 fat-tree, 100 Gbps, 1 us links, with a
+  seeded mix of incast, permutation and all-to-some flows under DCQCN.
 """
 
 from __future__ import annotations
@@ -41,6 +43,88 @@ class Scenario:
 def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warnings=None) -> Scenario:
     """A scenario running a workload DAG (its flows start when their ops do)."""
     return Scenario(name, topology, dag.flows, config, list(warnings or []), dag)
+
+
+BUILDERS = ("rail-optimized", "fat-tree", "leaf-spine")
+
+
+def topology_from_arg(text: str) -> Topology:
+    """A topology from ``--topology``: an existing file (HPCC, SimAI or htsim
+    format, detected from its content) or a builder spec ``NAME:key=value,...``:
+
+    * ``rail-optimized:gpus=16[,gpus_per_server=8,nic=200Gbps,nvlink=2880Gbps,spines=8,uplink=400Gbps,oversub=1,delay=1us]``
+    * ``fat-tree:k=4[,rate=100Gbps,delay=1us]``
+    * ``leaf-spine:hosts=16,leaves=2,spines=2[,rate=100Gbps,oversub=1,delay=1us]``
+
+    Raises InputError for an unknown builder or key, a bad value, or a file that cannot be read.
+    """
+    from .topology import builders
+    from .units import parse_rate_bps, parse_time_ps
+
+    name, _, rest = text.partition(":")
+    if name not in BUILDERS or os.path.exists(text):
+        from .inputs import load_topology
+        return load_topology(text)
+    kv: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq:
+            raise InputError(f"--topology {text}: expected key=value, got {item!r}")
+        kv[k.strip()] = v.strip()
+
+    def take(key, conv, default=None):
+        if key not in kv:
+            if default is None:
+                raise InputError(f"--topology {text}: {name} needs {key}=...")
+            return default
+        v = kv.pop(key)
+        try:
+            return conv(v)
+        except ValueError as e:
+            raise InputError(f"--topology {text}: bad {key}={v!r}: {e}") from None
+
+    us = parse_time_ps("1us")
+    if name == "rail-optimized":
+        gpus = take("gpus", int)
+        gps = take("gpus_per_server", int, 8)
+        if gpus < 1 or gps < 1 or gpus % gps:
+            raise InputError(f"--topology {text}: gpus ({gpus}) must be a positive multiple of gpus_per_server ({gps})")
+        kw = {"nic_rate_bps": take("nic", parse_rate_bps, 200 * 10**9), "delay_ps": take("delay", parse_time_ps, us),
+              "oversubscription": take("oversub", float, 1.0)}
+        if "nvlink" in kv:
+            kw["nvlink_rate_bps"] = take("nvlink", parse_rate_bps)
+        if "spines" in kv:
+            kw["spines"] = take("spines", int)
+        if "uplink" in kv:
+            kw["uplink_rate_bps"] = take("uplink", parse_rate_bps)
+        topo = builders.rail_optimized(gpus // gps, gps, **kw)
+    elif name == "fat-tree":
+        rate = take("rate", parse_rate_bps, 100 * 10**9)
+        topo = builders.fat_tree(take("k", int), rate, rate, take("delay", parse_time_ps, us))
+    else:
+        topo = builders.leaf_spine(take("hosts", int), take("leaves", int), take("spines", int),
+                                   take("rate", parse_rate_bps, 100 * 10**9), take("oversub", float, 1.0),
+                                   take("delay", parse_time_ps, us))
+    if kv:
+        raise InputError(f"--topology {text}: unknown key(s) {', '.join(sorted(kv))} for {name}")
+    return topo
+
+
+def training_scenario(spec, topology: Topology, config: ModelConfig | None = None, iterations: int = 1,
+                      name: str | None = None) -> Scenario:
+    """A scenario running ``iterations`` training iterations of ``spec`` (a
+    :class:`~pwormhole.workload.simai.TrainingSpec`) on the GPUs of ``topology``.
+
+    Raises InputError when the topology has fewer GPUs than the workload needs.
+    """
+    from .workload.training import build_training_dag
+
+    cfg = config or ModelConfig(cc_mode=CC_DCQCN)
+    if cfg.source is None:
+        cfg.fill_k_maps({ln.rate_bps for ln in topology.links})
+    check_k_maps(cfg, topology)
+    dag = build_training_dag(spec, topology.gpus, iterations)
+    return from_dag(name or spec.name, topology, dag, cfg, spec.warnings)
 
 
 def from_hpcc_config(path: str) -> Scenario:
@@ -81,8 +165,18 @@ def number_sports(flows: list[Flow]) -> list[Flow]:
     return out
 
 
-def default_scenario(seed: int = 7) -> Scenario:
-    """The embedded default scenario (see module docstring)."""
+def default_scenario() -> Scenario:
+    """The default of ``pwormhole run``: one training iteration of a small GPT
+    (4 layers of GPT-3 Medium ``gpt-350m``, sequence 1024, TP 8 inside each
+    server, DP 2 across the two servers) on a 16-GPU rail-optimized fabric
+    (200 Gbps NICs, NVLink inside servers), under DCQCN."""
+    from .workload.models import build_model
+    spec = build_model("gpt-350m", 16, tp=8, layers=4, seq_len=1024)
+    return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"), name="gpt-350m-16gpu")
+
+
+def fat_tree_mix_scenario(seed: int = 7) -> Scenario:
+    """The embedded flow mix (see module docstring)."""
     topo = fat_tree(4)
     hosts = topo.hosts
     rng = random.Random(seed)
@@ -106,4 +200,4 @@ def default_scenario(seed: int = 7) -> Scenario:
     flows = [replace(f, flow_id=i) for i, f in enumerate(flows)]
     cfg = ModelConfig(cc_mode=CC_DCQCN)
     cfg.simulator_stop_ps = 100 * 10**9  # 100 ms
-    return Scenario("default", topo, number_sports(flows), cfg)
+    return Scenario("fat-tree-mix", topo, number_sports(flows), cfg)

@@ -28,7 +28,7 @@ def prepare_out_dir(out_dir: str) -> None:
     """Create ``out_dir`` and check it is writable, before any simulation (InputError otherwise)."""
     try:
         os.makedirs(out_dir, exist_ok=True)
-        probe = os.path.join(out_dir, ".pwormhole-write-test")
+        probe = os.path.join(out_dir, f".pwormhole-write-test-{os.getpid()}")
         with open(probe, "w") as fh:
             fh.write("ok")
         os.remove(probe)
@@ -88,8 +88,12 @@ class PacketRun:
         n = scn.topology.n_nodes
         if comm is not None:
             n_lps = comm.size
-        if owner is None:
-            owner = [0] * n if n_lps == 1 else [i % n_lps for i in range(n)]
+        if owner is None:  # round robin over units (partition/plan.py), so short links are never cut
+            if n_lps == 1:
+                owner = [0] * n
+            else:
+                from .partition.plan import units_of
+                owner = [u % n_lps for u in units_of(scn.topology)]
         self.owner = owner
         for ln in scn.topology.links:  # invariant 3: a cut link must be at least one window long
             if owner[ln.a] != owner[ln.b] and ln.delay_ps < self.net.window_ps:

@@ -17,8 +17,8 @@ def cli(*args):
                           cwd=ROOT, timeout=300)
 
 
-def test_default_run_writes_outputs(tmp_path):
-    r = cli("run", "--out", tmp_path, "--no-progress")
+def test_flow_mix_run_writes_outputs(tmp_path):
+    r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path, "--no-progress")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     for key in ("mode", "ranks", "sim_time_ps", "wall_s", "events", "events_per_s", "flows", "flows_finished",
@@ -33,7 +33,7 @@ def test_default_run_writes_outputs(tmp_path):
 
 
 def test_until_stops_early_and_says_so(tmp_path):
-    r = cli("run", "--out", tmp_path, "--until", "50us", "--no-progress")
+    r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path, "--until", "50us", "--no-progress")
     assert r.returncode == 0
     s = json.loads((tmp_path / "summary.json").read_text())
     assert not s["complete"] and s["flows_finished"] < s["flows"]

@@ -113,9 +113,9 @@ def test_incast_without_pfc_counts_drops_and_recovers():
 
 
 def test_conservation_on_fat_tree_mix():
-    from pwormhole.scenario import default_scenario
+    from pwormhole.scenario import fat_tree_mix_scenario
     from pwormhole.simulation import PacketRun
-    scn = default_scenario()
+    scn = fat_tree_mix_scenario()
     r = PacketRun(scn).run()
     c = r.counters()
     assert r.complete
@@ -128,9 +128,9 @@ def test_conservation_on_fat_tree_mix():
 
 @pytest.mark.parametrize("n_lps", [2, 3])
 def test_same_answer_on_any_number_of_lps(n_lps):
-    from pwormhole.scenario import default_scenario
+    from pwormhole.scenario import fat_tree_mix_scenario
     from pwormhole.simulation import PacketRun
-    one = PacketRun(default_scenario()).run()
-    many = PacketRun(default_scenario(), n_lps=n_lps).run()
+    one = PacketRun(fat_tree_mix_scenario()).run()
+    many = PacketRun(fat_tree_mix_scenario(), n_lps=n_lps).run()
     assert one.finish_ps == many.finish_ps
     assert one.events == many.events

@@ -12,7 +12,7 @@ import pytest
 from helpers import config, flows_of, star_topo
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
-from pwormhole.scenario import Scenario, default_scenario
+from pwormhole.scenario import Scenario, fat_tree_mix_scenario
 from pwormhole.simulation import simulate
 from pwormhole.topology.hpcc import read_hpcc_topology
 
@@ -40,7 +40,7 @@ def incast_scenario():
     return Scenario("incast", star_topo(9), flows_of([(s, 0, 1_000_000, 0) for s in range(1, 9)]), cfg)
 
 
-SCENARIOS = {"fat_tree_mix": default_scenario, "incast_pfc": incast_scenario}
+SCENARIOS = {"fat_tree_mix": fat_tree_mix_scenario, "incast_pfc": incast_scenario}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -59,10 +59,10 @@ def test_fct_identical_for_1_2_3_lps(tmp_path, name):
 
 
 def test_rank_that_owns_nothing_works(tmp_path):
-    scn = default_scenario()
+    scn = fat_tree_mix_scenario()
     owner = [0] * scn.topology.n_nodes  # LP 1 owns no node
     a = simulate(scn, str(tmp_path / "a"), quiet=True)
-    b = simulate(default_scenario(), str(tmp_path / "b"), n_lps=2, owner=owner, quiet=True)
+    b = simulate(fat_tree_mix_scenario(), str(tmp_path / "b"), n_lps=2, owner=owner, quiet=True)
     assert (tmp_path / "a" / "fct.txt").read_bytes() == (tmp_path / "b" / "fct.txt").read_bytes()
     assert b["events_by_rank"][1] == 0 and b["events"] == a["events"]
 
@@ -78,7 +78,7 @@ def test_partition_fat_tree_balanced(parts):
 
 
 def test_partition_keeps_heavy_traffic_inside(tmp_path):
-    scn = default_scenario()
+    scn = fat_tree_mix_scenario()
     plan = make_plan(scn.topology, 2, scn.flows)
     assert plan.edge_cut_bytes > 0 and plan.imbalance <= 0.15
     plan.to_json(str(tmp_path / "plan.json"))
@@ -110,10 +110,10 @@ def _mpirun(n, *args, env=None, timeout=180):
 
 @needs_mpi
 def test_mpiexec_2_ranks_byte_identical(tmp_path):
-    r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--out", tmp_path / "one", "--no-progress"],
-                        capture_output=True, text=True, cwd=ROOT, timeout=180)
+    r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--out",
+                         tmp_path / "one", "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert r1.returncode == 0, r1.stderr
-    r2 = _mpirun(2, "--out", tmp_path / "two", "--no-progress")
+    r2 = _mpirun(2, "--scenario", "fat-tree-mix", "--out", tmp_path / "two", "--no-progress")
     assert r2.returncode == 0, r2.stderr
     assert (tmp_path / "one" / "fct.txt").read_bytes() == (tmp_path / "two" / "fct.txt").read_bytes()
     s = json.loads((tmp_path / "two" / "summary.json").read_text())
@@ -124,7 +124,8 @@ def test_mpiexec_2_ranks_byte_identical(tmp_path):
 @needs_mpi
 def test_failing_rank_ends_the_whole_run(tmp_path):
     t0 = time.monotonic()
-    r = _mpirun(2, "--out", tmp_path / "f", "--no-progress", env={"PWORMHOLE_FAIL_RANK": "1"}, timeout=60)
+    r = _mpirun(2, "--scenario", "fat-tree-mix", "--out", tmp_path / "f", "--no-progress",
+                env={"PWORMHOLE_FAIL_RANK": "1"}, timeout=60)
     assert time.monotonic() - t0 < 30
     assert r.returncode != 0
     assert "rank 1" in r.stderr and "injected failure" in r.stderr

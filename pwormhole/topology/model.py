@@ -1,13 +1,22 @@
 """The topology data model shared by every builder and reader.
 
 Nodes are numbered ``0 .. n_nodes-1``. A node is a switch when its id is in
-``switches``; every other node is a host (an RDMA NIC endpoint). Links are
-full-duplex point-to-point channels with one rate and one propagation delay.
+``switches``; every other node is a host (an RDMA NIC endpoint; in a training
+topology, a GPU). Links are full-duplex point-to-point channels with one rate
+and one propagation delay.
+
+Some switches may be NVSwitches (``nvswitches``, a subset of ``switches``): the
+intra-server fabric of SimAI-style topologies, one (or a few) per server, linked
+to that server's GPUs by short, fast NVLink links. Routing
+(:mod:`pwormhole.topology.routing`) sends traffic between two GPUs of the same
+NVSwitch through it, and never uses an NVSwitch for any other traffic.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,17 @@ class Topology:
         links: the links, in file order.
         name: short label used for output folders.
         source: the file it was read from, or None when built.
+        nvswitches: ids of NVSwitch nodes (intra-server NVLink fabric), a subset
+            of ``switches``; empty for a plain datacenter network. An NVSwitch
+            forwards only between hosts that are both linked to it.
+        gpus_per_server: GPUs per server (SimAI's ``gpus_per_server``), or 0
+            when unknown / not a GPU cluster.
+        gpu_type: GPU model named by a SimAI topology header (``H100``,
+            ``A100``, ...), or None.
+
+    Raises:
+        InputError when ``nvswitches`` is not a subset of ``switches`` or
+        ``gpus_per_server`` is negative.
     """
 
     n_nodes: int
@@ -46,12 +66,33 @@ class Topology:
     links: list[Link] = field(default_factory=list)
     name: str = "topology"
     source: str | None = None
+    nvswitches: frozenset[int] = frozenset()
+    gpus_per_server: int = 0
+    gpu_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nvswitches, frozenset):
+            self.nvswitches = frozenset(self.nvswitches)
+        if self.nvswitches and not self.nvswitches <= self.switches:
+            extra = sorted(self.nvswitches - self.switches)
+            raise InputError(f"NVSwitch ids {extra[:5]} are not switches")
+        if self.gpus_per_server < 0:
+            raise InputError(f"gpus_per_server must be >= 0, got {self.gpus_per_server}")
 
     @property
     def hosts(self) -> list[int]:
         """Host node ids in increasing order."""
         sw = self.switches
         return [n for n in range(self.n_nodes) if n not in sw]
+
+    @property
+    def gpus(self) -> list[int]:
+        """GPU node ids in increasing order: rank ``r`` of a workload runs on
+        ``gpus[r]``. Every host is a GPU, so this equals :attr:`hosts`."""
+        return self.hosts
+
+    def is_nvswitch(self, node: int) -> bool:
+        return node in self.nvswitches
 
     def is_switch(self, node: int) -> bool:
         return node in self.switches

@@ -1,14 +1,28 @@
-"""Shortest-path routing: ECMP next hops and per-pair path facts.
+"""Shortest-path routing: ECMP next hops, per-pair path facts and path delays.
 
 Only switches forward: a host is a path's end, never a transit node (as in
 HPCC's ``third.cc``, which routes by BFS over the switch fabric).
+
+NVSwitches (``topo.nvswitches``) add one rule, SimAI's intra-server rule:
+
+* traffic between two hosts linked to the same NVSwitch goes host ->
+  NVSwitch -> host (over NVLink), never through the NIC fabric, even when a
+  NIC path is as short (all GPUs of a server under one ToR);
+* an NVSwitch carries no other traffic: it is never a transit node between
+  hosts that are not both linked to it, and it is not a way out of a server.
+
+With several NVSwitches shared by the pair, the next hops are all of them
+(ECMP). A topology without NVSwitches routes exactly as before the rule.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+from ..errors import InputError
 from .model import Topology
+
+_NO_BW = 1 << 62
 
 
 def adjacency(topo: Topology) -> list[list[tuple[int, int]]]:
@@ -20,33 +34,91 @@ def adjacency(topo: Topology) -> list[list[tuple[int, int]]]:
     return adj
 
 
+def _nv_of(topo: Topology, adj, host: int) -> set[int]:
+    """NVSwitches linked to ``host`` (empty for a switch)."""
+    if host in topo.switches:
+        return set()
+    nv = topo.nvswitches
+    return {v for v, _ in adj[host] if v in nv}
+
+
+def _nv_peers(topo: Topology, adj, host: int) -> dict[int, list[int]]:
+    """Hosts sharing an NVSwitch with ``host`` -> the shared NVSwitches, in ``adj[host]`` order."""
+    switches = topo.switches
+    peers: dict[int, list[int]] = {}
+    seen_nv: set[int] = set()
+    for n, _ in adj[host]:
+        if n not in topo.nvswitches or n in seen_nv:
+            continue
+        seen_nv.add(n)
+        for h, _ in adj[n]:
+            if h != host and h not in switches:
+                lst = peers.setdefault(h, [])
+                if n not in lst:
+                    lst.append(n)
+    return peers
+
+
 def hop_distances(topo: Topology, adj, dst: int) -> dict[int, int]:
-    """Hop count from every node that can reach ``dst`` through switches only."""
+    """Hop count toward ``dst`` from every node that routes to it (through
+    switches only; see the module notes for NVSwitches: a host sharing an
+    NVSwitch with ``dst`` is at 2 hops, NVSwitches not linked to ``dst`` are left out)."""
+    switches = topo.switches
+    nv = topo.nvswitches
     dist = {dst: 0}
     frontier = deque([dst])
-    switches = topo.switches
     while frontier:
         v = frontier.popleft()
-        if v != dst and v not in switches:
-            continue  # hosts do not forward
+        if v != dst and (v not in switches or v in nv):
+            continue  # hosts do not forward; NVSwitches only to their own hosts (below)
         d = dist[v] + 1
         for u, _ in adj[v]:
             if u not in dist:
                 dist[u] = d
                 frontier.append(u)
+    if not nv:
+        return dist
+    mine = _nv_of(topo, adj, dst)
+    for n in [n for n in dist if n in nv and n != dst and n not in mine]:
+        del dist[n]
+    if mine:
+        for n in mine:
+            dist[n] = 1
+        for h in _nv_peers(topo, adj, dst):
+            dist[h] = 2
     return dist
 
 
 def next_hops(topo: Topology, adj, dst: int) -> dict[int, list[int]]:
     """For each node that can reach ``dst``: the indices into ``adj[node]`` of its
-    equal-cost next hops (every neighbour one hop closer), in adjacency order."""
+    equal-cost next hops (every neighbour one hop closer), in adjacency order.
+
+    With NVSwitches: a host sharing NVSwitches with ``dst`` gets exactly its
+    links to those NVSwitches; an NVSwitch linked to ``dst`` gets its links to
+    ``dst``; every other node ignores NVSwitches."""
     dist = hop_distances(topo, adj, dst)
+    switches = topo.switches
+    nv = topo.nvswitches
     out: dict[int, list[int]] = {}
+    if not nv:
+        for u, du in dist.items():
+            if u == dst:
+                continue
+            out[u] = [k for k, (v, _) in enumerate(adj[u]) if dist.get(v, -1) == du - 1
+                      and (v == dst or v in switches)]
+        return out
+    mine = _nv_of(topo, adj, dst)
+    peers = _nv_peers(topo, adj, dst) if mine else {}
     for u, du in dist.items():
         if u == dst:
             continue
-        out[u] = [k for k, (v, _) in enumerate(adj[u]) if dist.get(v, -1) == du - 1
-                  and (v == dst or v in topo.switches)]
+        if u in mine:
+            out[u] = [k for k, (v, _) in enumerate(adj[u]) if v == dst]
+        elif u in peers:
+            out[u] = [k for k, (v, _) in enumerate(adj[u]) if v in mine]
+        else:
+            out[u] = [k for k, (v, _) in enumerate(adj[u]) if dist.get(v, -1) == du - 1
+                      and (v == dst or (v in switches and v not in nv))]
     return out
 
 
@@ -55,22 +127,105 @@ def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, t
     pair delay computation): for every reachable host ``h``, ``(delay_ps,
     tx_ps, bottleneck_bps)`` where ``delay_ps`` sums propagation delays,
     ``tx_ps`` sums the serialization of one ``payload_bytes`` packet per hop,
-    and ``bottleneck_bps`` is the smallest link rate on the path."""
-    facts = {src: (0, 0, 1 << 62)}
+    and ``bottleneck_bps`` is the smallest link rate on the path.
+
+    With NVSwitches the paths follow the routing rule: a host sharing an
+    NVSwitch with ``src`` is reached through the first such NVSwitch (and the
+    first link to it) in ``adj[src]`` order; every other host over the fabric
+    without NVSwitches."""
+    facts = {src: (0, 0, _NO_BW)}
     frontier = deque([src])
     links = topo.links
     switches = topo.switches
+    nv = topo.nvswitches
+    bits = payload_bytes * 8 * 10**12
     out = {}
     while frontier:
         v = frontier.popleft()
         if v != src and v not in switches:
             out[v] = facts[v]
             continue
+        if v != src and v in nv:
+            continue
         d, tx, bw = facts[v]
         for u, li in adj[v]:
             if u in facts:
                 continue
             ln = links[li]
-            facts[u] = (d + ln.delay_ps, tx + payload_bytes * 8 * 10**12 // ln.rate_bps, min(bw, ln.rate_bps))
+            facts[u] = (d + ln.delay_ps, tx + bits // ln.rate_bps, min(bw, ln.rate_bps))
             frontier.append(u)
+    if nv and src not in switches:
+        done: set[int] = set()
+        for n, li in adj[src]:
+            if n not in nv or n in done:
+                continue
+            done.add(n)
+            l1 = links[li]
+            for h, lj in adj[n]:
+                if h == src or h in switches or h in done:
+                    continue
+                done.add(h)
+                l2 = links[lj]
+                out[h] = (l1.delay_ps + l2.delay_ps, bits // l1.rate_bps + bits // l2.rate_bps,
+                          min(l1.rate_bps, l2.rate_bps))
     return out
+
+
+def path_delays_ps(topo: Topology, adj, src: int) -> dict[int, int]:
+    """Propagation delay (ps) from host ``src`` to every host it can reach,
+    along its routes: the smallest sum of link delays over the ECMP (shortest
+    hop count) paths, with the NVSwitch rule of :func:`next_hops`. ``src``
+    itself maps to 0. One BFS; cache the result when asking for many pairs."""
+    links = topo.links
+    switches = topo.switches
+    nv = topo.nvswitches
+    dist = {src: 0}
+    delay = {src: 0}
+    frontier = deque([src])
+    out = {src: 0}
+    while frontier:
+        v = frontier.popleft()
+        if v != src and (v not in switches or v in nv):
+            if v not in switches:
+                out[v] = delay[v]
+            continue
+        dv = dist[v] + 1
+        tv = delay[v]
+        for u, li in adj[v]:
+            t = tv + links[li].delay_ps
+            du = dist.get(u)
+            if du is None:
+                dist[u] = dv
+                delay[u] = t
+                frontier.append(u)
+            elif du == dv and t < delay[u]:
+                delay[u] = t  # u is not popped yet: its layer comes after v's
+    if nv and src not in switches:
+        best: dict[int, int] = {}
+        for n, li in adj[src]:
+            if n not in nv:
+                continue
+            d1 = links[li].delay_ps
+            for h, lj in adj[n]:
+                if h == src or h in switches:
+                    continue
+                t = d1 + links[lj].delay_ps
+                if h not in best or t < best[h]:
+                    best[h] = t
+        out.update(best)
+    return out
+
+
+def path_delay_ps(topo: Topology, adj, src: int, dst: int) -> int:
+    """Propagation delay (ps) of the route from host ``src`` to host ``dst``
+    (smallest over its ECMP paths; 0 when ``src == dst``). For many pairs from
+    one source use :func:`path_delays_ps` once.
+
+    Raises InputError when ``dst`` cannot be reached from ``src``."""
+    d = path_delays_ps(topo, adj, src).get(dst)
+    if d is None:
+        raise InputError(f"host {dst} is unreachable from host {src}")
+    return d
+
+
+__all__ = ["adjacency", "hop_distances", "next_hops", "path_facts", "path_delays_ps", "path_delay_ps"]

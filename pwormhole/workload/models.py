@@ -1,0 +1,291 @@
+"""Built-in training workloads (GPT and MoE) in SimAI/AICB's layer structure.
+
+:func:`build_model` produces the same :class:`~pwormhole.workload.simai.TrainingSpec`
+as :func:`~pwormhole.workload.simai.read_simai_workload` does for an AICB file of
+a Megatron-LM model, so both feed the same DAG builder, and
+:func:`per_gpu_bytes` gives the closed-form bytes every GPU sends in one
+iteration, for either.
+
+Model configurations (:data:`MODELS`):
+
+* ``gpt-350m``: GPT-3 Medium, 350M (same table as below): 24 layers, d_model
+  1024, 16 heads, FFN 4*d; the default scenario of ``pwormhole run`` uses 4
+  of its layers.
+* ``gpt-7b``: GPT-3 6.7B (Brown et al., "Language Models are Few-Shot
+  Learners", 2020, Table 2.1): 32 layers, d_model 4096, 32 heads, FFN 4*d.
+* ``gpt-13b``: GPT-3 13B (same table): 40 layers, 40 heads, FFN 4*d. The paper
+  gives d_model 5140; Megatron-LM and AICB (``Workload_spec_v1.1.csv``) use
+  5120 so that TP divides it, and so do we.
+* ``gpt-175b``: GPT-3 175B (same table): 96 layers, d_model 12288, 96 heads.
+  All GPT models: vocabulary 50257, learned biases and LayerNorms.
+* ``moe-8x7b``: Mixtral 8x7B (Jiang et al., "Mixtral of Experts", 2024,
+  Table 1): 32 layers, dim 4096, 32 heads, 8 KV heads (head dim 128), SwiGLU
+  experts of hidden 14336, 8 experts, top-2 routing, vocabulary 32000,
+  RMSNorm, no biases. Same as AICB's ``Mistral_8*7B`` row.
+
+Layer list (what every GPU runs, one pipeline stage's view, as in AICB files;
+forward in list order, backward in reverse list order)::
+
+    for micro-batch m in 0..ga-1:                  (AICB unrolls GA the same way)
+      for each of the stage's n_layers/pp transformer layers:
+        "mb{m}.layer{i}.attention"
+        dense:  "mb{m}.layer{i}.mlp"
+        MoE:    "mb{m}.layer{i}.moe_dispatch", ".moe_experts", ".moe_combine"
+
+with b = micro_batch, s = seq_len, h = hidden, T = b*s tokens, d = dtype_bytes,
+``S_act = b*s*h*d`` and ``S_moe = b*s*top_k*h*d``:
+
+=================  ======================  ======================  ===========================
+layer              forward comm            input-grad comm         weight-grad comm (m == 0)
+=================  ======================  ======================  ===========================
+attention          ALLREDUCE tp S_act      ALLREDUCE tp S_act      ALLREDUCE dp ceil(P_attn/tp)*d
+mlp                ALLREDUCE tp S_act      ALLREDUCE tp S_act      ALLREDUCE dp ceil(P_mlp/tp)*d
+moe_dispatch       ALLTOALL ep S_moe       ALLTOALL ep S_moe       ALLREDUCE dp P_router*d
+moe_experts        ALLREDUCE tp S_moe      ALLREDUCE tp S_moe      ALLREDUCE dp_ep (E/ep)*ceil(P_exp/tp)*d
+moe_combine        ALLTOALL ep S_moe       ALLTOALL ep S_moe       NONE
+=================  ======================  ======================  ===========================
+
+Megatron's tensor-parallel pattern (one all-reduce per block forward, one
+backward), gradient all-reduce over DP once per iteration (it is put on the
+micro-batch-0 copies, whose backward runs last, so it overlaps the last
+backward pass), expert weights sharded over TP as Megatron's default expert-TP
+= TP, each EP all-to-all carries the micro-batch's top_k token copies, and
+expert gradients are all-reduced over the expert-data-parallel group (DP_EP,
+size dp/ep). Gradients travel in ``dtype_bytes`` (Megatron without
+``--accumulate-allreduce-grads-in-fp32``). Embedding, LM head, loss and
+optimizer step are left out; ``update_ns`` is 0. With pp > 1,
+``pp_comm_bytes = S_act`` (activations forward, gradients backward, per
+micro-batch per boundary; Megatron without scatter-gather).
+
+Parameters per layer: GPT ``P_attn = 4h^2 + 4h (biases) + 2h (LayerNorm 1)``,
+``P_mlp = 2*h*ffn + ffn + h (biases) + 2h (LayerNorm 2)``; Mixtral ``P_attn = 2h^2 + 2*h*kv + 2h``
+(kv = kv_heads * h/heads; the RMSNorms of both blocks), ``P_router = h*E``,
+``P_exp = 3*h*ffn``.
+
+Compute-time model: ``ns = ceil(FLOPs / (gpu_tflops * 1e12 * efficiency) * 1e9)``,
+per GPU and micro-batch, default 312 TFLOPS (A100 SXM dense BF16 peak) at an
+assumed efficiency of 0.5. FLOPs: forward of a weight block ``2*T*ceil(P/tp)``
+(experts: ``2*T*top_k*ceil(P_exp/tp)``, balanced routing; router
+``2*T*P_router``), plus ``4*b*s^2*h/tp`` (QK^T and attention x V, ceil) in the
+attention forward; input gradient = forward; weight gradient = the weight-block
+part of the forward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+
+from pwormhole.errors import InputError
+from pwormhole.workload.simai import Layer, Phase, TrainingSpec, check_layout, group_size
+
+DEFAULT_GPU_TFLOPS = 312.0  # A100 SXM, dense BF16/FP16 tensor-core peak
+DEFAULT_EFFICIENCY = 0.5  # assumed fraction of peak that layer kernels reach
+POLICY = "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """A published model shape (citations in the module docstring)."""
+
+    name: str
+    n_layers: int
+    hidden: int
+    heads: int
+    ffn: int
+    kv_heads: int
+    vocab: int
+    experts: int = 0  # 0: dense
+    top_k: int = 0
+    gated: bool = False  # SwiGLU (3 matrices) instead of GELU (2)
+    biases: bool = True
+
+
+MODELS: dict[str, TransformerConfig] = {
+    "gpt-350m": TransformerConfig("gpt-350m", 24, 1024, 16, 4096, 16, 50257),
+    "gpt-7b": TransformerConfig("gpt-7b", 32, 4096, 32, 16384, 32, 50257),
+    "gpt-13b": TransformerConfig("gpt-13b", 40, 5120, 40, 20480, 40, 50257),
+    "gpt-175b": TransformerConfig("gpt-175b", 96, 12288, 96, 49152, 96, 50257),
+    "moe-8x7b": TransformerConfig("moe-8x7b", 32, 4096, 32, 14336, 8, 32000, experts=8, top_k=2,
+                                  gated=True, biases=False),
+}
+
+
+def layer_params(cfg: TransformerConfig) -> dict[str, int]:
+    """Parameter counts of one transformer layer: ``attn``, and ``mlp`` (dense) or ``router``/``expert``."""
+    h = cfg.hidden
+    kv = cfg.kv_heads * (h // cfg.heads)
+    if cfg.biases:  # GPT: q,k,v,o with biases, two LayerNorms (weight + bias)
+        attn = 2 * h * h + 2 * h * kv + (2 * h + 2 * kv) + 2 * h  # 4h^2 + 6h when kv == h
+    else:  # Mixtral: no biases, two RMSNorms (weight only)
+        attn = 2 * h * h + 2 * h * kv + h + h
+    mats = 3 if cfg.gated else 2
+    ffn = mats * h * cfg.ffn + ((cfg.ffn + h + 2 * h) if cfg.biases else 0)  # GPT: biases + LayerNorm 2
+    if cfg.experts:
+        return {"attn": attn, "router": h * cfg.experts, "expert": ffn}
+    return {"attn": attn, "mlp": ffn}
+
+
+def _pos_int(v, what: str, lo: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise InputError(f"{what} {v!r} must be an integer >= {lo}")
+    return v
+
+
+def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: int = 1, ep: int = 1,
+                layers: int | None = None, gpu_tflops: float = DEFAULT_GPU_TFLOPS, micro_batch: int = 1,
+                seq_len: int = 2048, ga: int = 1, dtype_bytes: int = 2,
+                efficiency: float = DEFAULT_EFFICIENCY) -> TrainingSpec:
+    """One training iteration of a built-in model (structure in the module docstring).
+
+    Args:
+        name: one of :data:`MODELS` (case-insensitive).
+        n_gpus: cluster size (= all_gpus).
+        tp, pp, ep: tensor, pipeline, expert parallel sizes.
+        dp: data-parallel size; default ``n_gpus / (tp*pp)``.
+        layers: total transformer layer count (default: the model's); each of
+            the ``pp`` stages runs ``layers/pp`` of them.
+        gpu_tflops, efficiency: compute-time model (module docstring).
+        micro_batch, seq_len, ga: micro-batch size, sequence length, micro-batches
+            per iteration (gradient accumulation steps).
+        dtype_bytes: bytes per activation / gradient element (2 = BF16).
+
+    Raises:
+        InputError: unknown model (the message lists the known ones); a size
+        < 1; ``tp*dp*pp != n_gpus`` (or n_gpus not divisible by tp*pp); ``ep``
+        not dividing ``dp``; ep > 1 for a dense model; ``experts`` not divisible
+        by ``ep``; heads or KV heads not divisible by ``tp``; the layer count
+        not divisible by ``pp``; a non-positive throughput or an efficiency
+        outside (0, 1].
+    """
+    key = name.lower() if isinstance(name, str) else name
+    if key not in MODELS:
+        raise InputError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
+    cfg = MODELS[key]
+    n_gpus = _pos_int(n_gpus, "n_gpus")
+    tp, pp, ep = _pos_int(tp, "tp"), _pos_int(pp, "pp"), _pos_int(ep, "ep")
+    b, s = _pos_int(micro_batch, "micro_batch"), _pos_int(seq_len, "seq_len")
+    ga, d = _pos_int(ga, "ga"), _pos_int(dtype_bytes, "dtype_bytes")
+    if dp is None:
+        if n_gpus % (tp * pp):
+            raise InputError(f"n_gpus {n_gpus} is not divisible by tp*pp = {tp}*{pp} = {tp * pp}")
+        dp = n_gpus // (tp * pp)
+    else:
+        dp = _pos_int(dp, "dp")
+        if tp * dp * pp != n_gpus:
+            raise InputError(f"tp*dp*pp = {tp}*{dp}*{pp} = {tp * dp * pp} differs from n_gpus {n_gpus}")
+    if dp % ep:
+        raise InputError(f"ep {ep} does not divide dp {dp}")
+    if not cfg.experts and ep != 1:
+        raise InputError(f"model {cfg.name} is dense (no experts); ep must be 1, got {ep}")
+    if cfg.experts and cfg.experts % ep:
+        raise InputError(f"ep {ep} does not divide the {cfg.experts} experts of {cfg.name}")
+    if cfg.heads % tp or cfg.kv_heads % tp:
+        raise InputError(f"tp {tp} must divide the {cfg.heads} attention heads and {cfg.kv_heads} "
+                         f"KV heads of {cfg.name}")
+    n_layers = cfg.n_layers if layers is None else _pos_int(layers, "layers")
+    if n_layers % pp:
+        raise InputError(f"{n_layers} layers cannot be split into pp = {pp} equal stages")
+    if isinstance(gpu_tflops, bool) or not isinstance(gpu_tflops, (int, float)) or not gpu_tflops > 0 \
+            or not math.isfinite(gpu_tflops):
+        raise InputError(f"gpu_tflops {gpu_tflops!r} must be a positive number")
+    if isinstance(efficiency, bool) or not isinstance(efficiency, (int, float)) or not 0 < efficiency <= 1:
+        raise InputError(f"efficiency {efficiency!r} must be in (0, 1]")
+
+    rate = Fraction(gpu_tflops) * Fraction(efficiency) * 1000  # FLOPs per ns
+
+    def ns(flops: int) -> int:
+        return math.ceil(Fraction(flops) / rate)
+
+    prm = layer_params(cfg)
+    h, T = cfg.hidden, b * s
+    s_act = b * s * h * d
+    attn_w = 2 * T * -(-prm["attn"] // tp)
+    attn_f = attn_w + -(-4 * b * s * s * h // tp)
+
+    def tp_phase(comp: int, size: int) -> Phase:
+        return Phase(ns(comp), "ALLREDUCE", "tp", size)
+
+    def wg(comp: int, group: str, size: int, first: bool) -> Phase:
+        return Phase(ns(comp), "ALLREDUCE", group, size) if first else Phase(ns(comp), "NONE", "none", 0)
+
+    lps = n_layers // pp
+    out: list[Layer] = []
+    for m in range(ga):
+        first = m == 0
+        for i in range(lps):
+            tag = f"mb{m}.layer{i}"
+            out.append(Layer(f"{tag}.attention", -1, tp_phase(attn_f, s_act), tp_phase(attn_f, s_act),
+                             wg(attn_w, "dp", -(-prm["attn"] // tp) * d, first), 0, 0))
+            if not cfg.experts:
+                mlp_w = 2 * T * -(-prm["mlp"] // tp)
+                out.append(Layer(f"{tag}.mlp", -1, tp_phase(mlp_w, s_act), tp_phase(mlp_w, s_act),
+                                 wg(mlp_w, "dp", -(-prm["mlp"] // tp) * d, first), 0, 0))
+                continue
+            s_moe = b * s * cfg.top_k * h * d
+            router = 2 * T * prm["router"]
+            exp_w = 2 * T * cfg.top_k * -(-prm["expert"] // tp)
+            exp_bytes = (cfg.experts // ep) * -(-prm["expert"] // tp) * d
+            a2a = Phase(0, "ALLTOALL", "ep", s_moe)
+            out.append(Layer(f"{tag}.moe_dispatch", -1, Phase(ns(router), "ALLTOALL", "ep", s_moe),
+                             Phase(ns(router), "ALLTOALL", "ep", s_moe),
+                             wg(router, "dp", prm["router"] * d, first), 0, 0))
+            out.append(Layer(f"{tag}.moe_experts", -1, tp_phase(exp_w, s_moe), tp_phase(exp_w, s_moe),
+                             wg(exp_w, "dp_ep", exp_bytes, first), 0, 0))
+            out.append(Layer(f"{tag}.moe_combine", -1, a2a, a2a, Phase(0, "NONE", "none", 0), 0, 0))
+    params = asdict(cfg)
+    params.update(layers_total=n_layers, layers_per_stage=lps, micro_batch=b, seq_len=s,
+                  dtype_bytes=d, gpu_tflops=gpu_tflops, efficiency=efficiency, **prm)
+    return TrainingSpec(name=cfg.name, policy=POLICY, tp=tp, dp=dp, pp=pp, ep=ep, vpp=1, ga=ga,
+                        all_gpus=n_gpus, pp_comm_bytes=s_act if pp > 1 else 0, layers=out,
+                        source=None, warnings=[], params=params)
+
+
+def collective_send_bytes(comm: str, size_bytes: int, n: int) -> int:
+    """Bytes one member of an ``n``-member ring collective of S = ``size_bytes`` sends.
+
+    A ring step moves ``c = ceil(S/n)`` bytes: all-reduce ``2*(n-1)*c``;
+    all-gather and reduce-scatter (S = full buffer) ``(n-1)*c``; all-to-all (S
+    held by each member, ``c`` to each other member) ``(n-1)*c``. ``NONE``,
+    ``n <= 1`` or ``S == 0``: 0.
+    """
+    if comm == "NONE" or n <= 1 or size_bytes <= 0:
+        return 0
+    c = -(-size_bytes // n)
+    if comm == "ALLREDUCE":
+        return 2 * (n - 1) * c
+    if comm in ("ALLGATHER", "REDUCESCATTER", "ALLTOALL"):
+        return (n - 1) * c
+    raise ValueError(f"unknown collective {comm!r}")
+
+
+def per_gpu_bytes(spec: TrainingSpec) -> dict[int, int]:
+    """Bytes each GPU sends in one iteration of ``spec`` (built-in or read from a file).
+
+    ``bytes[g] = sum over layers L, phases X of L (forward, input_grad,
+    weight_grad): collective_send_bytes(X.comm, X.size_bytes, |group X.group|)
+    + ga * pp_comm_bytes * ((stage(g) < pp-1) + (stage(g) > 0))``
+
+    where group sizes are tp, dp, ep, dp/ep, and :func:`collective_send_bytes`
+    uses ring chunks of ``ceil(S/N)`` bytes (all-reduce ``2(N-1)ceil(S/N)``,
+    all-gather / reduce-scatter / all-to-all ``(N-1)ceil(S/N)``). Every GPU
+    runs the whole layer list, which already holds every micro-batch; the
+    pipeline term counts, per micro-batch, the activations sent to the next
+    stage and the gradients sent to the previous one. ``vpp`` is not modelled.
+    """
+    check_layout(spec)
+    base = 0
+    for ly in spec.layers:
+        for ph in (ly.forward, ly.input_grad, ly.weight_grad):
+            base += collective_send_bytes(ph.comm, ph.size_bytes, group_size(spec, ph.group))
+    stage_size = spec.tp * spec.dp
+    out = {}
+    for g in range(spec.all_gpus):
+        st = g // stage_size
+        out[g] = base + spec.ga * spec.pp_comm_bytes * ((st < spec.pp - 1) + (st > 0))
+    return out
+
+
+__all__ = ["MODELS", "TransformerConfig", "DEFAULT_GPU_TFLOPS", "DEFAULT_EFFICIENCY", "build_model",
+           "layer_params", "collective_send_bytes", "per_gpu_bytes"]
