@@ -35,7 +35,9 @@ def _training_scenario(args):
         _positive(flag, getattr(args, flag))
     if args.flows or args.hpcc_config:
         raise InputError("--flows/--hpcc-config cannot be combined with a training workload")
-    topo = topology_from_arg(args.topology) if args.topology else None
+    topo = topology_from_arg(args.topology, args.format) if args.topology else None
+    if args.workload and (args.format == "chakra" or (args.format is None and _is_chakra(args.workload))):
+        return _chakra_scenario(args, topo)
     if args.workload:
         from .workload.simai import read_simai_workload
         for flag in ("tp", "dp", "pp", "ep", "ga"):
@@ -61,6 +63,35 @@ def _training_scenario(args):
     return training_scenario(spec, topo, cfg, args.iterations or 1)
 
 
+def _is_chakra(path: str) -> bool:
+    from .inputs import detect_workload_format
+    return detect_workload_format(path) == "chakra"
+
+
+def _chakra_scenario(args, topo):
+    """A Chakra (ASTRA-sim) trace on ``topo`` (default: a rail-optimized fabric with enough GPUs)."""
+    from .config import CC_DCQCN, CC_HPCC, ModelConfig
+    from .inputs import load_chakra
+    from .scenario import from_dag, topology_from_arg
+    from .workload.chakra import find_rank_files
+
+    for flag in ("tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
+        if getattr(args, flag) is not None:
+            raise InputError(f"--{flag} does not apply to a Chakra trace")
+    if topo is None:
+        ranks = len(find_rank_files(args.workload))
+        topo = topology_from_arg(f"rail-optimized:gpus={-(-ranks // 8) * 8}")
+    dag = load_chakra(args.workload, topo)
+    if args.config:
+        from .hpcc_config import read_hpcc_config
+        cfg, warnings = read_hpcc_config(args.config)
+    else:
+        cfg, warnings = ModelConfig(cc_mode=CC_HPCC if args.cc == "hpcc" else CC_DCQCN), []
+        cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    name = os.path.basename(os.path.normpath(args.workload)).rstrip(".") or "chakra"
+    return from_dag(name, topo, dag, cfg, warnings)
+
+
 def _load_scenario(args):
     from .scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config
 
@@ -74,7 +105,7 @@ def _load_scenario(args):
     if args.topology or args.flows:
         if not (args.topology and args.flows):
             raise InputError("--topology needs --flows (or a training workload: --workload or --model)")
-        return from_files(args.topology, args.flows, args.config)
+        return from_files(args.topology, args.flows, args.config, args.format)
     if args.config:
         raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
     return fat_tree_mix_scenario() if args.scenario == "fat-tree-mix" else default_scenario()
@@ -85,8 +116,6 @@ def _run(args) -> int:
 
     from .simulation import prepare_out_dir
 
-    if args.mode != "packet":
-        raise InputError(f"--mode {args.mode!r} is not available yet (only 'packet')")
     if args.out:
         prepare_out_dir(args.out)  # before any work: a bad folder is reported at once
     scn = _load_scenario(args)
@@ -113,13 +142,58 @@ def _run(args) -> int:
         owner = plan.owner
     if args.lps < 1:
         raise InputError(f"--lps must be >= 1, got {args.lps}")
+    accel = _accel_config(args, comm)
     if comm is None:
         simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
-                 progress=None if not args.no_progress else False, plot=args.plot)
+                 progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
+                 memo_cache=args.memo_cache)
         print(f"outputs in {out}/")
         return 0
     _run_mpi(comm, scn, out, until_ps, args, owner)
     return 0
+
+
+def _accel_config(args, comm):
+    """The Wormhole settings of ``run`` (None in packet mode)."""
+    from .accel.wormhole import AccelConfig
+    from .units import parse_time_ps
+
+    mode = args.mode
+    if mode is None:
+        mode = "wormhole" if comm is None else "packet"
+        if comm is not None and comm.rank == 0:
+            print("pwormhole: note: Wormhole acceleration runs on in-process LPs; under mpirun the default is "
+                  "--mode packet", file=sys.stderr)
+    if mode not in ("wormhole", "packet"):
+        raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
+    if mode == "packet":
+        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "window", "sample"):
+            if getattr(args, flag) not in (None, False):
+                raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
+        return None
+    if comm is not None:
+        raise InputError("--mode wormhole runs on in-process LPs (--lps N); under mpirun use --mode packet")
+    cfg = AccelConfig()
+    if args.theta is not None:
+        if not 0 < args.theta < 1:
+            raise InputError(f"--theta must be between 0 and 1, got {args.theta}")
+        cfg.theta = args.theta
+    if args.window is not None:
+        if args.window < 2:
+            raise InputError(f"--window (samples) must be >= 2, got {args.window}")
+        cfg.samples = args.window
+    if args.sample is not None:
+        try:
+            cfg.sample_ps = parse_time_ps(args.sample)
+        except ValueError as e:
+            raise InputError(f"--sample: {e}") from None
+        if cfg.sample_ps <= 0:
+            raise InputError(f"--sample must be positive, got {args.sample}")
+    cfg.skip = not args.no_skip
+    cfg.memo = not args.no_memo
+    if args.memo_cache and not cfg.memo:
+        raise InputError("--memo-cache needs memoization (drop --no-memo)")
+    return cfg
 
 
 def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
@@ -172,13 +246,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--topology", metavar="FILE|SPEC",
                    help="topology file (HPCC or SimAI format) or a builder: rail-optimized:gpus=16, fat-tree:k=4, "
                         "leaf-spine:hosts=16,leaves=2,spines=2 (options: nic=, rate=, oversub=, delay=, ...)")
-    r.add_argument("--flows", metavar="FILE", help="HPCC flow file")
+    r.add_argument("--flows", metavar="FILE", help="flow file: HPCC flow list or htsim connection matrix (.cm)")
+    r.add_argument("--format", choices=("hpcc", "simai", "htsim", "chakra"),
+                   help="force the format of the input files (default: detected from their content)")
     r.add_argument("--config", metavar="FILE", help="HPCC config file for model parameters")
     r.add_argument("--scenario", choices=("gpt-350m-16gpu", "fat-tree-mix"), default="gpt-350m-16gpu",
                    help="embedded scenario when no input is given: one iteration of 4 GPT-3 Medium layers on a "
                         "16-GPU rail-optimized fabric (default), or a fat-tree flow mix")
     t = r.add_argument_group("training workloads")
-    t.add_argument("--workload", metavar="FILE", help="SimAI/AICB workload file")
+    t.add_argument("--workload", metavar="FILE|DIR",
+                   help="SimAI/AICB workload file, or a Chakra trace (folder or NAME prefix of NAME.<rank>.et files)")
     t.add_argument("--model", metavar="NAME", help="built-in model: gpt-350m, gpt-7b, gpt-13b, gpt-175b, moe-8x7b")
     t.add_argument("--gpus", type=int, help="GPU count (default: the workload's or the topology's)")
     for flag, what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline"), ("ep", "expert")):
@@ -192,7 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="output folder (default pwormhole-out/<scenario>)")
     r.add_argument("--until", metavar="TIME", help="stop time, e.g. 10ms or 2.5 (seconds); default SIMULATOR_STOP_TIME")
     r.add_argument("--seed", type=int, default=1, help="seed of the per-node random streams (default 1)")
-    r.add_argument("--mode", default="packet", help="simulation mode: packet (the reference)")
+    r.add_argument("--mode", choices=("wormhole", "packet"),
+                   help="wormhole (default: fast-forward steady states, memoize transients) or packet (the "
+                        "reference); under mpirun the default is packet")
+    w = r.add_argument_group("Wormhole acceleration")
+    w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
+    w.add_argument("--no-memo", action="store_true", help="do not memoize transients")
+    w.add_argument("--memo-cache", metavar="FILE", help="load the memo cache from FILE and save it back")
+    w.add_argument("--theta", type=float, help="steadiness threshold on (max-min)/mean of the rates (default 0.05)")
+    w.add_argument("--window", type=int, help="samples a flow must be steady over (default 8)")
+    w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
@@ -204,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--flows", metavar="FILE", help="HPCC flow file (weights come from it)")
     pa.add_argument("--save", metavar="FILE", help="write the plan as JSON (for run --plan)")
     pa.set_defaults(func=_partition)
+    from .workload import gen_flows
+    gen_flows.add_parser(sub)
     return p
 
 

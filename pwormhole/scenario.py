@@ -48,7 +48,7 @@ def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warni
 BUILDERS = ("rail-optimized", "fat-tree", "leaf-spine")
 
 
-def topology_from_arg(text: str) -> Topology:
+def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     """A topology from ``--topology``: an existing file (HPCC, SimAI or htsim
     format, detected from its content) or a builder spec ``NAME:key=value,...``:
 
@@ -56,6 +56,7 @@ def topology_from_arg(text: str) -> Topology:
     * ``fat-tree:k=4[,rate=100Gbps,delay=1us]``
     * ``leaf-spine:hosts=16,leaves=2,spines=2[,rate=100Gbps,oversub=1,delay=1us]``
 
+    ``fmt`` forces a file format (``hpcc``, ``simai``, ``htsim``; other values are ignored).
     Raises InputError for an unknown builder or key, a bad value, or a file that cannot be read.
     """
     from .topology import builders
@@ -63,8 +64,8 @@ def topology_from_arg(text: str) -> Topology:
 
     name, _, rest = text.partition(":")
     if name not in BUILDERS or os.path.exists(text):
-        from .inputs import load_topology
-        return load_topology(text)
+        from .inputs import TOPOLOGY_FORMATS, load_topology
+        return load_topology(text, fmt if fmt in TOPOLOGY_FORMATS else None)
     kv: dict[str, str] = {}
     for item in filter(None, rest.split(",")):
         k, eq, v = item.partition("=")
@@ -141,17 +142,24 @@ def from_hpcc_config(path: str) -> Scenario:
     return Scenario(name, topo, flows, cfg, warnings)
 
 
-def from_files(topology_path: str, flows_path: str, config_path: str | None = None) -> Scenario:
-    """Load a topology file and a flow file (HPCC formats), with an optional config."""
+def from_files(topology_path: str, flows_path: str, config_path: str | None = None, fmt: str | None = None,
+               topology: Topology | None = None) -> Scenario:
+    """Load a topology (HPCC, SimAI, htsim ``.topo`` or a builder spec) and a flow
+    file (HPCC flow list or htsim connection matrix), with an optional HPCC
+    config; formats are detected from the content unless ``fmt`` forces one."""
+    from .inputs import FLOWS_FORMATS, load_flows
+
     if config_path:
         cfg, warnings = read_hpcc_config(config_path)
     else:
         cfg, warnings = ModelConfig(), []
-    topo = read_hpcc_topology(topology_path)
-    flows = read_hpcc_flows(flows_path, topo)
+    topo = topology if topology is not None else topology_from_arg(topology_path, fmt)
+    flows, dag = load_flows(flows_path, topo, fmt if fmt in FLOWS_FORMATS else None)
+    if cfg.source is None:
+        cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
     check_k_maps(cfg, topo)
     name = os.path.splitext(os.path.basename(flows_path))[0]
-    return Scenario(name, topo, flows, cfg, warnings)
+    return Scenario(name, topo, flows, cfg, warnings, dag)
 
 
 def number_sports(flows: list[Flow]) -> list[Flow]:

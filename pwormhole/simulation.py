@@ -10,6 +10,7 @@ are the same whatever the number of LPs.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from .errors import InputError
@@ -82,7 +83,8 @@ class PacketRun:
     ``wall_s``, ``events``, ``net``.
     """
 
-    def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None):
+    def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
+                 accel=None, memo=None):
         self.scn = scn
         self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag)
         n = scn.topology.n_nodes
@@ -105,6 +107,12 @@ class PacketRun:
         self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner)
                     for i in ids]
         self.n_lps = n_lps if comm is None else comm.size
+        self.accel = None
+        if accel is not None:
+            if comm is not None:
+                raise InputError("--mode wormhole runs on in-process LPs (--lps N); under mpirun use --mode packet")
+            from .accel.wormhole import Wormhole
+            self.accel = Wormhole(self.net, self.lps, accel, memo)
         self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
         self.start_ps: dict[int, int] = {}
@@ -128,6 +136,8 @@ class PacketRun:
         start = self.start_ps
         op_times = self.op_times
         bar = _Progress(stop_ps, progress)
+        accel = self.accel
+        lps = self.lps
 
         def on_boundary(t_ps: int, done, recs, op_recs) -> bool:
             if done:
@@ -140,13 +150,19 @@ class PacketRun:
                 on_pfc(recs)
             for op, t0, t1 in op_recs:
                 op_times[op] = (t0, t1)
+            if accel is not None:
+                accel.on_boundary(t_ps, done)
+            else:
+                for lp in lps:
+                    lp.started.clear()
             bar.update(t_ps, self.events)
             return len(finish) == n_flows and len(op_times) == n_ops
 
         wall0 = time.perf_counter()
         try:
             if self.comm is None:
-                self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary)
+                self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary,
+                                                          accel.next_wake_ps if accel is not None else None)
             else:
                 from .sync.mpi import run_windows_mpi
                 self.t_end_ps, self.windows, self.sync_wall_s = run_windows_mpi(
@@ -182,7 +198,7 @@ class PacketRun:
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
              owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None,
-             plot: bool = False) -> dict:
+             plot: bool = False, accel=None, memo_cache: str | None = None) -> dict:
     """Simulate ``scn`` in packet mode and write ``fct.txt``, ``pfc.txt`` and
     ``summary.json`` under ``out_dir``; returns the summary dict.
 
@@ -197,6 +213,10 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         quiet: do not print the readable summary.
         comm: an MPI communicator (one LP per rank; rank 0 writes the files).
         plot: with a workload DAG, also write ``timeline.png`` (per-GPU Gantt chart).
+        accel: an :class:`~pwormhole.accel.wormhole.AccelConfig` for Wormhole
+            mode (None: packet mode, the reference).
+        memo_cache: a memo cache file to load before and save after the run
+            (Wormhole mode with memoization).
 
     With a workload DAG (training jobs) the run also writes ``collectives.csv``
     and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
@@ -219,7 +239,13 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             plan = comm.bcast(plan, root=0)
         owner = plan.owner
     cfg = scn.config
-    sim = PacketRun(scn, seed, n_lps, owner, comm)
+    memo = None
+    if accel is not None and accel.memo:
+        from .accel.memo import MemoCache, config_fingerprint
+        fp = config_fingerprint(cfg, accel)
+        memo = (MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr))
+                if memo_cache else MemoCache(fp))
+    sim = PacketRun(scn, seed, n_lps, owner, comm, accel, memo)
     standalone = [sim.net.standalone_fct_ns(f) for f in scn.flows]
     fct_file = pfc_file = None
     if rank0:
@@ -259,7 +285,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         sync_by_rank = comm.allgather(sim.sync_wall_s)
     events = sum(events_by_rank)
     summary = {
-        "mode": "packet",
+        "mode": "packet" if accel is None else "wormhole",
         "ranks": sim.n_lps,
         "scenario": scn.name,
         "cc": cfg.cc_name,
@@ -279,6 +305,17 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"},
         **counters,
     }
+    if sim.accel is not None:
+        st = sim.accel.stats()
+        span = summary["sim_time_ps"] or 1
+        summary.update({"skips": st["skips"], "skipped_time_fraction": st["skipped_ps"] / span,
+                        "memo_hits": st["memo_hits"], "memo_misses": st["memo_misses"],
+                        "memo_entries": st["memo_entries"], "memo_bytes": st["memo_bytes"],
+                        "wakes_interrupted": st["wakes_interrupted"],
+                        "accel": {"theta": accel.theta, "window_samples": accel.samples,
+                                  "sample_ps": sim.accel.sample_ps, "skip": accel.skip, "memo": accel.memo}})
+        if memo is not None and memo_cache and rank0:
+            memo.save(memo_cache)
     report = None
     if scn.dag is not None:
         from .report.training import training_report

@@ -24,7 +24,7 @@ def test_flow_mix_run_writes_outputs(tmp_path):
     for key in ("mode", "ranks", "sim_time_ps", "wall_s", "events", "events_per_s", "flows", "flows_finished",
                 "fct_ns", "slowdown", "bytes_sent", "bytes_delivered", "drops", "pfc_pauses"):
         assert key in s
-    assert s["mode"] == "packet" and s["ranks"] == 1 and s["complete"]
+    assert s["mode"] == "wormhole" and s["ranks"] == 1 and s["complete"]  # the default mode
     assert s["flows"] == s["flows_finished"] == len((tmp_path / "fct.txt").read_text().splitlines())
     assert set(s["fct_ns"]) == {"mean", "p50", "p99", "max"}
     assert s["fct_ns"]["p50"] <= s["fct_ns"]["p99"] <= s["fct_ns"]["max"]
@@ -90,6 +90,8 @@ def test_out_dir_that_is_a_file_fails_before_simulating(tmp_path):
     assert r.stdout == ""  # nothing simulated, nothing printed
 
 
-def test_mode_other_than_packet_is_a_clear_error(tmp_path):
-    r = cli("run", "--mode", "wormhole", "--out", tmp_path)
-    assert r.returncode == 2 and "packet" in r.stderr
+def test_wormhole_flags_in_packet_mode_are_a_clear_error(tmp_path):
+    r = cli("run", "--mode", "packet", "--theta", "0.1", "--out", tmp_path)
+    assert r.returncode == 2 and "--theta applies to --mode wormhole only" in r.stderr
+    r = cli("run", "--theta", "2", "--out", tmp_path)
+    assert r.returncode == 2 and "--theta must be between 0 and 1" in r.stderr

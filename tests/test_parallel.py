@@ -110,8 +110,8 @@ def _mpirun(n, *args, env=None, timeout=180):
 
 @needs_mpi
 def test_mpiexec_2_ranks_byte_identical(tmp_path):
-    r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--out",
-                         tmp_path / "one", "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--scenario", "fat-tree-mix",
+                         "--out", tmp_path / "one", "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert r1.returncode == 0, r1.stderr
     r2 = _mpirun(2, "--scenario", "fat-tree-mix", "--out", tmp_path / "two", "--no-progress")
     assert r2.returncode == 0, r2.stderr

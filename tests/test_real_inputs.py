@@ -32,7 +32,7 @@ def read_fct(path):
 
 def test_hpcc_example_config_runs(tmp_path):
     # HPCC's own example: two 200 MB flows into host 1 under HPCC (CC_MODE 3)
-    r = cli("run", "--hpcc-config", DATA / "mix" / "config.txt", "--out", tmp_path, "--no-progress")
+    r = cli("run", "--mode", "packet", "--hpcc-config", DATA / "mix" / "config.txt", "--out", tmp_path, "--no-progress")
     assert r.returncode == 0, r.stderr
     rows = read_fct(tmp_path / "fct.txt")
     assert len(rows) == 2
@@ -57,7 +57,7 @@ REFERENCE = {"s1_hpcc": (0.03, 0.02), "s2_dcqcn": (0.03, 0.02), "s3_dcqcn": (0.0
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_fidelity_against_hpcc_ns3(tmp_path, name):
     folder = DATA / "reference" / name
-    r = cli("run", "--hpcc-config", folder / "config.txt", "--out", tmp_path, "--no-progress")
+    r = cli("run", "--mode", "packet", "--hpcc-config", folder / "config.txt", "--out", tmp_path, "--no-progress")
     assert r.returncode == 0, r.stderr
     ref = read_fct(folder / "fct.ns3.txt")
     got = read_fct(tmp_path / "fct.txt")

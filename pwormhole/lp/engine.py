@@ -57,6 +57,7 @@ class LogicalProcess:
         self.outboxes: dict[int, list[tuple]] = {}
         self.finished: list[tuple[int, int, int]] = []  # drained at boundaries
         self.op_log: list[tuple[int, int, int]] = []
+        self.started: list[int] = []  # flow ids started since the last boundary (read by accel/)
         self.pfc_log: list[tuple] = []  # PFC frames received, drained at boundaries
         self.events = 0
         self.handlers = handler_table()
@@ -66,6 +67,7 @@ class LogicalProcess:
             if not node.is_switch:
                 node.finished = self.finished
                 node.op_log = self.op_log
+                node.started = self.started
                 node.owner = owner
                 node.lp_id = lp_id
                 node.outboxes = self.outboxes

@@ -25,6 +25,22 @@ from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_OP_START
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 
 
+class OnePortRoutes(dict):
+    """Route table of a host with a single port: every destination leaves by
+    that port, so nothing is stored per destination (a full table on every
+    host would cost hosts x destinations: 2 GB for 4,000 hosts talking to
+    all others). Lookups are plain ``dict`` lookups; a miss returns the port."""
+
+    __slots__ = ("only",)
+
+    def __init__(self, port):
+        super().__init__()
+        self.only = [port]
+
+    def __missing__(self, dst):
+        return self.only
+
+
 def window_ps(topo: Topology) -> int:
     """The synchronization window ``L`` of a topology (DESIGN.md invariant 3).
 
@@ -76,6 +92,9 @@ class Network:
             else:
                 self.nodes.append(Host(n, seed, cfg, self))
         self._wire()
+        for node in self.nodes:
+            if not node.is_switch and len(node.ports) == 1:
+                node.routes = OnePortRoutes(node.ports[0])
         self._routed: set[int] = set()
         self.lossy = (not cfg.enable_pfc) or cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in topo.links)
         for node in self.nodes:
@@ -158,6 +177,8 @@ class Network:
         self._routed.add(dst)
         for u, ks in next_hops(self.topo, self.adj, dst).items():
             node = self.nodes[u]
+            if type(node.routes) is OnePortRoutes:
+                continue  # a single-port host stores nothing (memory stays linear in nodes + flows)
             node.routes[dst] = [node.ports[k] for k in ks]
 
     # -- pair facts (third.cc pairDelay / pairTxDelay / pairBw) -------------------

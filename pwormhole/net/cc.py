@@ -25,6 +25,8 @@ truncated as ns-3's ``DataRate`` truncates.
 
 from __future__ import annotations
 
+from math import gcd
+
 from .packet import P_INT, P_SEQ
 
 # timer kinds (EV_TIMER arg[1])
@@ -49,13 +51,38 @@ def set_rate(qp, new_rate_bps: int) -> None:
     qp.rate_bps = new_rate_bps
     if qp.var_win and qp.win_bytes:
         w = qp.win_bytes * new_rate_bps // qp.max_rate_bps
-        qp.cur_win = w if w > 0 else 1
+        floor = qp.min_win_bytes
+        qp.cur_win = w if w > floor else floor
+
+
+def min_window_bytes(cfg) -> int:
+    """Smallest QP window that cannot deadlock with coalesced ACKs (a liveness floor).
+
+    The receiver acks only when the next expected byte reaches its milestone
+    (every ``L2_ACK_INTERVAL`` bytes), a multiple of ``L2_CHUNK_SIZE`` (which
+    payload steps of ``PACKET_PAYLOAD_SIZE`` hit every ``lcm(chunk, mtu)``
+    bytes) or the end of the message. A window-bound sender whose window is
+    below that spacing stops before the next ACK trigger and, since windows and
+    rates only change on ACKs, never sends again: HPCC's ns-3 hangs there
+    (e.g. ``L2_ACK_INTERVAL 20000`` once ``VAR_WIN`` shrinks the window).
+    Windows are therefore never below this spacing (plus one chunk with
+    ``L2_BACK_TO_ZERO``, whose ACKs are rounded down to a chunk). With
+    ``L2_ACK_INTERVAL 1`` it is 1 byte: ns-3's own floor.
+    """
+    gap = max(1, cfg.l2_ack_interval)
+    chunk = cfg.l2_chunk_size
+    if chunk:
+        mtu = cfg.packet_payload_bytes
+        gap = min(gap, chunk * mtu // gcd(chunk, mtu))
+        if cfg.l2_back_to_zero:
+            gap += chunk
+    return gap
 
 
 # ---------------------------------------------------------------- DCQCN ----
 
 def dcqcn_on_cnp(qp, host, t_ps: int) -> None:
-    """A CNP reached the sender (``RdmaHw::cnp_received_mlx``)."""
+    """A CNP reached the sender (``RdmaHw::cnp_received_mlx``; order: see :func:`dcqcn_timer`)."""
     qp.alpha_cnp = True
     qp.decrease_cnp = True
     if qp.first_cnp:
@@ -72,7 +99,28 @@ def dcqcn_on_cnp(qp, host, t_ps: int) -> None:
 
 
 def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
-    """DCQCN timers: alpha update, rate-decrease check, rate-increase (RP) timer."""
+    """DCQCN timers: alpha update, rate-decrease check, rate-increase (RP) timer.
+
+    Order of a CNP's effects, as in HPCC ns-3 ``rdma-hw.cc`` (Mellanox DCQCN;
+    checked against alibaba-edu/High-Precision-Congestion-Control,
+    ``simulation/src/point-to-point/model/rdma-hw.cc``):
+
+    1. ``cnp_received_mlx`` only sets the two CNP bits; on the QP's first CNP
+       it sets ``alpha = 1`` (clearing the alpha bit), schedules
+       ``UpdateAlphaMlx`` at ``+ALPHA_RESUME_INTERVAL`` and
+       ``CheckRateDecreaseMlx`` at ``+RATE_DECREASE_INTERVAL + 1 ns``
+       ("add 1 ns to make sure rate decrease is after alpha update"), and sets
+       ``rate = target = RateOnFirstCnp * rate`` (1.0: no cut yet).
+    2. ``UpdateAlphaMlx`` (its own periodic timer): ``alpha = (1-g) alpha + g``
+       if a CNP arrived since the last update, else ``(1-g) alpha``.
+    3. ``CheckRateDecreaseMlx`` (periodic, 1 ns after an alpha update when the
+       intervals are multiples): if a CNP arrived, ``target = rate`` (only when
+       CLAMP_TARGET_RATE or after an increase), then ``rate = max(MIN_RATE,
+       rate * (1 - alpha/2))`` with the alpha just updated, and the RP timer
+       restarts (``RateIncEventTimerMlx``, every RP_TIMER).
+
+    Pinned with exact numbers by ``tests/test_faults.py::test_dcqcn_cnp_order``.
+    """
     cfg = host.cfg
     if kind == TM_ALPHA:
         g = cfg.ewma_gain

@@ -45,6 +45,12 @@ KEY_NODE_SHIFT = 40
 RESERVE_BYTES = 4 * 1024  # SwitchMmu::reserve
 RESUME_OFFSET_BYTES = 3 * 1024  # SwitchMmu::resume_offset
 PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
+# ECMP: next hop = bits 40.. of (flow hash XOR node salt) x this odd constant, mod the
+# number of next hops. Python's hash((h, salt)) is not a fit: for two salts its low bits
+# differ by a near-constant offset, so a flow's ToR choice fixed its aggregation choice
+# (polarization: 1 of 4 core uplinks per aggregation switch with the same salt, 85% used
+# with different salts on HPCC's fat.txt; tests/test_faults.py pins the spread).
+ECMP_MIX = 0x9E3779B97F4A7C15
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
@@ -260,6 +266,7 @@ class SendQP:
     __slots__ = (
         "flow", "fid", "size", "pg", "dst", "hash", "port", "host", "snd_nxt", "snd_una", "max_sent",
         "rate_bps", "max_rate_bps", "next_avail_ps", "last_pkt_bytes", "bdp_bytes", "win_bytes", "cur_win", "var_win",
+        "min_win_bytes",
         "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
         # DCQCN
         "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen",
@@ -287,7 +294,8 @@ class SendQP:
         self.last_pkt_bytes = 0
         self.bdp_bytes = max(1, win_bytes)
         self.win_bytes = win_bytes if cfg.has_win else 0
-        self.cur_win = self.win_bytes if self.win_bytes else (1 << 62)
+        self.min_win_bytes = cc.min_window_bytes(cfg)  # liveness floor under coalesced ACKs
+        self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
         self.var_win = cfg.var_win
         self.base_rtt_ps = base_rtt_ps
         self.start_ps = flow.start_ps
@@ -353,11 +361,15 @@ class Node:
         self.lost = 0  # packets lost to link errors when sent from here
         self.drops = 0  # packets dropped by buffer admission here
 
+    def route_port(self, dst: int, h: int):
+        """The egress port a packet of hash ``h`` to ``dst`` takes here (same choice as the per-packet path)."""
+        return self.pick_port(dst, h)
+
     def pick_port(self, dst: int, h: int):
         ports = self.routes[dst]
         if len(ports) == 1:
             return ports[0]
-        return ports[hash((h, self.salt)) % len(ports)]
+        return ports[(((h ^ self.salt) * ECMP_MIX) >> 40) % len(ports)]
 
 
 class Switch(Node):
@@ -396,7 +408,7 @@ class Switch(Node):
         if len(routes) == 1:
             port = routes[0]
         else:
-            port = routes[hash((pkt[P_HASH], self.salt)) % len(routes)]
+            port = routes[(((pkt[P_HASH] ^ self.salt) * ECMP_MIX) >> 40) % len(routes)]
         qi = 0 if (typ != T_DATA and self.ack_high_prio) else pkt[P_PG]
         size = pkt[P_SIZE]
         if qi:
@@ -486,6 +498,7 @@ class Host(Node):
         self.compute_free_ps = 0  # the GPU's compute stream is busy until then
         self.op_start = {}  # op id -> start time of ops begun here and not yet logged
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
+        self.started = []  # flow ids started here since the last boundary (acceleration bookkeeping)
         self.owner = None
         self.lp_id = 0
         self.outboxes = None
@@ -502,6 +515,7 @@ class Host(Node):
         qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, self.hdr_bytes)
         qp.next_avail_ps = t
         qp.start_ps = t
+        self.started.append(fid)
         self.sqp[fid] = qp
         port.qps.append(qp)
         if not port.busy:

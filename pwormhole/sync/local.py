@@ -44,7 +44,8 @@ def drain_finished(lists) -> list:
     return out
 
 
-def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boundary) -> tuple[int, int]:
+def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boundary,
+                next_wake=None) -> tuple[int, int]:
     """Run the LPs window by window until no event is left before ``stop_ps``
     or ``on_boundary(t_boundary_ps, finished, pfc_records, op_records)``
     returns True; ``finished`` holds the ``(flow id, finish_ps, start_ps)`` of
@@ -52,12 +53,19 @@ def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boun
     records sorted, ``op_records`` the ``(op id, start_ps, end_ps)`` of DAG
     ops sorted.
 
+    ``next_wake()`` (optional) gives the earliest boundary at which the
+    acceleration must act although no event is due (a frozen group's wake).
+
     Returns ``(last boundary time, number of windows run)``.
     """
     windows = 0
     t_end = 0
     while True:
         t_min = min(lp.next_time() for lp in lps)
+        if next_wake is not None:
+            w = next_wake() - 1  # a wake at boundary W is taken at the end of the window before it
+            if w < t_min:
+                t_min = w
         if t_min >= stop_ps or t_min >= INF_PS:
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
         t_end = (t_min // window_ps + 1) * window_ps

@@ -29,8 +29,60 @@ def launched_under_mpi() -> bool:
     return any(k in os.environ for k in LAUNCHER_ENV)
 
 
+def _slurm_step_tasks() -> int:
+    """Tasks of the Slurm job step this process belongs to (0 outside an ``srun`` step).
+
+    ``SLURM_STEP_NUM_TASKS`` is set by ``srun`` for its tasks; a batch script
+    (``sbatch``) or an ``salloc`` shell has ``SLURM_NTASKS`` of the whole
+    allocation but no step variables, and there a single process is legitimate
+    (``python -m pwormhole run`` or ``mpiexec`` typed inside the allocation), so
+    ``SLURM_NTASKS`` counts only inside a step (``SLURM_STEPID`` set).
+    """
+    env = os.environ
+    if "SLURM_PROCID" not in env:
+        return 0
+    raw = env.get("SLURM_STEP_NUM_TASKS")
+    if raw is None and ("SLURM_STEPID" in env or "SLURM_STEP_ID" in env):
+        raw = env.get("SLURM_NTASKS")
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
+def check_launch(size: int | None = None) -> None:
+    """Refuse a plain ``srun -n N`` that started N independent single-rank runs.
+
+    Without a PMI plugin (``srun --mpi=none``, the default on many sites)
+    ``srun -n N python -m pwormhole run`` starts N processes that each see an
+    MPI world of size 1: N full copies of the simulation writing the same
+    files. Detected when Slurm says this step has more than one task while MPI
+    says size 1 (``size``, or ``MPI.COMM_WORLD.size`` when an MPI launcher's
+    variables are present; mpi4py is imported only then) or when no launcher
+    variables are present at all. Raises :class:`~pwormhole.errors.InputError`
+    naming the fix.
+    """
+    tasks = _slurm_step_tasks()
+    if tasks <= 1:
+        return
+    if size is None and launched_under_mpi():
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            size = 1
+        else:
+            size = MPI.COMM_WORLD.size
+    if size is None or size == 1:
+        from ..errors import InputError
+        raise InputError(
+            f"Slurm started {tasks} tasks but MPI sees 1 rank in each (srun without a PMI plugin runs "
+            f"{tasks} independent copies); launch with 'srun --mpi=pmi2 ...' (the mpich wheel; "
+            f"'--mpi=pmix' for a site MPI built with PMIx) or with 'mpiexec -n {tasks} ...' inside the allocation")
+
+
 def world():
     """``MPI.COMM_WORLD`` when launched under MPI with more than one rank, else None."""
+    check_launch()
     if not launched_under_mpi():
         return None
     try:

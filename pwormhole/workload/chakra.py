@@ -335,7 +335,8 @@ def read_chakra_trace(path: str | os.PathLike) -> ChakraTrace:
 
 
 def find_rank_files(path: str | os.PathLike) -> list[str]:
-    """Rank files of a trace: ``path`` is a directory or a ``DIR/NAME`` (``DIR/NAME.``) prefix.
+    """Rank files of a trace: ``path`` is a directory, a ``DIR/NAME`` (``DIR/NAME.``) prefix or one
+    rank file ``DIR/NAME.<rank>.et`` (standing for all of its ranks).
 
     Returns the files ``NAME.0.et .. NAME.(N-1).et`` in rank order. Raises
     InputError when none is found, a directory holds several NAMEs, or a rank
@@ -346,7 +347,8 @@ def find_rank_files(path: str | os.PathLike) -> list[str]:
     if os.path.isdir(spath):
         cands = glob.glob(os.path.join(glob.escape(spath), "*.et"))
     else:
-        prefix = spath[:-1] if spath.endswith(".") else spath
+        one = pat.match(spath) if os.path.isfile(spath) else None
+        prefix = one.group(1) if one else spath[:-1] if spath.endswith(".") else spath
         cands = glob.glob(glob.escape(prefix) + ".*.et")
     by_name: dict[str, dict[int, str]] = {}
     for c in cands:

@@ -1,0 +1,158 @@
+"""The memo cache of group transients (Wormhole memoization).
+
+Key of a conflict group: the flow-port graph (a vertex per flow and per
+egress port; an edge where a flow's data crosses a port, labelled with the
+hop index, or where its ACKs do) with, on each port, its rate, propagation
+delay and switch settings (buffer, ECN thresholds, PFC headroom), on each
+flow its initial rate quantized to a quarter of an octave, plus the
+congestion-control parameters of the run. Entries are grouped by the
+Weisfeiler-Lehman hash of that graph (networkx) and confirmed by an exact
+isomorphism test (networkx VF2 ``GraphMatcher``), which also maps the flows
+of a new group onto the recorded ones. This is richer than the paper's flow
+conflict graph, so that fabrics with different link rates never share an
+entry.
+
+An entry holds the convergence time (group formed -> steady), and per
+recorded flow the acknowledged bytes over the transient, the steady goodput
+and the congestion-control state at steady state.
+
+The cache can be saved (:meth:`MemoCache.save`) and loaded (:meth:`MemoCache.load`);
+a file made under another configuration, or an unreadable one, is ignored
+with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+
+import networkx as nx
+from networkx.algorithms.isomorphism import GraphMatcher
+
+from ..net.nodes import SwitchPort
+
+FORMAT = "pwormhole-memo-1"
+CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
+             "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
+             "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
+             "fast_react", "u_target", "mi_thresh", "int_multi", "rate_bound", "enable_pfc", "enable_qcn",
+             "buffer_size_bytes")
+
+
+def config_fingerprint(cfg, accel_cfg) -> str:
+    """A digest of everything a recording depends on besides the group graph."""
+    parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
+    parts.append(f"theta={accel_cfg.theta!r} samples={accel_cfg.samples} sample_ps={accel_cfg.sample_ps}")
+    return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
+
+
+def _q_rate(bps: int) -> int:
+    return round(4 * math.log2(max(1, bps)))
+
+
+def group_key(wh, g):
+    """``(wl_hash, graph, order)`` of group ``g`` of Wormhole ``wh``; ``order``
+    lists its flow ids in the index order used by the graph's flow vertices."""
+    order = sorted(g.flows)
+    graph = nx.Graph()
+    pid: dict = {}
+    for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
+        label = f"p{p.rate_bps}/{p.delay_ps}"
+        if isinstance(p, SwitchPort):
+            sw = p.node
+            label += f"/s{p.kmin_bytes}/{p.kmax_bytes}/{p.pmax}/{p.headroom_bytes}/{p.pfc_shift}/{sw.buffer_bytes}"
+        pid[p] = len(pid)
+        graph.add_node(f"p{pid[p]}", label=label)
+    for i, fid in enumerate(order):
+        fs = wh.flows[fid]
+        graph.add_node(f"f{i}", label=f"f{_q_rate(fs.qp.rate_bps)}")
+        hop = 0
+        for p in wh._path(fs.qp.host.node_id, fs.qp.dst, fs.qp.hash):
+            graph.add_edge(f"f{i}", f"p{pid[p]}", role=f"d{hop}")
+            hop += 1
+        for p in fs.ack_ports:
+            if not graph.has_edge(f"f{i}", f"p{pid[p]}"):
+                graph.add_edge(f"f{i}", f"p{pid[p]}", role="a")
+    key = nx.weisfeiler_lehman_graph_hash(graph, node_attr="label", edge_attr="role", iterations=3)
+    return key, graph, order
+
+
+class Entry:
+    __slots__ = ("graph", "convergence_ps", "flows")
+
+    def __init__(self, graph, convergence_ps: int, flows: dict):
+        self.graph = graph
+        self.convergence_ps = convergence_ps
+        self.flows = flows  # recorded flow index -> {"bytes", "goodput", "state"}
+
+
+class MemoCache:
+    """Recorded transients keyed by the group graph (see module docstring)."""
+
+    def __init__(self, fingerprint: str = ""):
+        self.fingerprint = fingerprint
+        self.entries: dict[str, list[Entry]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.entries.values())
+
+    def find(self, key: str, graph):
+        """``(entry, mapping)`` where ``mapping[i]`` is the recorded flow index of
+        this group's flow index ``i``, or None."""
+        for e in self.entries.get(key, ()):
+            gm = GraphMatcher(graph, e.graph, node_match=lambda a, b: a["label"] == b["label"],
+                              edge_match=lambda a, b: a["role"] == b["role"])
+            if gm.is_isomorphic():
+                m = gm.mapping
+                return e, {int(n[1:]): int(m[n][1:]) for n in graph.nodes if n[0] == "f"}
+        return None
+
+    def insert(self, key: str, graph, convergence_ps: int, flows: dict) -> None:
+        if self.find(key, graph) is None:
+            self.entries.setdefault(key, []).append(Entry(graph, convergence_ps, flows))
+
+    def size_bytes(self) -> int:
+        """Size of the cache as saved (JSON bytes)."""
+        return len(json.dumps(self._data()))
+
+    def _data(self) -> dict:
+        out = []
+        for key, es in self.entries.items():
+            for e in es:
+                out.append({"key": key, "graph": nx.node_link_data(e.graph, edges="links"),
+                            "convergence_ps": e.convergence_ps,
+                            "flows": {str(i): f for i, f in e.flows.items()}})
+        return {"format": FORMAT, "fingerprint": self.fingerprint, "entries": out}
+
+    def save(self, path: str) -> None:
+        """Write the cache as JSON (atomically)."""
+        tmp = path + ".part"
+        with open(tmp, "w") as fh:
+            json.dump(self._data(), fh)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str, fingerprint: str, warn) -> "MemoCache":
+        """The cache saved in ``path``; an empty one (and ``warn(message)``) when the
+        file is missing, unreadable, corrupt or from another configuration."""
+        cache = cls(fingerprint)
+        if not os.path.exists(path):
+            return cache
+        try:
+            with open(path) as fh:
+                data = json.load(fh)
+            if data.get("format") != FORMAT:
+                raise ValueError("not a pwormhole memo cache")
+            if data.get("fingerprint") != fingerprint:
+                warn(f"memo cache {path} was made with another configuration; ignored")
+                return cache
+            for item in data["entries"]:
+                g = nx.node_link_graph(item["graph"], edges="links")
+                flows = {int(i): f for i, f in item["flows"].items()}
+                cache.entries.setdefault(item["key"], []).append(Entry(g, int(item["convergence_ps"]), flows))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            warn(f"memo cache {path} is unreadable ({type(e).__name__}: {e}); ignored")
+            return cls(fingerprint)
+        return cache

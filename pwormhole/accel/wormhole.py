@@ -1,0 +1,547 @@
+"""Wormhole acceleration: conflict groups, steady-state fast-forward, memoization.
+
+After F. Long et al., "Supercharging Packet-level Network Simulation of Large
+Model Training via Memoization and Fast-Forwarding" (NSDI 2026), sections
+4-6, and DESIGN.md ("Wormhole acceleration"). Everything here runs at window
+boundaries (DESIGN.md invariant 3), after the outboxes are delivered; nothing
+touches the per-event path.
+
+* **Conflict groups.** Each active flow's ports are the egress ports its data
+  and its ACKs cross (followed with the same ECMP choices the packets make).
+  Flows sharing a port are in one group (connected components); groups are
+  merged when a new flow touches several and split when a flow leaves. With
+  the ACK direction included a group owns every packet that crosses its
+  ports, so it can be frozen without touching other traffic.
+* **Steady state.** Every ``sample_ps`` each flow's congestion-control rate
+  (DCQCN: current rate; HPCC: window over base RTT) and its acknowledged
+  bytes are sampled. A flow is steady when, over its last ``samples`` samples
+  taken since its group last changed, ``(max - min) / mean < theta`` for the
+  rate, and the goodput of the first and second halves of that span differ
+  by less than ``theta``. A group is steady when all its flows are.
+* **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
+  leave the heaps and its ports are held busy, so they keep their queues and
+  buffer occupancy, and packets of other flows reaching them wait. It wakes at
+  the boundary before its earliest predicted completion minus ``margin_rtts``
+  base RTTs, or at the first boundary after a new flow touches its ports. On
+  waking after ``D`` ps every flow advances by ``goodput x D`` bytes rounded
+  down to whole packets, in the sender, the receiver and the packets in flight
+  (sequence numbers; HPCC INT records get ``+D`` and the bytes their ports
+  would have sent), and the frozen events return shifted by ``D``.
+* **Memoization** (:mod:`pwormhole.accel.memo`): when a group forms, its key
+  (canonical flow-port graph with port and CC settings and quantized rates)
+  is looked up; on a hit the group skips its transient: it is frozen for the
+  recorded convergence time and wakes with the recorded bytes advanced and the
+  recorded congestion-control state.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from heapq import heapify, heappush
+
+from ..net.nodes import HostPort, SwitchPort
+from ..net.packet import (
+    EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, P_FLOW, P_INPORT, P_INT, P_SEQ, P_TYPE,
+    T_PFC,
+)
+
+QP_STATE = ("rate_bps", "target_rate_bps", "alpha", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage",
+            "cur_win", "u", "cur_rate_bps", "inc_stage")
+
+
+@dataclass
+class AccelConfig:
+    """Wormhole parameters (defaults chosen by ``bench/sensitivity.py``; see bench/RESULTS.md).
+
+    Attributes:
+        theta: steadiness threshold on ``(max - min) / mean`` of the sampled rates.
+        samples: number of samples ``l`` a flow must be steady over.
+        sample_ps: sampling period (0: one synchronization window ``L``).
+        margin_rtts: wake this many base RTTs before the earliest predicted completion.
+        min_span_packets: goodput is measured over at least this many packets
+            (its relative error is about one packet in this many).
+        min_skip_ps: do not freeze for less than this (0: 8 windows).
+        skip: fast-forward steady groups.
+        memo: memoize transients.
+    """
+
+    theta: float = 0.05
+    samples: int = 8
+    sample_ps: int = 0
+    margin_rtts: int = 4
+    min_skip_ps: int = 0
+    min_span_packets: int = 400
+    skip: bool = True
+    memo: bool = True
+
+
+class FlowState:
+    __slots__ = ("fid", "qp", "rx_host", "ports", "data_hops", "ack_ports", "samples", "gid", "rtt_ps", "mtu",
+                 "wire_bytes", "ack_every")
+
+    def __init__(self, fid, qp, rx_host, ports, data_hops, ack_ports):
+        self.fid = fid
+        self.qp = qp
+        self.rx_host = rx_host
+        self.ports = ports
+        self.data_hops = data_hops
+        self.ack_ports = ack_ports
+        self.samples = deque()
+        self.gid = -1
+        self.rtt_ps = qp.base_rtt_ps
+        self.mtu = qp.mtu
+        self.wire_bytes = qp.mtu + qp.hdr_bytes
+        self.ack_every = 1
+
+
+class Group:
+    __slots__ = ("gid", "flows", "ports", "formed_ps", "frozen", "memo_checked", "memo_key", "memo_base")
+
+    def __init__(self, gid, flows, ports, formed_ps):
+        self.gid = gid
+        self.flows = flows  # set of flow ids
+        self.ports = ports  # set of Port objects
+        self.formed_ps = formed_ps
+        self.frozen = None  # Frozen while fast-forwarded
+        self.memo_checked = False
+        self.memo_key = None
+        self.memo_base = None  # {fid: acked bytes} when the group formed (recording a transient)
+
+
+class Frozen:
+    __slots__ = ("t0", "wake_ps", "events", "busy", "goodput", "memo")
+
+    def __init__(self, t0, wake_ps, events, busy, goodput, memo=None):
+        self.t0 = t0
+        self.wake_ps = wake_ps
+        self.events = events
+        self.busy = busy
+        self.goodput = goodput  # fid -> bytes per ps
+        self.memo = memo  # (recorded entry, mapping) for a memo hit
+
+
+class Wormhole:
+    """The boundary hook of an accelerated run over in-process LPs.
+
+    Args:
+        net: the :class:`~pwormhole.net.build.Network`.
+        lps: the logical processes (their heaps are filtered when groups freeze).
+        cfg: an :class:`AccelConfig`.
+        memo: a :class:`~pwormhole.accel.memo.MemoCache` (None: no memoization).
+
+    Counters: ``skips`` (freezes), ``skipped_ps`` (sum of frozen spans),
+    ``memo_hits``, ``memo_misses``, ``wakes_interrupted``.
+    """
+
+    def __init__(self, net, lps, cfg: AccelConfig, memo=None):
+        self.net = net
+        self.lps = lps
+        self.cfg = cfg
+        self.memo = memo if cfg.memo else None
+        self.sample_ps = cfg.sample_ps or net.window_ps
+        self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
+        self.window_ps = net.window_ps
+        self.min_span_bytes = cfg.min_span_packets
+        self.keep_samples = max(cfg.samples, 512)
+        self.hpcc = net.cfg.cc_mode == 3
+        self.flows: dict[int, FlowState] = {}
+        self.groups: dict[int, Group] = {}
+        self.port_gid: dict = {}
+        self.next_gid = 0
+        self.next_sample_ps = 0
+        self.skips = 0
+        self.skipped_ps = 0
+        self.memo_hits = 0
+        self.memo_misses = 0
+        self.wakes_interrupted = 0
+        self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}
+        ack_interval = max(1, net.cfg.l2_ack_interval)
+        self.ack_every_pkts = max(1, -(-ack_interval // net.cfg.packet_payload_bytes))
+
+    # -- boundary ------------------------------------------------------------------
+    def on_boundary(self, t: int, done) -> None:
+        """Flow-table updates then acceleration decisions, at boundary ``t`` (ps)."""
+        for fid, _t_fin, _t_start in done:
+            self._flow_finished(fid, t)
+        started = []
+        for lp in self.lps:
+            if lp.started:
+                started.extend(lp.started)
+                lp.started.clear()
+        for fid in sorted(started):
+            self._flow_started(fid, t)
+        for g in list(self.groups.values()):
+            if g.frozen is not None and g.frozen.wake_ps <= t:
+                self._wake(g, t)
+        if self.memo is not None:
+            for g in list(self.groups.values()):
+                if not g.memo_checked and g.frozen is None:
+                    self._memo_lookup(g, t)
+        if t >= self.next_sample_ps:
+            self.next_sample_ps = t + self.sample_ps
+            self._sample(t)
+            self._decide(t)
+
+    # -- flow table and groups -----------------------------------------------------------
+    def _path(self, src: int, dst: int, h: int) -> list:
+        nodes = self.net.nodes
+        node = nodes[src]
+        out = []
+        while node.node_id != dst:
+            port = node.route_port(dst, h)
+            out.append(port)
+            node = port.peer
+            if len(out) > 64:
+                raise RuntimeError(f"routing loop from {src} to {dst}")
+        return out
+
+    def _flow_started(self, fid: int, t: int) -> None:
+        f = self.net.flows[fid]
+        src = self.net.nodes[f.src]
+        qp = src.sqp.get(fid)
+        if qp is None:  # already finished inside the window it started in
+            return
+        data = self._path(f.src, f.dst, qp.hash)
+        ack = self._path(f.dst, f.src, qp.hash)
+        ports = set(data) | set(ack)
+        fs = FlowState(fid, qp, self.net.nodes[f.dst], ports, [p for p in data if isinstance(p, SwitchPort)], ack)
+        fs.ack_every = self.ack_every_pkts
+        self.flows[fid] = fs
+        gids = {self.port_gid[p] for p in ports if p in self.port_gid}
+        flows = {fid}
+        for gid in sorted(gids):
+            g = self.groups.pop(gid)
+            if g.frozen is not None:
+                self.wakes_interrupted += 1
+                self._wake(g, t)
+            flows |= g.flows
+            ports |= g.ports
+        self._new_group(flows, ports, t)
+
+    def _new_group(self, flows: set, ports: set, t: int) -> Group:
+        gid = self.next_gid
+        self.next_gid += 1
+        g = Group(gid, flows, ports, t)
+        self.groups[gid] = g
+        for p in ports:
+            self.port_gid[p] = gid
+        for fid in flows:
+            self.flows[fid].gid = gid
+        return g
+
+    def _flow_finished(self, fid: int, t: int) -> None:
+        fs = self.flows.pop(fid, None)
+        if fs is None:
+            return
+        g = self.groups.pop(fs.gid)
+        for p in g.ports:
+            del self.port_gid[p]
+        rest = g.flows - {fid}
+        # split what is left into connected components (only this group is touched)
+        by_port: dict = {}
+        for f in rest:
+            for p in self.flows[f].ports:
+                by_port.setdefault(p, []).append(f)
+        seen: set = set()
+        for f in sorted(rest):
+            if f in seen:
+                continue
+            comp, ports, stack = set(), set(), [f]
+            seen.add(f)
+            while stack:
+                x = stack.pop()
+                comp.add(x)
+                for p in self.flows[x].ports:
+                    ports.add(p)
+                    for y in by_port[p]:
+                        if y not in seen:
+                            seen.add(y)
+                            stack.append(y)
+            self._new_group(comp, ports, t)
+
+    # -- steady state ------------------------------------------------------------------
+    def _sample(self, t: int) -> None:
+        hpcc = self.hpcc
+        keep = self.keep_samples
+        for fs in self.flows.values():
+            if self.groups[fs.gid].frozen is not None:
+                continue
+            qp = fs.qp
+            if hpcc and qp.win_bytes:
+                rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
+            else:
+                rate = qp.rate_bps
+            s = fs.samples
+            s.append((t, rate, qp.snd_una))
+            if len(s) > keep:
+                s.popleft()
+
+    def _goodput(self, fs: FlowState, since: int):
+        """Bytes per ps over the steady span, or None when not steady (or too few samples)."""
+        s = [x for x in fs.samples if x[0] >= since and x[2] > 0]
+        need = self.cfg.samples
+        if len(s) < need:
+            return None
+        rates = [x[1] for x in s[-need:]]
+        mean = sum(rates) / len(rates)
+        if mean <= 0 or (max(rates) - min(rates)) / mean >= self.cfg.theta:
+            return None
+        # goodput over the last samples holding at least min_packets packets (estimation error < 1/min_packets)
+        t1, _, b1 = s[-1]
+        i = len(s) - need
+        while i > 0 and b1 - s[i][2] < self.min_span_bytes * fs.mtu:
+            i -= 1
+        t0, _, b0 = s[i]
+        if b1 - b0 < self.min_span_bytes * fs.mtu:
+            return None
+        mid = (i + len(s) - 1) // 2
+        tm, _, bm = s[mid]
+        if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
+            return None
+        g1 = (bm - b0) / (tm - t0)
+        g2 = (b1 - bm) / (t1 - tm)
+        if abs(g1 - g2) / g2 >= self.cfg.theta:
+            return None
+        return (b1 - b0) / (t1 - t0)
+
+    def _decide(self, t: int) -> None:
+        for g in list(self.groups.values()):
+            if g.frozen is not None:
+                continue
+            goodput = {}
+            for fid in g.flows:
+                gp = self._goodput(self.flows[fid], g.formed_ps)
+                if gp is None:
+                    break
+                goodput[fid] = gp
+            else:
+                if self.memo is not None and g.memo_base is not None:
+                    self._memo_record(g, t, goodput)
+                if self.cfg.skip:
+                    self._try_freeze(g, t, goodput)
+
+    def _predicted_wake(self, g: Group, t: int, goodput: dict, advance: dict | None = None) -> int:
+        wake = None
+        for fid in g.flows:
+            fs = self.flows[fid]
+            qp = fs.qp
+            left = qp.size - qp.snd_una - (advance.get(fid, 0) if advance else 0)
+            done = t + int(left / goodput[fid]) - self.cfg.margin_rtts * fs.rtt_ps
+            if wake is None or done < wake:
+                wake = done
+        return (wake // self.window_ps) * self.window_ps
+
+    def _try_freeze(self, g: Group, t: int, goodput: dict) -> None:
+        wake = self._predicted_wake(g, t, goodput)
+        if wake - t < self.min_skip_ps:
+            return
+        self._freeze(g, t, wake, goodput)
+
+    # -- freeze / wake ---------------------------------------------------------------------
+    def _freeze(self, g: Group, t: int, wake_ps: int, goodput: dict, memo=None) -> None:
+        ports = g.ports
+        flows = g.flows
+        events = []
+        for lp in self.lps:
+            keep = []
+            for ev in lp.heap:
+                kind = ev[2]
+                if kind == EV_TX_DONE or kind == EV_NIC_WAKE:
+                    mine = ev[3] in ports
+                elif kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
+                    pkt = ev[4]
+                    if pkt[P_TYPE] == T_PFC:
+                        mine = ev[3].ports[pkt[P_INPORT]] in ports
+                    else:
+                        mine = pkt[P_FLOW] in flows
+                elif kind == EV_TIMER:
+                    mine = ev[4][0].fid in flows
+                else:
+                    mine = False
+                (events if mine else keep).append(ev)
+            if len(keep) != len(lp.heap):
+                lp.heap[:] = keep
+                heapify(lp.heap)
+        busy = {}
+        for p in ports:
+            busy[p] = p.busy
+            p.busy = True  # held: kick() returns, arrivals queue up
+        g.frozen = Frozen(t, wake_ps, events, busy, goodput, memo)
+        self.skips += 1
+
+    def _wake(self, g: Group, t: int) -> None:
+        fz = g.frozen
+        g.frozen = None
+        d = t - fz.t0
+        self.skipped_ps += d
+        if fz.memo is not None:
+            advance = self._memo_apply(g, fz.memo)
+        else:
+            advance = {}
+            for fid in g.flows:
+                fs = self.flows[fid]
+                qp = fs.qp
+                b = int(fz.goodput[fid] * d) // fs.mtu * fs.mtu
+                room = (qp.size - qp.snd_nxt - 1) // fs.mtu * fs.mtu  # keep at least one packet to send
+                advance[fid] = max(0, min(b, room))
+        self._advance(g, fz, d, advance)
+        heap_of = self.heap_of
+        for ev in fz.events:
+            tgt = ev[3]
+            node = tgt.node if hasattr(tgt, "node") else tgt
+            heappush(heap_of[node.node_id], (ev[0] + d, ev[1], ev[2], tgt, ev[4]))
+        for p, was in fz.busy.items():
+            p.busy = was
+        for p in sorted(fz.busy, key=lambda p: (p.node.node_id, p.idx)):
+            if not p.busy:
+                p.kick(t)
+        for fid in g.flows:  # the history before the skip does not describe what follows
+            self.flows[fid].samples.clear()
+        g.formed_ps = t
+
+    def _advance(self, g: Group, fz: Frozen, d: int, advance: dict) -> None:
+        """Move every flow of ``g`` forward by ``advance[fid]`` bytes and ``d`` ps (invariant 5)."""
+        port_adv: dict = {}
+        for fid, b in advance.items():
+            if b <= 0:
+                continue
+            fs = self.flows[fid]
+            pkts = b // fs.mtu
+            for p in fs.data_hops:
+                port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
+            acks = pkts // fs.ack_every
+            for p in fs.ack_ports:
+                port_adv[p] = port_adv.get(p, 0) + acks * 76
+        for p, a in port_adv.items():
+            p.tx_bytes += a
+        t0 = fz.t0
+        for fid in g.flows:
+            fs = self.flows[fid]
+            b = advance.get(fid, 0)
+            qp = fs.qp
+            host = qp.host
+            qp.snd_nxt += b
+            qp.snd_una += b
+            qp.max_sent += b
+            host.bytes_sent += b
+            if qp.rto_una >= 0:
+                qp.rto_una += b
+            if qp.last_update_seq > 0:
+                qp.last_update_seq += b
+            if qp.next_avail_ps >= t0:
+                qp.next_avail_ps += d
+            if qp.hops:
+                qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
+            rx = fs.rx_host.rx.get(fid)
+            if rx is not None:
+                rx[0] += b
+                rx[1] += b
+                if rx[2] >= t0:
+                    rx[2] += d
+                if rx[3] >= 0:
+                    rx[3] += b
+                fs.rx_host.bytes_delivered += b
+        seen_int: set = set()
+
+        def shift_pkt(pkt):
+            if pkt[P_TYPE] == T_PFC:
+                return
+            fid = pkt[P_FLOW]
+            b = advance.get(fid, 0)
+            pkt[P_SEQ] += b
+            hops = pkt[P_INT]
+            if hops and id(hops) not in seen_int:
+                seen_int.add(id(hops))
+                hops[:] = self._shift_hops(hops, self.flows[fid], d, port_adv)
+
+        for ev in fz.events:
+            if ev[2] == EV_ARRIVE_HOST or ev[2] == EV_ARRIVE_SWITCH:
+                shift_pkt(ev[4])
+        for p in g.ports:
+            if isinstance(p, SwitchPort):
+                for q in p.qs:
+                    for pkt in q:
+                        shift_pkt(pkt)
+            elif isinstance(p, HostPort):
+                for pkt in p.ctrl:
+                    shift_pkt(pkt)
+                if p.wake_ps >= t0:
+                    p.wake_ps += d
+
+    @staticmethod
+    def _shift_hops(hops, fs: FlowState, d: int, port_adv: dict) -> list:
+        out = []
+        ports = fs.data_hops
+        for i, (ts, tx, qlen, rate) in enumerate(hops):
+            adv = port_adv.get(ports[i], 0) if i < len(ports) else 0
+            out.append((ts + d, tx + adv, qlen, rate))
+        return out
+
+    # -- memoization -----------------------------------------------------------------------
+    def _memo_lookup(self, g: Group, t: int) -> None:
+        from .memo import group_key
+        g.memo_checked = True
+        key, graph, order = group_key(self, g)
+        g.memo_key = (key, graph, order)
+        hit = self.memo.find(key, graph)
+        if hit is None:
+            self.memo_misses += 1
+            g.memo_base = {fid: self.flows[fid].qp.snd_una for fid in g.flows}
+            g.memo_base["@t"] = t
+            return
+        entry, idx_map = hit
+        mapping = {order[i]: j for i, j in idx_map.items()}  # flow id -> recorded flow index
+        # refuse when a flow would finish inside the recorded transient
+        for fid in g.flows:
+            qp = self.flows[fid].qp
+            rec = entry.flows[mapping[fid]]
+            if qp.size - qp.snd_una <= rec["bytes"] + 2 * rec["goodput"] * entry.convergence_ps + 4 * qp.mtu:
+                g.memo_base = None
+                return
+        wake = t + -(-entry.convergence_ps // self.window_ps) * self.window_ps
+        self.memo_hits += 1
+        self._freeze(g, t, wake, {}, (entry, mapping))
+
+    def _memo_record(self, g: Group, t: int, goodput: dict) -> None:
+        base = g.memo_base
+        g.memo_base = None
+        key, graph, order = g.memo_key
+        flows = {}
+        for i, fid in enumerate(order):
+            qp = self.flows[fid].qp
+            flows[i] = {"bytes": qp.snd_una - base[fid], "goodput": goodput[fid],
+                        "state": {k: getattr(qp, k) for k in QP_STATE}}
+        self.memo.insert(key, graph, t - base["@t"], flows)
+
+    def _memo_apply(self, g: Group, memo) -> dict:
+        entry, mapping = memo
+        advance = {}
+        for fid in g.flows:
+            fs = self.flows[fid]
+            qp = fs.qp
+            rec = entry.flows[mapping[fid]]
+            b = rec["bytes"] // fs.mtu * fs.mtu
+            room = (qp.size - qp.snd_nxt - 1) // fs.mtu * fs.mtu
+            advance[fid] = max(0, min(b, room))
+            state = rec["state"]
+            from ..net.cc import set_rate
+            set_rate(qp, state["rate_bps"])
+            for k, v in state.items():
+                if k != "rate_bps" and k != "cur_win":
+                    setattr(qp, k, v)
+        return advance
+
+    def next_wake_ps(self) -> int:
+        """Earliest planned wake of a frozen group (``1 << 62`` when none)."""
+        w = 1 << 62
+        for g in self.groups.values():
+            if g.frozen is not None and g.frozen.wake_ps < w:
+                w = g.frozen.wake_ps
+        return w
+
+    def stats(self) -> dict:
+        return {"skips": self.skips, "skipped_ps": self.skipped_ps, "memo_hits": self.memo_hits,
+                "memo_misses": self.memo_misses, "wakes_interrupted": self.wakes_interrupted,
+                "memo_entries": len(self.memo) if self.memo is not None else 0,
+                "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}
