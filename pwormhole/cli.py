@@ -214,6 +214,27 @@ def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
         print(f"outputs in {out}/ ({comm.size} ranks)")
 
 
+def _compare(args) -> int:
+    from .report.compare import compare
+    from .simulation import prepare_out_dir
+
+    if args.mode is not None:
+        raise InputError("compare runs both modes; drop --mode")
+    if args.out:
+        prepare_out_dir(args.out)
+    scn = _load_scenario(args)
+    for w in scn.warnings:
+        print(f"pwormhole: warning: {w}", file=sys.stderr)
+    args.mode = "wormhole"
+    accel = _accel_config(args, None)
+    until_ps = parse_time_ps(args.until) if args.until else None
+    out = args.out or os.path.join("pwormhole-out", scn.name + "-compare")
+    compare(lambda: _load_scenario(args), out, accel, until_ps=until_ps, seed=args.seed, n_lps=args.lps,
+            memo_cache=args.memo_cache, first=scn)
+    print(f"outputs in {out}/")
+    return 0
+
+
 def _partition(args) -> int:
     from .partition.plan import make_plan
     from .scenario import default_scenario, from_files, from_hpcc_config
@@ -236,12 +257,8 @@ def _partition(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="simulate a scenario (default: one iteration of a small GPT on 16 GPUs)",
-                       description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "
-                                   "or built-in model) on a topology, or an embedded scenario.")
+def add_run_arguments(r) -> None:
+    """The scenario and mode arguments shared by ``run`` and ``compare``."""
     r.add_argument("--hpcc-config", metavar="FILE", help="HPCC ns-3 config.txt naming TOPOLOGY_FILE and FLOW_FILE")
     r.add_argument("--topology", metavar="FILE|SPEC",
                    help="topology file (HPCC or SimAI format) or a builder: rail-optimized:gpus=16, fat-tree:k=4, "
@@ -282,7 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="simulate a scenario (default: one iteration of a small GPT on 16 GPUs)",
+                       description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "
+                                   "or built-in model) on a topology, or an embedded scenario.")
+    add_run_arguments(r)
     r.set_defaults(func=_run)
+    c = sub.add_parser("compare", help="run packet and Wormhole modes on one scenario and report the error and speedup",
+                       description="Run the scenario (same arguments as run) in packet mode and in Wormhole mode and "
+                                   "write compare.json, a table and a CDF plot of the per-flow FCT error.")
+    add_run_arguments(c)
+    c.set_defaults(func=_compare)
     pa = sub.add_parser("partition", help="split a topology into LPs with METIS and print the plan")
     pa.add_argument("--parts", type=int, required=True, help="number of LPs (ranks)")
     pa.add_argument("--hpcc-config", metavar="FILE", help="HPCC config naming the topology and flows")
@@ -292,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     pa.set_defaults(func=_partition)
     from .workload import gen_flows
     gen_flows.add_parser(sub)
+    from .scale import add_parser as add_scale_parser
+    add_scale_parser(sub)
     return p
 
 

@@ -307,8 +307,8 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     }
     if sim.accel is not None:
         st = sim.accel.stats()
-        span = summary["sim_time_ps"] or 1
-        summary.update({"skips": st["skips"], "skipped_time_fraction": st["skipped_ps"] / span,
+        flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
+        summary.update({"skips": st["skips"], "skipped_time_fraction": min(1.0, st["skipped_flow_ps"] / flow_time),
                         "memo_hits": st["memo_hits"], "memo_misses": st["memo_misses"],
                         "memo_entries": st["memo_entries"], "memo_bytes": st["memo_bytes"],
                         "wakes_interrupted": st["wakes_interrupted"],

@@ -71,7 +71,7 @@ class AccelConfig:
     sample_ps: int = 0
     margin_rtts: int = 4
     min_skip_ps: int = 0
-    min_span_packets: int = 400
+    min_span_packets: int = 1000
     skip: bool = True
     memo: bool = True
 
@@ -131,6 +131,7 @@ class Wormhole:
         memo: a :class:`~pwormhole.accel.memo.MemoCache` (None: no memoization).
 
     Counters: ``skips`` (freezes), ``skipped_ps`` (sum of frozen spans),
+    ``skipped_flow_ps`` (frozen spans x flows frozen),
     ``memo_hits``, ``memo_misses``, ``wakes_interrupted``.
     """
 
@@ -152,6 +153,7 @@ class Wormhole:
         self.next_sample_ps = 0
         self.skips = 0
         self.skipped_ps = 0
+        self.skipped_flow_ps = 0  # frozen span x flows frozen: skipped flow-time
         self.memo_hits = 0
         self.memo_misses = 0
         self.wakes_interrupted = 0
@@ -375,6 +377,7 @@ class Wormhole:
         g.frozen = None
         d = t - fz.t0
         self.skipped_ps += d
+        self.skipped_flow_ps += d * len(g.flows)
         if fz.memo is not None:
             advance = self._memo_apply(g, fz.memo)
         else:
@@ -434,6 +437,8 @@ class Wormhole:
             if qp.hops:
                 qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
             rx = fs.rx_host.rx.get(fid)
+            if rx is None and b > 0:  # nothing arrived yet: the receiver starts from the advanced position
+                rx = fs.rx_host.rx[fid] = [0, fs.rx_host.ack_interval, -1, -1, qp.size]
             if rx is not None:
                 rx[0] += b
                 rx[1] += b
@@ -541,7 +546,7 @@ class Wormhole:
         return w
 
     def stats(self) -> dict:
-        return {"skips": self.skips, "skipped_ps": self.skipped_ps, "memo_hits": self.memo_hits,
+        return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps, "memo_hits": self.memo_hits,
                 "memo_misses": self.memo_misses, "wakes_interrupted": self.wakes_interrupted,
                 "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

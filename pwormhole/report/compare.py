@@ -1,0 +1,136 @@
+"""``pwormhole compare``: packet mode (the reference) against Wormhole mode on one scenario.
+
+Writes under ``out``: ``packet/`` and ``wormhole/`` (each run's usual
+outputs), ``compare.json``, ``fct_error_cdf.png`` and prints a table.
+``compare.json`` keys (DESIGN.md "Measuring"):
+
+* ``mean_fct_error``, ``p99_fct_error``, ``max_fct_error``: per-flow
+  relative FCT error ``|wormhole - packet| / packet``, flows matched by
+  ``(sip, dip, sport, dport)``;
+* ``iteration_time_error``: relative error of the last iteration time
+  (training workloads, else null); ``collective_time_error``: the largest
+  relative error of a collective instance's time (null without collectives);
+* ``speedup_wall`` (packet wall / wormhole wall, same process, same
+  scenario), ``speedup_events`` (events processed, ratio);
+* ``skipped_time_fraction`` (flow-time spent frozen / total flow-time),
+  ``memo_hits``, ``memo_misses``, ``skips``;
+* ``flows``, ``flows_compared`` and both runs' ``wall_s`` and ``events``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+
+from .summary import write_json_atomic
+
+
+def read_fct(path: str) -> dict[tuple[str, str, str, str], int]:
+    """``(sip, dip, sport, dport) -> fct_ns`` of an ``fct.txt``."""
+    out = {}
+    with open(path) as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 8:
+                out[tuple(parts[:4])] = int(parts[6])
+    return out
+
+
+def fct_errors(ref: dict, acc: dict) -> np.ndarray:
+    """Relative errors of the flows present in both (reference ``ref``)."""
+    keys = [k for k in ref if k in acc]
+    return np.array([abs(acc[k] - ref[k]) / ref[k] if ref[k] > 0 else 0.0 for k in keys], dtype=float)
+
+
+def _collective_times(path: str) -> dict[str, int]:
+    if not os.path.exists(path):
+        return {}
+    with open(path) as fh:
+        return {row["name"]: int(row["time_ns"]) for row in csv.DictReader(fh)}
+
+
+def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: int = 1, memo_cache=None,
+            first=None, quiet: bool = False) -> dict:
+    """Run ``scn_factory()`` in both modes under ``out`` and write the comparison; returns it."""
+    from ..simulation import simulate
+
+    os.makedirs(out, exist_ok=True)
+    pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
+    ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
+    ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
+    ref, acc = read_fct(os.path.join(pdir, "fct.txt")), read_fct(os.path.join(wdir, "fct.txt"))
+    err = fct_errors(ref, acc)
+    it_err = None
+    if ps.get("iteration_time_ns") and ws.get("iteration_time_ns") is not None:
+        it_err = abs(ws["iteration_time_ns"] - ps["iteration_time_ns"]) / ps["iteration_time_ns"]
+    pc, wc = _collective_times(os.path.join(pdir, "collectives.csv")), _collective_times(os.path.join(wdir, "collectives.csv"))
+    coll_err = None
+    if pc:
+        coll_err = max((abs(wc[k] - v) / v for k, v in pc.items() if k in wc and v > 0), default=0.0)
+    result = {
+        "scenario": ps["scenario"],
+        "flows": ps["flows"],
+        "flows_compared": int(err.size),
+        "mean_fct_error": float(err.mean()) if err.size else 0.0,
+        "p99_fct_error": float(np.quantile(err, 0.99, method="inverted_cdf")) if err.size else 0.0,
+        "max_fct_error": float(err.max()) if err.size else 0.0,
+        "iteration_time_error": it_err,
+        "collective_time_error": coll_err,
+        "packet_wall_s": ps["wall_s"],
+        "wormhole_wall_s": ws["wall_s"],
+        "speedup_wall": ps["wall_s"] / ws["wall_s"] if ws["wall_s"] > 0 else None,
+        "packet_events": ps["events"],
+        "wormhole_events": ws["events"],
+        "speedup_events": ps["events"] / ws["events"] if ws["events"] else None,
+        "skips": ws.get("skips", 0),
+        "skipped_time_fraction": ws.get("skipped_time_fraction", 0.0),
+        "memo_hits": ws.get("memo_hits", 0),
+        "memo_misses": ws.get("memo_misses", 0),
+        "complete": bool(ps["complete"] and ws["complete"]),
+    }
+    write_json_atomic(os.path.join(out, "compare.json"), result)
+    _plot_cdf(os.path.join(out, "fct_error_cdf.png"), err, ps["scenario"])
+    if not quiet:
+        print(table(result))
+    return result
+
+
+def table(r: dict) -> str:
+    """A readable table of a comparison."""
+    def pct(v):
+        return "-" if v is None else f"{v * 100:.3f}%"
+    rows = [
+        ("flows compared", f"{r['flows_compared']} / {r['flows']}"),
+        ("FCT error mean / p99 / max", f"{pct(r['mean_fct_error'])} / {pct(r['p99_fct_error'])} / {pct(r['max_fct_error'])}"),
+        ("iteration time error", pct(r["iteration_time_error"])),
+        ("collective time error (max)", pct(r["collective_time_error"])),
+        ("wall packet / wormhole", f"{r['packet_wall_s']:.2f} s / {r['wormhole_wall_s']:.2f} s"),
+        ("speedup wall / events", f"{r['speedup_wall']:.1f}x / {r['speedup_events']:.1f}x"
+         if r["speedup_wall"] and r["speedup_events"] else "-"),
+        ("skips, skipped flow-time", f"{r['skips']}, {r['skipped_time_fraction'] * 100:.1f}%"),
+        ("memo hits / misses", f"{r['memo_hits']} / {r['memo_misses']}"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+
+
+def _plot_cdf(path: str, err: np.ndarray, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if err.size:
+        x = np.sort(err) * 100
+        ax.step(x, np.arange(1, x.size + 1) / x.size, where="post")
+    ax.set_xlabel("per-flow FCT error vs packet mode (%)")
+    ax.set_ylabel("CDF of flows")
+    ax.set_title(f"{title}: Wormhole FCT error")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = path + ".part.png"
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)

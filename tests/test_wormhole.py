@@ -1,0 +1,138 @@
+"""Wormhole acceleration against packet mode: skips, interrupts, memo hits, cache files, LP identity."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import G100, US, config, flows_of, star_topo
+from pwormhole.accel.memo import MemoCache, config_fingerprint, group_key
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.scenario import Scenario
+from pwormhole.simulation import PacketRun
+from pwormhole.topology.model import Link, Topology
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def both(topo, specs, cc="dcqcn", acc=None, memo=None, n_lps=1, cfg=None):
+    cfg = cfg or config(cc)
+    ref = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = PacketRun(Scenario("t", topo, flows_of(specs), cfg), n_lps=n_lps, accel=acc or AccelConfig(),
+                     memo=memo).run()
+    return ref, fast
+
+
+def fct(run, fid):
+    return run.finish_ps[fid] - run.start_ps[fid]
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+def test_single_long_flow_is_skipped_within_half_a_percent(cc):
+    ref, fast = both(star_topo(2), [(0, 1, 20_000_000, 0)], cc)
+    assert fast.accel.skips == 1 and fast.events < ref.events / 10
+    assert abs(fct(fast, 0) - fct(ref, 0)) / fct(ref, 0) < 0.005
+    c = fast.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == 20_000_000
+
+
+def test_flow_joining_mid_skip_wakes_the_group_and_conserves_bytes():
+    # flow 0 alone for 400 us (frozen by then), flow 1 joins on the same receiver
+    specs = [(0, 2, 20_000_000, 0), (1, 2, 5_000_000, 400 * US)]
+    ref, fast = both(star_topo(3), specs)
+    wh = fast.accel
+    assert wh.wakes_interrupted >= 1 and wh.skips >= 2
+    c = fast.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == 25_000_000
+    assert fast.start_ps[1] == 400 * US  # the newcomer starts on time; the frozen group woke at the next boundary
+    for fid in (0, 1):
+        assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.01
+
+
+def pattern(first_start, second_start):
+    """Two 2-to-1 incasts of identical shape: hosts 0,1 -> 2, then hosts 3,4 -> 5 (all on one switch)."""
+    return [(0, 2, 6_000_000, first_start), (1, 2, 6_000_000, first_start),
+            (3, 5, 6_000_000, second_start), (4, 5, 6_000_000, second_start)]
+
+
+def test_memo_hit_reproduces_the_first_instance():
+    specs = pattern(0, 3_000 * US)
+    memo = MemoCache("t")
+    ref, fast = both(star_topo(6), specs, memo=memo)
+    wh = fast.accel
+    assert wh.memo_hits >= 1 and len(memo) >= 1
+    for a, b in ((0, 2), (1, 3)):  # the second instance replays the first one's transient
+        assert abs(fct(fast, b) - fct(fast, a)) / fct(fast, a) < 0.005
+        assert abs(fct(fast, b) - fct(ref, b)) / fct(ref, b) < 0.01
+
+
+def _group_graph(topo):
+    specs = [(0, 2, 6_000_000, 0), (1, 2, 6_000_000, 0)]
+    cfg = config()
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    run = PacketRun(Scenario("t", topo, flows_of(specs), cfg), accel=AccelConfig(skip=False, memo=False))
+    run.run(until_ps=20 * US)
+    wh = run.accel
+    (g,) = wh.groups.values()
+    return group_key(wh, g)
+
+
+def test_memo_entries_never_shared_across_link_rates():
+    k100, g100, _ = _group_graph(star_topo(3))
+    k100b, g100b, _ = _group_graph(star_topo(3))
+    k40, g40, _ = _group_graph(star_topo(3, rate=40 * 10**9))
+    cache = MemoCache("t")
+    cache.insert(k100, g100, 5 * US, {0: {"bytes": 1, "goodput": 0.1, "state": {}},
+                                     1: {"bytes": 1, "goodput": 0.1, "state": {}}})
+    assert k100 == k100b and cache.find(k100b, g100b) is not None
+    assert k40 != k100 and cache.find(k40, g40) is None
+    # and a graph with the same hash is still checked for isomorphism with its attributes
+    cache.entries[k40] = cache.entries[k100]
+    assert cache.find(k40, g40) is None
+
+
+def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
+    fp = config_fingerprint(config(), AccelConfig())
+    memo = MemoCache(fp)
+    both(star_topo(6), pattern(0, 3_000 * US), memo=memo)
+    path = tmp_path / "memo.json"
+    memo.save(str(path))
+    warnings = []
+    loaded = MemoCache.load(str(path), fp, warnings.append)
+    assert len(loaded) == len(memo) and not warnings
+    assert len(MemoCache.load(str(path), "other", warnings.append)) == 0 and "another configuration" in warnings[-1]
+    path.write_text("{not json")
+    assert len(MemoCache.load(str(path), fp, warnings.append)) == 0 and "unreadable" in warnings[-1]
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache", path,
+                        "--out", out, "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
+    assert json.loads(path.read_text())["format"] == "pwormhole-memo-1"  # replaced by a good cache
+
+
+def test_wormhole_identical_on_any_lp_count():
+    topo = Topology(8, frozenset({6, 7}), [Link(h, 6 if h < 3 else 7, G100, US) for h in range(6)]
+                    + [Link(6, 7, G100, US)])
+    specs = [(0, 3, 8_000_000, 0), (1, 4, 8_000_000, 50 * US), (2, 5, 3_000_000, 900 * US), (5, 0, 9_000_000, 0)]
+    runs = [PacketRun(Scenario("t", topo, flows_of(specs), config()), n_lps=n, accel=AccelConfig(),
+                      memo=MemoCache("t")).run() for n in (1, 2, 3)]
+    assert runs[0].accel.skips > 0
+    for r in runs[1:]:
+        assert r.finish_ps == runs[0].finish_ps and r.events == runs[0].events
+
+
+def test_compare_writes_errors_and_speedups(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "compare", "--scenario", "fat-tree-mix", "--out", tmp_path,
+                        "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    c = json.loads((tmp_path / "compare.json").read_text())
+    for key in ("mean_fct_error", "p99_fct_error", "max_fct_error", "iteration_time_error", "collective_time_error",
+                "speedup_wall", "speedup_events", "skipped_time_fraction", "memo_hits", "memo_misses"):
+        assert key in c
+    assert c["flows_compared"] == c["flows"] == 56 and c["complete"]
+    assert c["mean_fct_error"] < 0.01 and c["speedup_events"] >= 1
+    assert c["iteration_time_error"] is None  # a flow list has no iterations
+    assert (tmp_path / "fct_error_cdf.png").read_bytes()[:4] == b"\x89PNG"
+    assert "FCT error mean" in r.stdout
