@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from .errors import InputError
+from .errors import InputError, StuckError, Terminated
 from .units import parse_time_ps
 
 
@@ -328,17 +328,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0 done, 2 input error, 3 no progress (stuck), 130 SIGINT, 143 SIGTERM."""
+    import signal
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (embedded use)
+        pass
     try:
         return args.func(args)
     except InputError as e:
         print(f"pwormhole: error: {e}", file=sys.stderr)
         return 2
+    except StuckError as e:
+        print(f"pwormhole: stuck: {e}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
-        print("pwormhole: interrupted", file=sys.stderr)
+        print("pwormhole: interrupted (SIGINT); outputs so far are written", file=sys.stderr)
         return 130
+    except Terminated:
+        print("pwormhole: terminated (SIGTERM); outputs so far are written", file=sys.stderr)
+        return 143
 
 
 if __name__ == "__main__":

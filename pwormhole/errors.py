@@ -29,3 +29,14 @@ class InputError(Exception):
             where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
         return where + self.message
 
+
+
+class StuckError(Exception):
+    """The run could not make progress (a PFC deadlock, flows whose packets
+    can never arrive); the message lists the stuck flows and paused ports. The
+    CLI prints it and exits with status 3; the outputs so far are kept."""
+
+
+class Terminated(Exception):
+    """SIGTERM arrived (e.g. Slurm's time limit); the CLI exits with status 143
+    after the outputs so far are written (``summary.json`` says ``complete: false``)."""

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from .errors import InputError
+from .errors import InputError, StuckError, Terminated
 from .lp.engine import LogicalProcess
 from .net.build import Network
 from .report.fct import IncrementalFile, fct_line, pfc_line
@@ -120,6 +120,10 @@ class PacketRun:
         dag = scn.dag
         self.n_ops = 0 if dag is None else len(dag) - len(dag.flows)  # ops logged besides flows
         self.complete = False
+        self.stuck = None  # a report dict when the run could not make progress
+        self.stall_ps = 20 * 10**9  # 20 ms simulated without a delivered byte while flows are active
+        self.stall_check_ps = 10**9
+        self._hosts = [nd for nd in self.net.nodes if not nd.is_switch]
         self.t_end_ps = 0
         self.windows = 0
         self.wall_s = 0.0
@@ -159,9 +163,25 @@ class PacketRun:
             return len(finish) == n_flows and len(op_times) == n_ops
 
         wall0 = time.perf_counter()
+        watch = self.comm is None  # under MPI only the empty-heap case is detected (byte counters are per rank)
+        check = {"next": self.stall_check_ps, "last": None, "since": 0}
+
+        def on_boundary_watch(t_ps: int, done, recs, op_recs) -> bool:
+            if on_boundary(t_ps, done, recs, op_recs):
+                return True
+            if watch and t_ps >= check["next"]:
+                check["next"] = t_ps + self.stall_check_ps
+                mark = self._progress_mark()
+                if mark != check["last"]:
+                    check["last"], check["since"] = mark, t_ps
+                elif t_ps - check["since"] >= self.stall_ps and self._active_flows():
+                    self.stuck = self._stuck_report(t_ps, f"no byte delivered for {format_time(t_ps - check['since'])}")
+                    return True
+            return False
+
         try:
             if self.comm is None:
-                self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary,
+                self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary_watch,
                                                           accel.next_wake_ps if accel is not None else None)
             else:
                 from .sync.mpi import run_windows_mpi
@@ -171,7 +191,34 @@ class PacketRun:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
+        if not self.complete and self.stuck is None and self.t_end_ps < stop_ps:
+            self.stuck = self._stuck_report(self.t_end_ps, "no event left to simulate")
         return self
+
+    # -- progress watchdog -------------------------------------------------------------
+    def _progress_mark(self):
+        hosts = self._hosts
+        frozen = self.accel.skipped_flow_ps + self.accel.skips if self.accel is not None else 0
+        return (sum(h.bytes_delivered for h in hosts), len(self.finish_ps), len(self.op_times), frozen)
+
+    def _active_flows(self) -> list:
+        """``(flow id, src, dst, acked bytes, size)`` of flows started and not finished (this process's hosts)."""
+        out = []
+        for h in self._hosts:
+            for fid, qp in h.sqp.items():
+                out.append((fid, qp.host.node_id, qp.dst, qp.snd_una, qp.size))
+        return sorted(out)
+
+    def _stuck_report(self, t_ps: int, why: str) -> dict:
+        paused = []
+        for nd in self.net.nodes:
+            for p in nd.ports:
+                prios = [q for q, on in enumerate(p.paused) if on]
+                if prios:
+                    paused.append({"node": nd.node_id, "port": p.idx + 1, "priorities": prios})
+        flows = [{"flow": f, "src": s, "dst": d, "acked_bytes": a, "size_bytes": z}
+                 for f, s, d, a, z in self._active_flows()]
+        return {"at_ps": t_ps, "reason": why, "flows": flows, "paused_ports": paused}
 
     def last_end_ps(self) -> int:
         """The latest flow completion or DAG op end (0 when nothing ended)."""
@@ -269,8 +316,11 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         if pfc_file:
             pfc_file.write_lines(pfc_line(r) for r in recs)
 
+    interrupted = None
     try:
         sim.run(until_ps, on_flows, on_pfc, progress if rank0 else False)
+    except (KeyboardInterrupt, Terminated) as e:
+        interrupted = e  # write what we have, then let the CLI exit 130 / 143
     finally:
         if rank0:
             fct_file.commit()
@@ -328,6 +378,11 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     if plan is not None:
         summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
                                 "cut_links": len(plan.cut_links)}
+    if interrupted is not None:
+        summary["complete"] = False
+        summary["interrupted"] = "SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"
+    if sim.stuck is not None:
+        summary["stuck"] = sim.stuck
     if rank0:
         if report is not None:
             from .report.training import plot_timeline, write_collectives_csv
@@ -344,4 +399,15 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             if not sim.complete:
                 print(f"stopped at {format_time(summary['sim_time_ps'])} with "
                       f"{len(scn.flows) - len(fcts_ns)} flows unfinished")
+    if interrupted is not None:
+        raise interrupted
+    if sim.stuck is not None:
+        st = sim.stuck
+        fl = ", ".join(f"{f['flow']} ({f['src']}->{f['dst']}, {f['acked_bytes']}/{f['size_bytes']} B)"
+                       for f in st["flows"][:10]) or "none started"
+        pp = ", ".join(f"node {p['node']} port {p['port']} prio {p['priorities']}"
+                       for p in st["paused_ports"][:10]) or "none"
+        more = "" if len(st["flows"]) <= 10 else f" (+{len(st['flows']) - 10} more)"
+        raise StuckError(f"no progress at {format_time(st['at_ps'])}: {st['reason']}; stuck flows: {fl}{more}; "
+                         f"paused ports: {pp}; partial outputs kept in {out_dir}")
     return summary

@@ -101,10 +101,14 @@ class Network:
             if not node.is_switch:
                 node.lossy = self.lossy
                 node.rto_ps = DEFAULT_RTO_PS
+        self._reach: dict[int, set] = {}
         for f in flows:
             self.nodes[f.src].flow_hash[f.flow_id] = ecmp_hash(f.src, f.dst, f.sport, f.dport)
             self.route_to(f.dst)
             self.route_to(f.src)
+            if f.src not in self._reach[f.dst]:
+                raise InputError(f"flow {f.flow_id}: host {f.dst} is unreachable from host {f.src} "
+                                 f"(no path through switches in {topo.name})", topo.source)
         self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
         self.max_rtt_ps, self.max_bdp_bytes = self._global_rtt_bdp() if cfg.global_t else (0, 0)
         self.dag_rt = None
@@ -175,7 +179,9 @@ class Network:
         if dst in self._routed:
             return
         self._routed.add(dst)
-        for u, ks in next_hops(self.topo, self.adj, dst).items():
+        hops = next_hops(self.topo, self.adj, dst)
+        self._reach[dst] = set(hops)
+        for u, ks in hops.items():
             node = self.nodes[u]
             if type(node.routes) is OnePortRoutes:
                 continue  # a single-port host stores nothing (memory stays linear in nodes + flows)

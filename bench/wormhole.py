@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Wormhole acceleration against packet mode (a benchmark, not a test).
+
+Runs :func:`pwormhole.report.compare.compare` (packet mode, then Wormhole
+mode, in the same process) on:
+
+* one GPT-7B iteration (TP 1, so every byte of the data-parallel gradient
+  all-reduces crosses the NICs; ``--layers`` keeps it small) on rail-optimized
+  fabrics of 16, 32 and 64 GPUs, under DCQCN and under HPCC;
+* one Mixtral 8x7B (``moe-8x7b``) iteration with EP 8 all-to-alls;
+* HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``).
+
+For each it prints a markdown row: flows, mean and p99 per-flow FCT error,
+iteration time error, wall speedup (same process), events ratio, skipped
+flow-time fraction, memo hits/misses. Rows are appended to
+``<out>/results.md`` as each comparison finishes, and every comparison keeps
+its folder (``packet/``, ``wormhole/``, ``compare.json``) under ``<out>``.
+
+    python3 bench/wormhole.py [--quick] [--only NAME[,NAME]] [--out bench-out/wormhole]
+
+``--quick`` runs the 16-GPU GPT (DCQCN) and S3 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
+from pwormhole.config import ModelConfig  # noqa: E402
+from pwormhole.report.compare import compare  # noqa: E402
+from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario  # noqa: E402
+from pwormhole.workload.models import build_model  # noqa: E402
+
+S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn" / "config.txt"
+CC = {"dcqcn": 1, "hpcc": 3}
+
+
+def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b"):
+    def make():
+        spec = build_model(model, gpus, tp=1, layers=layers)
+        topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
+        return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
+    return make
+
+
+def moe(gpus: int = 16, ep: int = 8, layers: int = 1, cc: str = "dcqcn"):
+    def make():
+        spec = build_model("moe-8x7b", gpus, tp=1, ep=ep, layers=layers)
+        topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
+        return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
+    return make
+
+
+def s3():
+    return from_hpcc_config(str(S3))
+
+
+# name -> (description, factory)
+SCENARIOS = {
+    "gpt7b-16-dcqcn": ("GPT-7B 1 layer, TP1, 16 GPUs, DCQCN", gpt(16, "dcqcn")),
+    "gpt7b-32-dcqcn": ("GPT-7B 1 layer, TP1, 32 GPUs, DCQCN", gpt(32, "dcqcn")),
+    "gpt7b-64-dcqcn": ("GPT-7B 1 layer, TP1, 64 GPUs, DCQCN", gpt(64, "dcqcn")),
+    "gpt7b-16-hpcc": ("GPT-7B 1 layer, TP1, 16 GPUs, HPCC", gpt(16, "hpcc")),
+    "gpt7b-32-hpcc": ("GPT-7B 1 layer, TP1, 32 GPUs, HPCC", gpt(32, "hpcc")),
+    "gpt7b-64-hpcc": ("GPT-7B 1 layer, TP1, 64 GPUs, HPCC", gpt(64, "hpcc")),
+    "moe-16-ep8": ("Mixtral 8x7B 1 layer, EP8 TP1, 16 GPUs, DCQCN", moe(16, 8)),
+    "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
+}
+QUICK = ["gpt7b-16-dcqcn", "s3-incast"]
+
+HEADER = ("| scenario | flows | FCT err mean | FCT err p99 | iter err | speedup wall | events ratio | "
+          "skipped flow-time | memo hit/miss | wall pkt / wh |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
+
+
+def pct(v) -> str:
+    return "-" if v is None else f"{v * 100:.2f}%"
+
+
+def row(name: str, r: dict) -> str:
+    return (f"| {name} | {r['flows_compared']}/{r['flows']} | {pct(r['mean_fct_error'])} | {pct(r['p99_fct_error'])} | "
+            f"{pct(r['iteration_time_error'])} | {r['speedup_wall']:.2f}x | {r['speedup_events']:.2f}x | "
+            f"{r['skipped_time_fraction'] * 100:.1f}% | {r['memo_hits']}/{r['memo_misses']} | "
+            f"{r['packet_wall_s']:.1f} s / {r['wormhole_wall_s']:.1f} s |")
+
+
+def run_one(name: str, factory, out: Path, cfg: AccelConfig) -> dict:
+    t = time.time()
+    r = compare(factory, str(out / name), cfg, quiet=True)
+    r["bench_wall_s"] = time.time() - t
+    return r
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="16-GPU GPT (DCQCN) and S3 only")
+    ap.add_argument("--only", help="comma-separated scenario names: " + ", ".join(SCENARIOS))
+    ap.add_argument("--out", default=str(ROOT / "bench-out" / "wormhole"))
+    a = ap.parse_args()
+    names = a.only.split(",") if a.only else (QUICK if a.quick else list(SCENARIOS))
+    for n in names:
+        if n not in SCENARIOS:
+            ap.error(f"unknown scenario {n!r}")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res = out / "results.md"
+    if not res.exists():
+        res.write_text(HEADER + "\n")
+    cfg = AccelConfig()
+    print(f"AccelConfig: {cfg}")
+    print(HEADER)
+    for n in names:
+        r = run_one(n, SCENARIOS[n][1], out, cfg)
+        line = row(n, r)
+        print(line, flush=True)
+        with open(res, "a") as fh:
+            fh.write(line + "\n")
+        with open(out / "results.jsonl", "a") as fh:
+            fh.write(json.dumps({"name": n, **r}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
