@@ -149,7 +149,7 @@ def _run(args) -> int:
                  memo_cache=args.memo_cache)
         print(f"outputs in {out}/")
         return 0
-    _run_mpi(comm, scn, out, until_ps, args, owner)
+    _run_mpi(comm, scn, out, until_ps, args, owner, accel)
     return 0
 
 
@@ -158,12 +158,7 @@ def _accel_config(args, comm):
     from .accel.wormhole import AccelConfig
     from .units import parse_time_ps
 
-    mode = args.mode
-    if mode is None:
-        mode = "wormhole" if comm is None else "packet"
-        if comm is not None and comm.rank == 0:
-            print("pwormhole: note: Wormhole acceleration runs on in-process LPs; under mpirun the default is "
-                  "--mode packet", file=sys.stderr)
+    mode = args.mode or "wormhole"
     if mode not in ("wormhole", "packet"):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
@@ -171,8 +166,6 @@ def _accel_config(args, comm):
             if getattr(args, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
-    if comm is not None:
-        raise InputError("--mode wormhole runs on in-process LPs (--lps N); under mpirun use --mode packet")
     cfg = AccelConfig()
     if args.theta is not None:
         if not 0 < args.theta < 1:
@@ -196,7 +189,7 @@ def _accel_config(args, comm):
     return cfg
 
 
-def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
+def _run_mpi(comm, scn, out, until_ps, args, owner, accel) -> None:
     """Run under MPI: a failure on any rank ends every rank with that rank's message."""
     from .simulation import simulate
     from .sync.mpi import abort
@@ -205,7 +198,8 @@ def _run_mpi(comm, scn, out, until_ps, args, owner) -> None:
         if os.environ.get("PWORMHOLE_FAIL_RANK") == str(comm.rank):  # fault-injection hook for the tests
             raise RuntimeError("injected failure (PWORMHOLE_FAIL_RANK)")
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
-                 progress=None if not args.no_progress else False, plot=args.plot)
+                 progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
+                 memo_cache=args.memo_cache)
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
@@ -288,7 +282,7 @@ def add_run_arguments(r) -> None:
     r.add_argument("--seed", type=int, default=1, help="seed of the per-node random streams (default 1)")
     r.add_argument("--mode", choices=("wormhole", "packet"),
                    help="wormhole (default: fast-forward steady states, memoize transients) or packet (the "
-                        "reference); under mpirun the default is packet")
+                        "reference)")
     w = r.add_argument_group("Wormhole acceleration")
     w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")

@@ -109,8 +109,6 @@ class PacketRun:
         self.n_lps = n_lps if comm is None else comm.size
         self.accel = None
         if accel is not None:
-            if comm is not None:
-                raise InputError("--mode wormhole runs on in-process LPs (--lps N); under mpirun use --mode packet")
             from .accel.wormhole import Wormhole
             self.accel = Wormhole(self.net, self.lps, accel, memo)
         self.sync_wall_s = 0.0
@@ -143,7 +141,7 @@ class PacketRun:
         accel = self.accel
         lps = self.lps
 
-        def on_boundary(t_ps: int, done, recs, op_recs) -> bool:
+        def on_boundary(t_ps: int, done, recs, op_recs, accel_report=None) -> bool:
             if done:
                 for fid, t_fin, t_start in done:
                     finish[fid] = t_fin
@@ -155,7 +153,9 @@ class PacketRun:
             for op, t0, t1 in op_recs:
                 op_times[op] = (t0, t1)
             if accel is not None:
-                accel.on_boundary(t_ps, done)
+                if accel_report is None:  # in-process LPs: every LP's report is here
+                    accel_report = accel.local_report(t_ps)
+                accel.on_boundary(t_ps, done, accel_report)
             else:
                 for lp in lps:
                     lp.started.clear()
@@ -167,7 +167,7 @@ class PacketRun:
         check = {"next": self.stall_check_ps, "last": None, "since": 0}
 
         def on_boundary_watch(t_ps: int, done, recs, op_recs) -> bool:
-            if on_boundary(t_ps, done, recs, op_recs):
+            if on_boundary(t_ps, done, recs, op_recs, None):
                 return True
             if watch and t_ps >= check["next"]:
                 check["next"] = t_ps + self.stall_check_ps
@@ -186,7 +186,7 @@ class PacketRun:
             else:
                 from .sync.mpi import run_windows_mpi
                 self.t_end_ps, self.windows, self.sync_wall_s = run_windows_mpi(
-                    self.lps[0], self.comm, self.net.nodes, self.net.window_ps, stop_ps, on_boundary)
+                    self.lps[0], self.comm, self.net.nodes, self.net.window_ps, stop_ps, on_boundary, accel)
         finally:
             bar.close()
             self.wall_s = time.perf_counter() - wall0

@@ -145,3 +145,35 @@ def test_assignment_cutting_a_short_link_is_refused():
     plan = make_plan(topo, 2, scn.flows)
     assert plan.owner[0] == plan.owner[2] and plan.owner[1] == plan.owner[3]
     assert PacketRun(scn, n_lps=2, owner=plan.owner).run().complete
+
+
+PAIRS = ["--topology", "fat-tree:k=4", "--flows", ROOT / "tests" / "data" / "wormhole" / "fat_tree_pairs.txt"]
+TRAINING = ["--model", "gpt-350m", "--gpus", "8", "--tp", "4", "--layers", "1", "--topology",
+            "rail-optimized:gpus=8,gpus_per_server=4"]
+
+
+@needs_mpi
+@pytest.mark.parametrize("name,args", [("pairs-wormhole", ["--mode", "wormhole", *PAIRS]),
+                                       ("training-packet", ["--mode", "packet", *TRAINING]),
+                                       ("training-wormhole", ["--mode", "wormhole", *TRAINING])])
+def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
+    """Wormhole decisions use replicated data only, so skips and memo hits are the same on any rank count."""
+    one = subprocess.run([sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", tmp_path / "one",
+                          "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert one.returncode == 0, one.stderr
+    three = subprocess.run([sys.executable, "-m", "pwormhole", "run", *map(str, args), "--lps", "3", "--out",
+                            tmp_path / "three", "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert three.returncode == 0, three.stderr
+    two = _mpirun(2, *args, "--out", tmp_path / "two", "--no-progress")
+    assert two.returncode == 0, two.stderr
+    ref = (tmp_path / "one" / "fct.txt").read_bytes()
+    assert ref and ref == (tmp_path / "two" / "fct.txt").read_bytes() == (tmp_path / "three" / "fct.txt").read_bytes()
+    s1, s2 = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "two"))
+    assert s1["complete"] and s2["complete"] and s2["ranks"] == 2
+    if "wormhole" in name:
+        assert (s1["skips"], s1["memo_hits"], s1["memo_misses"]) == (s2["skips"], s2["memo_hits"], s2["memo_misses"])
+    if name == "pairs-wormhole":
+        assert s1["skips"] >= 2
+    if "training" in name:
+        for d in ("two", "three"):
+            assert (tmp_path / "one" / "collectives.csv").read_bytes() == (tmp_path / d / "collectives.csv").read_bytes()

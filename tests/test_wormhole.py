@@ -84,8 +84,8 @@ def test_memo_entries_never_shared_across_link_rates():
     k100b, g100b, _ = _group_graph(star_topo(3))
     k40, g40, _ = _group_graph(star_topo(3, rate=40 * 10**9))
     cache = MemoCache("t")
-    cache.insert(k100, g100, 5 * US, {0: {"bytes": 1, "goodput": 0.1, "state": {}},
-                                     1: {"bytes": 1, "goodput": 0.1, "state": {}}})
+    cache.insert(k100, g100, 5 * US, {0: {"bytes": 1, "goodput": 0.1, "rate_bps": G100},
+                                     1: {"bytes": 1, "goodput": 0.1, "rate_bps": G100}})
     assert k100 == k100b and cache.find(k100b, g100b) is not None
     assert k40 != k100 and cache.find(k40, g40) is None
     # and a graph with the same hash is still checked for isomorphism with its attributes
@@ -109,7 +109,7 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache", path,
                         "--out", out, "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
-    assert json.loads(path.read_text())["format"] == "pwormhole-memo-1"  # replaced by a good cache
+    assert json.loads(path.read_text())["format"] == "pwormhole-memo-2"  # replaced by a good cache
 
 
 def test_wormhole_identical_on_any_lp_count():

@@ -14,7 +14,8 @@ entry.
 
 An entry holds the convergence time (group formed -> steady), and per
 recorded flow the acknowledged bytes over the transient, the steady goodput
-and the congestion-control state at steady state.
+and the steady congestion-control rate (sampled values only, so every rank
+records the same entry).
 
 The cache can be saved (:meth:`MemoCache.save`) and loaded (:meth:`MemoCache.load`);
 a file made under another configuration, or an unreadable one, is ignored
@@ -33,7 +34,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-1"
+FORMAT = "pwormhole-memo-2"
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -67,9 +68,9 @@ def group_key(wh, g):
         graph.add_node(f"p{pid[p]}", label=label)
     for i, fid in enumerate(order):
         fs = wh.flows[fid]
-        graph.add_node(f"f{i}", label=f"f{_q_rate(fs.qp.rate_bps)}")
+        graph.add_node(f"f{i}", label=f"f{_q_rate(fs.rate())}")
         hop = 0
-        for p in wh._path(fs.qp.host.node_id, fs.qp.dst, fs.qp.hash):
+        for p in fs.data_ports:
             graph.add_edge(f"f{i}", f"p{pid[p]}", role=f"d{hop}")
             hop += 1
         for p in fs.ack_ports:

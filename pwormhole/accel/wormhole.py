@@ -31,7 +31,16 @@ touches the per-event path.
   (canonical flow-port graph with port and CC settings and quantized rates)
   is looked up; on a hit the group skips its transient: it is frozen for the
   recorded convergence time and wakes with the recorded bytes advanced and the
-  recorded congestion-control state.
+  recorded steady rates.
+
+**Same decisions on every rank** (DESIGN.md invariant 4). Decisions use only
+replicated data: the flow table (flows started and finished, exchanged at
+each boundary) and the samples, which each rank takes of the flows whose
+sender it owns (:meth:`Wormhole.local_report`) and which are exchanged before
+:meth:`Wormhole.on_boundary` runs. Byte advances are computed from sampled
+values only, so the sender's rank and the receiver's rank advance a flow by
+the same amount; each rank then changes only its own objects (its heap, its
+QPs, receivers and port queues).
 """
 
 from __future__ import annotations
@@ -46,8 +55,6 @@ from ..net.packet import (
     T_PFC,
 )
 
-QP_STATE = ("rate_bps", "target_rate_bps", "alpha", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage",
-            "cur_win", "u", "cur_rate_bps", "inc_stage")
 
 
 @dataclass
@@ -77,22 +84,35 @@ class AccelConfig:
 
 
 class FlowState:
-    __slots__ = ("fid", "qp", "rx_host", "ports", "data_hops", "ack_ports", "samples", "gid", "rtt_ps", "mtu",
-                 "wire_bytes", "ack_every")
+    """Replicated facts of an active flow (no reference to rank-local objects)."""
 
-    def __init__(self, fid, qp, rx_host, ports, data_hops, ack_ports):
-        self.fid = fid
-        self.qp = qp
-        self.rx_host = rx_host
-        self.ports = ports
-        self.data_hops = data_hops
-        self.ack_ports = ack_ports
+    __slots__ = ("fid", "src", "dst", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
+                 "rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps")
+
+    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack):
+        self.fid = flow.flow_id
+        self.src = flow.src
+        self.dst = flow.dst
+        self.size = flow.size_bytes
+        self.data_ports = data
+        self.data_hops = [p for p in data if isinstance(p, SwitchPort)]  # the INT hops, in order
+        self.ack_ports = ack
+        self.ports = set(data) | set(ack)
         self.samples = deque()
         self.gid = -1
-        self.rtt_ps = qp.base_rtt_ps
-        self.mtu = qp.mtu
-        self.wire_bytes = qp.mtu + qp.hdr_bytes
-        self.ack_every = 1
+        self.rtt_ps = rtt_ps
+        self.win_bytes = win_bytes
+        self.mtu = mtu
+        self.wire_bytes = mtu + hdr_bytes
+        self.line_rate_bps = data[0].rate_bps
+
+    def una(self) -> int:
+        """Acknowledged bytes at the last sample (0 before the first)."""
+        return self.samples[-1][2] if self.samples else 0
+
+    def rate(self) -> int:
+        """Congestion-control rate at the last sample (the line rate before the first)."""
+        return self.samples[-1][1] if self.samples else self.line_rate_bps
 
 
 class Group:
@@ -106,33 +126,38 @@ class Group:
         self.frozen = None  # Frozen while fast-forwarded
         self.memo_checked = False
         self.memo_key = None
-        self.memo_base = None  # {fid: acked bytes} when the group formed (recording a transient)
+        self.memo_base = None  # {fid: acked bytes, "@t": time} when the group formed (recording a transient)
 
 
 class Frozen:
-    __slots__ = ("t0", "wake_ps", "events", "busy", "goodput", "memo")
+    __slots__ = ("t0", "wake_ps", "events", "busy", "goodput", "una0", "memo")
 
-    def __init__(self, t0, wake_ps, events, busy, goodput, memo=None):
+    def __init__(self, t0, wake_ps, events, busy, goodput, una0, memo=None):
         self.t0 = t0
         self.wake_ps = wake_ps
         self.events = events
         self.busy = busy
         self.goodput = goodput  # fid -> bytes per ps
-        self.memo = memo  # (recorded entry, mapping) for a memo hit
+        self.una0 = una0  # fid -> acked bytes at the freeze (sampled)
+        self.memo = memo  # (recorded entry, flow id -> recorded index) for a memo hit
 
 
 class Wormhole:
-    """The boundary hook of an accelerated run over in-process LPs.
+    """The boundary hook of an accelerated run.
 
     Args:
         net: the :class:`~pwormhole.net.build.Network`.
-        lps: the logical processes (their heaps are filtered when groups freeze).
+        lps: the logical processes of this process (all of them in-process,
+            this rank's one under MPI); their heaps are filtered when groups freeze.
         cfg: an :class:`AccelConfig`.
         memo: a :class:`~pwormhole.accel.memo.MemoCache` (None: no memoization).
 
+    Call :meth:`local_report` after the window's events (before the exchange)
+    and :meth:`on_boundary` with every rank's reports merged.
+
     Counters: ``skips`` (freezes), ``skipped_ps`` (sum of frozen spans),
-    ``skipped_flow_ps`` (frozen spans x flows frozen),
-    ``memo_hits``, ``memo_misses``, ``wakes_interrupted``.
+    ``skipped_flow_ps`` (frozen spans x flows frozen), ``memo_hits``,
+    ``memo_misses``, ``wakes_interrupted``.
     """
 
     def __init__(self, net, lps, cfg: AccelConfig, memo=None):
@@ -146,32 +171,71 @@ class Wormhole:
         self.min_span_bytes = cfg.min_span_packets
         self.keep_samples = max(cfg.samples, 512)
         self.hpcc = net.cfg.cc_mode == 3
+        self.mtu = net.cfg.packet_payload_bytes
+        host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
+        self.hdr_bytes = host0.hdr_bytes if host0 is not None else 36
+        self.ack_bytes = host0.ack_bytes if host0 is not None else 48
         self.flows: dict[int, FlowState] = {}
+        self.net_finished: set = set()  # flows finished (a start reported after its finish is ignored)
         self.groups: dict[int, Group] = {}
         self.port_gid: dict = {}
         self.next_gid = 0
         self.next_sample_ps = 0
         self.skips = 0
         self.skipped_ps = 0
-        self.skipped_flow_ps = 0  # frozen span x flows frozen: skipped flow-time
+        self.skipped_flow_ps = 0
         self.memo_hits = 0
         self.memo_misses = 0
         self.wakes_interrupted = 0
+        self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}
+        self.local_hosts = [nd for lp in lps for nd in lp.nodes if not nd.is_switch]
         ack_interval = max(1, net.cfg.l2_ack_interval)
-        self.ack_every_pkts = max(1, -(-ack_interval // net.cfg.packet_payload_bytes))
+        self.ack_every_pkts = max(1, -(-ack_interval // self.mtu))
 
     # -- boundary ------------------------------------------------------------------
-    def on_boundary(self, t: int, done) -> None:
-        """Flow-table updates then acceleration decisions, at boundary ``t`` (ps)."""
-        for fid, _t_fin, _t_start in done:
-            self._flow_finished(fid, t)
+    def local_report(self, t: int):
+        """What this process contributes at boundary ``t``: ``(started flow ids,
+        samples or None)``; samples are ``(flow id, cc rate bps, acked bytes)`` of
+        the unfrozen flows whose sender is local, taken every ``sample_ps``."""
         started = []
         for lp in self.lps:
             if lp.started:
                 started.extend(lp.started)
                 lp.started.clear()
-        for fid in sorted(started):
+        samples = None
+        if t >= self.next_sample_ps:
+            samples = []
+            hpcc = self.hpcc
+            flows = self.flows
+            groups = self.groups
+            for h in self.local_hosts:
+                for fid, qp in h.sqp.items():
+                    fs = flows.get(fid)
+                    if fs is None or groups[fs.gid].frozen is not None:
+                        continue
+                    if hpcc and qp.win_bytes:
+                        rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
+                    else:
+                        rate = qp.rate_bps
+                    samples.append((fid, rate, qp.snd_una))
+        return started, samples
+
+    @staticmethod
+    def merge_reports(reports):
+        """Merge the reports of several LPs or ranks (order-independent)."""
+        started = sorted(f for st, _ in reports for f in st)
+        sampled = [s for _, sm in reports if sm is not None for s in sm]
+        any_samples = any(sm is not None for _, sm in reports)
+        return started, (sorted(sampled) if any_samples else None)
+
+    def on_boundary(self, t: int, done, report) -> None:
+        """Flow-table updates then acceleration decisions, at boundary ``t`` (ps);
+        ``report`` is the merged :meth:`local_report` of every LP."""
+        started, samples = report
+        for fid, _t_fin, _t_start in done:
+            self._flow_finished(fid, t)
+        for fid in started:
             self._flow_started(fid, t)
         for g in list(self.groups.values()):
             if g.frozen is not None and g.frozen.wake_ps <= t:
@@ -180,9 +244,17 @@ class Wormhole:
             for g in list(self.groups.values()):
                 if not g.memo_checked and g.frozen is None:
                     self._memo_lookup(g, t)
-        if t >= self.next_sample_ps:
+        if samples is not None:
             self.next_sample_ps = t + self.sample_ps
-            self._sample(t)
+            keep = self.keep_samples
+            for fid, rate, una in samples:
+                fs = self.flows.get(fid)
+                if fs is None or self.groups[fs.gid].frozen is not None:
+                    continue
+                q = fs.samples
+                q.append((t, rate, una))
+                if len(q) > keep:
+                    q.popleft()
             self._decide(t)
 
     # -- flow table and groups -----------------------------------------------------------
@@ -200,16 +272,14 @@ class Wormhole:
 
     def _flow_started(self, fid: int, t: int) -> None:
         f = self.net.flows[fid]
-        src = self.net.nodes[f.src]
-        qp = src.sqp.get(fid)
-        if qp is None:  # already finished inside the window it started in
+        if fid in self.net_finished:
             return
-        data = self._path(f.src, f.dst, qp.hash)
-        ack = self._path(f.dst, f.src, qp.hash)
-        ports = set(data) | set(ack)
-        fs = FlowState(fid, qp, self.net.nodes[f.dst], ports, [p for p in data if isinstance(p, SwitchPort)], ack)
-        fs.ack_every = self.ack_every_pkts
+        h = self.net.nodes[f.src].flow_hash[fid]
+        rtt_ps, win_bytes = self.net.qp_window(f)
+        fs = FlowState(f, rtt_ps, win_bytes, self.mtu, self.hdr_bytes, self._path(f.src, f.dst, h),
+                       self._path(f.dst, f.src, h))
         self.flows[fid] = fs
+        ports = set(fs.ports)
         gids = {self.port_gid[p] for p in ports if p in self.port_gid}
         flows = {fid}
         for gid in sorted(gids):
@@ -233,6 +303,7 @@ class Wormhole:
         return g
 
     def _flow_finished(self, fid: int, t: int) -> None:
+        self.net_finished.add(fid)
         fs = self.flows.pop(fid, None)
         if fs is None:
             return
@@ -263,22 +334,6 @@ class Wormhole:
             self._new_group(comp, ports, t)
 
     # -- steady state ------------------------------------------------------------------
-    def _sample(self, t: int) -> None:
-        hpcc = self.hpcc
-        keep = self.keep_samples
-        for fs in self.flows.values():
-            if self.groups[fs.gid].frozen is not None:
-                continue
-            qp = fs.qp
-            if hpcc and qp.win_bytes:
-                rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
-            else:
-                rate = qp.rate_bps
-            s = fs.samples
-            s.append((t, rate, qp.snd_una))
-            if len(s) > keep:
-                s.popleft()
-
     def _goodput(self, fs: FlowState, since: int):
         """Bytes per ps over the steady span, or None when not steady (or too few samples)."""
         s = [x for x in fs.samples if x[0] >= since and x[2] > 0]
@@ -289,7 +344,7 @@ class Wormhole:
         mean = sum(rates) / len(rates)
         if mean <= 0 or (max(rates) - min(rates)) / mean >= self.cfg.theta:
             return None
-        # goodput over the last samples holding at least min_packets packets (estimation error < 1/min_packets)
+        # goodput over the last samples holding at least min_span_packets packets (error ~ 1/min_span_packets)
         t1, _, b1 = s[-1]
         i = len(s) - need
         while i > 0 and b1 - s[i][2] < self.min_span_bytes * fs.mtu:
@@ -308,11 +363,12 @@ class Wormhole:
         return (b1 - b0) / (t1 - t0)
 
     def _decide(self, t: int) -> None:
-        for g in list(self.groups.values()):
+        for gid in sorted(self.groups):
+            g = self.groups[gid]
             if g.frozen is not None:
                 continue
             goodput = {}
-            for fid in g.flows:
+            for fid in sorted(g.flows):
                 gp = self._goodput(self.flows[fid], g.formed_ps)
                 if gp is None:
                     break
@@ -323,19 +379,20 @@ class Wormhole:
                 if self.cfg.skip:
                     self._try_freeze(g, t, goodput)
 
-    def _predicted_wake(self, g: Group, t: int, goodput: dict, advance: dict | None = None) -> int:
+    def _room(self, fs: FlowState, una0: int, goodput: float) -> int:
+        """Bytes a flow may advance from ``una0`` and still have packets to send
+        after it (two in-flight windows and a packet are kept)."""
+        inflight = max(fs.win_bytes, int(goodput * fs.rtt_ps), fs.mtu)
+        return max(0, (fs.size - una0 - 2 * inflight - fs.mtu) // fs.mtu * fs.mtu)
+
+    def _try_freeze(self, g: Group, t: int, goodput: dict) -> None:
         wake = None
         for fid in g.flows:
             fs = self.flows[fid]
-            qp = fs.qp
-            left = qp.size - qp.snd_una - (advance.get(fid, 0) if advance else 0)
-            done = t + int(left / goodput[fid]) - self.cfg.margin_rtts * fs.rtt_ps
+            done = t + int((fs.size - fs.una()) / goodput[fid]) - self.cfg.margin_rtts * fs.rtt_ps
             if wake is None or done < wake:
                 wake = done
-        return (wake // self.window_ps) * self.window_ps
-
-    def _try_freeze(self, g: Group, t: int, goodput: dict) -> None:
-        wake = self._predicted_wake(g, t, goodput)
+        wake = (wake // self.window_ps) * self.window_ps
         if wake - t < self.min_skip_ps:
             return
         self._freeze(g, t, wake, goodput)
@@ -369,25 +426,25 @@ class Wormhole:
         for p in ports:
             busy[p] = p.busy
             p.busy = True  # held: kick() returns, arrivals queue up
-        g.frozen = Frozen(t, wake_ps, events, busy, goodput, memo)
+        una0 = {fid: self.flows[fid].una() for fid in flows}
+        g.frozen = Frozen(t, wake_ps, events, busy, goodput, una0, memo)
         self.skips += 1
 
     def _wake(self, g: Group, t: int) -> None:
         fz = g.frozen
         g.frozen = None
+        self.woke = True
         d = t - fz.t0
         self.skipped_ps += d
         self.skipped_flow_ps += d * len(g.flows)
         if fz.memo is not None:
-            advance = self._memo_apply(g, fz.memo)
+            advance = self._memo_apply(g, fz)
         else:
             advance = {}
             for fid in g.flows:
                 fs = self.flows[fid]
-                qp = fs.qp
                 b = int(fz.goodput[fid] * d) // fs.mtu * fs.mtu
-                room = (qp.size - qp.snd_nxt - 1) // fs.mtu * fs.mtu  # keep at least one packet to send
-                advance[fid] = max(0, min(b, room))
+                advance[fid] = min(b, self._room(fs, fz.una0[fid], fz.goodput[fid]))
         self._advance(g, fz, d, advance)
         heap_of = self.heap_of
         for ev in fz.events:
@@ -397,14 +454,15 @@ class Wormhole:
         for p, was in fz.busy.items():
             p.busy = was
         for p in sorted(fz.busy, key=lambda p: (p.node.node_id, p.idx)):
-            if not p.busy:
+            if not p.busy and p.node.node_id in heap_of:
                 p.kick(t)
         for fid in g.flows:  # the history before the skip does not describe what follows
             self.flows[fid].samples.clear()
         g.formed_ps = t
 
     def _advance(self, g: Group, fz: Frozen, d: int, advance: dict) -> None:
-        """Move every flow of ``g`` forward by ``advance[fid]`` bytes and ``d`` ps (invariant 5)."""
+        """Move every flow of ``g`` forward by ``advance[fid]`` bytes and ``d`` ps
+        (invariant 5), on this process's objects."""
         port_adv: dict = {}
         for fid, b in advance.items():
             if b <= 0:
@@ -413,48 +471,53 @@ class Wormhole:
             pkts = b // fs.mtu
             for p in fs.data_hops:
                 port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
-            acks = pkts // fs.ack_every
+            acks = pkts // self.ack_every_pkts
             for p in fs.ack_ports:
-                port_adv[p] = port_adv.get(p, 0) + acks * 76
+                port_adv[p] = port_adv.get(p, 0) + acks * self.ack_bytes
+        local = self.heap_of
         for p, a in port_adv.items():
             p.tx_bytes += a
         t0 = fz.t0
+        nodes = self.net.nodes
         for fid in g.flows:
             fs = self.flows[fid]
             b = advance.get(fid, 0)
-            qp = fs.qp
-            host = qp.host
-            qp.snd_nxt += b
-            qp.snd_una += b
-            qp.max_sent += b
-            host.bytes_sent += b
-            if qp.rto_una >= 0:
-                qp.rto_una += b
-            if qp.last_update_seq > 0:
-                qp.last_update_seq += b
-            if qp.next_avail_ps >= t0:
-                qp.next_avail_ps += d
-            if qp.hops:
-                qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
-            rx = fs.rx_host.rx.get(fid)
-            if rx is None and b > 0:  # nothing arrived yet: the receiver starts from the advanced position
-                rx = fs.rx_host.rx[fid] = [0, fs.rx_host.ack_interval, -1, -1, qp.size]
-            if rx is not None:
-                rx[0] += b
-                rx[1] += b
-                if rx[2] >= t0:
-                    rx[2] += d
-                if rx[3] >= 0:
-                    rx[3] += b
-                fs.rx_host.bytes_delivered += b
+            if fs.src in local:
+                host = nodes[fs.src]
+                qp = host.sqp.get(fid)
+                if qp is not None:
+                    qp.snd_nxt += b
+                    qp.snd_una += b
+                    qp.max_sent += b
+                    host.bytes_sent += b
+                    if qp.rto_una >= 0:
+                        qp.rto_una += b
+                    if qp.last_update_seq > 0:
+                        qp.last_update_seq += b
+                    if qp.next_avail_ps >= t0:
+                        qp.next_avail_ps += d
+                    if qp.hops:
+                        qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
+            if fs.dst in local:
+                rx_host = nodes[fs.dst]
+                rx = rx_host.rx.get(fid)
+                if rx is None and b > 0:  # nothing arrived yet: the receiver starts from the advanced position
+                    rx = rx_host.rx[fid] = [0, rx_host.ack_interval, -1, -1, fs.size]
+                if rx is not None:
+                    rx[0] += b
+                    rx[1] += b
+                    if rx[2] >= t0:
+                        rx[2] += d
+                    if rx[3] >= 0:
+                        rx[3] += b
+                    rx_host.bytes_delivered += b
         seen_int: set = set()
 
         def shift_pkt(pkt):
             if pkt[P_TYPE] == T_PFC:
                 return
             fid = pkt[P_FLOW]
-            b = advance.get(fid, 0)
-            pkt[P_SEQ] += b
+            pkt[P_SEQ] += advance.get(fid, 0)
             hops = pkt[P_INT]
             if hops and id(hops) not in seen_int:
                 seen_int.add(id(hops))
@@ -464,6 +527,8 @@ class Wormhole:
             if ev[2] == EV_ARRIVE_HOST or ev[2] == EV_ARRIVE_SWITCH:
                 shift_pkt(ev[4])
         for p in g.ports:
+            if p.node.node_id not in local:
+                continue
             if isinstance(p, SwitchPort):
                 for q in p.qs:
                     for pkt in q:
@@ -492,16 +557,16 @@ class Wormhole:
         hit = self.memo.find(key, graph)
         if hit is None:
             self.memo_misses += 1
-            g.memo_base = {fid: self.flows[fid].qp.snd_una for fid in g.flows}
+            g.memo_base = {fid: self.flows[fid].una() for fid in g.flows}
             g.memo_base["@t"] = t
             return
         entry, idx_map = hit
         mapping = {order[i]: j for i, j in idx_map.items()}  # flow id -> recorded flow index
         # refuse when a flow would finish inside the recorded transient
         for fid in g.flows:
-            qp = self.flows[fid].qp
+            fs = self.flows[fid]
             rec = entry.flows[mapping[fid]]
-            if qp.size - qp.snd_una <= rec["bytes"] + 2 * rec["goodput"] * entry.convergence_ps + 4 * qp.mtu:
+            if fs.size - fs.una() <= rec["bytes"] + 2 * rec["goodput"] * entry.convergence_ps + 4 * fs.mtu:
                 g.memo_base = None
                 return
         wake = t + -(-entry.convergence_ps // self.window_ps) * self.window_ps
@@ -514,27 +579,30 @@ class Wormhole:
         key, graph, order = g.memo_key
         flows = {}
         for i, fid in enumerate(order):
-            qp = self.flows[fid].qp
-            flows[i] = {"bytes": qp.snd_una - base[fid], "goodput": goodput[fid],
-                        "state": {k: getattr(qp, k) for k in QP_STATE}}
+            fs = self.flows[fid]
+            flows[i] = {"bytes": fs.una() - base[fid], "goodput": goodput[fid], "rate_bps": fs.rate()}
         self.memo.insert(key, graph, t - base["@t"], flows)
 
-    def _memo_apply(self, g: Group, memo) -> dict:
-        entry, mapping = memo
+    def _memo_apply(self, g: Group, fz: Frozen) -> dict:
+        from ..net.cc import set_rate
+        entry, mapping = fz.memo
         advance = {}
+        local = self.heap_of
         for fid in g.flows:
             fs = self.flows[fid]
-            qp = fs.qp
             rec = entry.flows[mapping[fid]]
             b = rec["bytes"] // fs.mtu * fs.mtu
-            room = (qp.size - qp.snd_nxt - 1) // fs.mtu * fs.mtu
-            advance[fid] = max(0, min(b, room))
-            state = rec["state"]
-            from ..net.cc import set_rate
-            set_rate(qp, state["rate_bps"])
-            for k, v in state.items():
-                if k != "rate_bps" and k != "cur_win":
-                    setattr(qp, k, v)
+            advance[fid] = min(b, self._room(fs, fz.una0[fid], rec["goodput"]))
+            if fs.src in local:
+                qp = self.net.nodes[fs.src].sqp.get(fid)
+                if qp is not None:  # jump to the recorded steady rate
+                    rate = int(rec["rate_bps"])
+                    if self.hpcc:
+                        qp.cur_rate_bps = min(rate, qp.max_rate_bps)
+                        rate = qp.cur_rate_bps
+                    else:
+                        qp.target_rate_bps = min(rate, qp.max_rate_bps)
+                    set_rate(qp, min(rate, qp.max_rate_bps))
         return advance
 
     def next_wake_ps(self) -> int:
@@ -546,7 +614,8 @@ class Wormhole:
         return w
 
     def stats(self) -> dict:
-        return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps, "memo_hits": self.memo_hits,
-                "memo_misses": self.memo_misses, "wakes_interrupted": self.wakes_interrupted,
+        return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
+                "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
+                "wakes_interrupted": self.wakes_interrupted,
                 "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

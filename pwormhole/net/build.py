@@ -101,12 +101,11 @@ class Network:
             if not node.is_switch:
                 node.lossy = self.lossy
                 node.rto_ps = DEFAULT_RTO_PS
-        self._reach: dict[int, set] = {}
         for f in flows:
             self.nodes[f.src].flow_hash[f.flow_id] = ecmp_hash(f.src, f.dst, f.sport, f.dport)
             self.route_to(f.dst)
             self.route_to(f.src)
-            if f.src not in self._reach[f.dst]:
+            if not self._reaches(f.src, f.dst):
                 raise InputError(f"flow {f.flow_id}: host {f.dst} is unreachable from host {f.src} "
                                  f"(no path through switches in {topo.name})", topo.source)
         self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
@@ -179,13 +178,21 @@ class Network:
         if dst in self._routed:
             return
         self._routed.add(dst)
-        hops = next_hops(self.topo, self.adj, dst)
-        self._reach[dst] = set(hops)
-        for u, ks in hops.items():
+        for u, ks in next_hops(self.topo, self.adj, dst).items():
             node = self.nodes[u]
             if type(node.routes) is OnePortRoutes:
                 continue  # a single-port host stores nothing (memory stays linear in nodes + flows)
             node.routes[dst] = [node.ports[k] for k in ks]
+
+    def _reaches(self, src: int, dst: int) -> bool:
+        """Whether ``src`` has a route to ``dst`` (after ``route_to(dst)``), read from
+        the route tables: keeping the set of nodes that reach each destination
+        would cost nodes x destinations."""
+        node = self.nodes[src]
+        if type(node.routes) is OnePortRoutes:
+            peer = node.ports[0].peer
+            return peer.node_id == dst or (peer.is_switch and dst in peer.routes)
+        return dst in node.routes
 
     # -- pair facts (third.cc pairDelay / pairTxDelay / pairBw) -------------------
     def _facts_from(self, src: int) -> dict[int, tuple[int, int, int]]:

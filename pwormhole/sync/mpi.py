@@ -98,8 +98,14 @@ def abort(comm, code: int) -> None:
     comm.Abort(code)
 
 
-def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) -> tuple[int, int, float]:
+def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None) -> tuple[int, int, float]:
     """The window loop of :func:`pwormhole.sync.local.run_windows` across MPI ranks.
+
+    With Wormhole acceleration (``accel``), each rank's
+    :meth:`~pwormhole.accel.wormhole.Wormhole.local_report` (flows started,
+    samples of its senders) travels in the same exchange, and
+    ``on_boundary`` receives every rank's reports merged, so all ranks take
+    the same decisions; frozen groups' wake times count as pending events.
 
     Returns ``(last boundary, windows run, seconds spent in the exchange)``.
     """
@@ -109,6 +115,8 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
     sync_s = 0.0
     t0 = time.perf_counter()
     t_min = comm.allreduce(lp.next_time(), op=_min_op())
+    if accel is not None:
+        t_min = min(t_min, accel.next_wake_ps() - 1)
     sync_s += time.perf_counter() - t0
     windows = 0
     t_end = 0
@@ -120,6 +128,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
             t_end = stop_ps
         lp.run_until(t_end)
         local_min = lp.next_time()
+        rep = accel.local_report(t_end) if accel is not None else None
         out = [[] for _ in range(size)]
         for peer, box in lp.outboxes.items():
             if box:
@@ -135,7 +144,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
         lp.pfc_log.clear()
         ops = lp.op_log[:]
         lp.op_log.clear()
-        payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops) for p in range(size)]
+        payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops, rep) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
         sync_s += time.perf_counter() - t0
@@ -143,7 +152,9 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
         done = []
         recs = []
         op_recs = []
-        for evs, peer_min, peer_fin, peer_pfc, peer_ops in got:
+        reps = []
+        for evs, peer_min, peer_fin, peer_pfc, peer_ops, peer_rep in got:
+            reps.append(peer_rep)
             for t, k, kind, nid, arg in evs:
                 heappush(heap, (t, k, kind, nodes[nid], arg))
             if peer_min < t_min:
@@ -156,9 +167,22 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary) 
         recs.sort()
         op_recs.sort()
         windows += 1
-        stop = on_boundary(t_end, done, recs if rank == 0 else [], op_recs)
+        merged = accel.merge_reports(reps) if accel is not None else None
+        stop = on_boundary(t_end, done, recs if rank == 0 else [], op_recs, merged)
         if stop:
             return t_end, windows, sync_s
+        if accel is not None:
+            if accel.woke:  # woken groups put events back (and kicked ports): find the new global minimum
+                accel.woke = False
+                mine = lp.next_time()
+                for box in lp.outboxes.values():
+                    for ev in box:
+                        if ev[0] < mine:
+                            mine = ev[0]
+                t0 = time.perf_counter()
+                t_min = comm.allreduce(mine, op=_min_op())
+                sync_s += time.perf_counter() - t0
+            t_min = min(t_min, accel.next_wake_ps() - 1)  # a frozen group's wake (same value on every rank)
 
 
 def _min_op():
