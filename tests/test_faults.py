@@ -558,3 +558,22 @@ def test_fuzz_config_reader_and_scenario(tmp_path, data):
         from_hpcc_config(str(p))
     except InputError as e:
         assert "\n" not in str(e) and str(e).startswith(str(root)), str(e)
+
+
+SIMAI_DATA = Path(__file__).resolve().parent / "data"
+SIMAI_WORKLOADS = ["simai/simai/example/microAllReduce.txt", "simai/simai/pr_examples/workload_gpt7b_64g.txt",
+                   "simai/aicb/simAI/model_workload/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1_A100.txt"]
+SIMAI_TOPOS = ["simai_topo/Rail_Opti_SingleToR_16g_8gps_200Gbps_H20", "simai_topo/Spectrum-X_16g_8gps_100Gbps_A100"]
+
+
+@_FUZZ
+@given(data=st.data())
+def test_fuzz_simai_readers(tmp_path, data):
+    """Case 15 for SimAI inputs: mutated workloads and topologies parse or fail with one line naming the file."""
+    from pwormhole.topology.simai import read_simai_topology
+    from pwormhole.workload.simai import read_simai_workload
+
+    rel = data.draw(st.sampled_from(SIMAI_WORKLOADS + SIMAI_TOPOS))
+    text = (SIMAI_DATA / rel).read_text(encoding="utf-8", errors="surrogateescape")
+    p = _write(Path(tempfile.mkdtemp(dir=tmp_path)) / Path(rel).name, _mutate(data, text))
+    _parses_or_one_line(read_simai_topology if rel.startswith("simai_topo") else read_simai_workload, p)
