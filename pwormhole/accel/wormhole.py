@@ -239,7 +239,10 @@ class Wormhole:
             self._flow_started(fid, t)
         for g in list(self.groups.values()):
             if g.frozen is not None and g.frozen.wake_ps <= t:
-                self._wake(g, t)
+                fz = g.frozen
+                advance = self._wake(g, t)
+                if fz.memo is not None and self.cfg.skip:  # now in the recorded steady state: skip on at once
+                    self._skip_after_memo(g, t, fz, advance)
         if self.memo is not None:
             for g in list(self.groups.values()):
                 if not g.memo_checked and g.frozen is None:
@@ -398,7 +401,7 @@ class Wormhole:
         self._freeze(g, t, wake, goodput)
 
     # -- freeze / wake ---------------------------------------------------------------------
-    def _freeze(self, g: Group, t: int, wake_ps: int, goodput: dict, memo=None) -> None:
+    def _freeze(self, g: Group, t: int, wake_ps: int, goodput: dict, memo=None, una0: dict | None = None) -> None:
         ports = g.ports
         flows = g.flows
         events = []
@@ -426,7 +429,8 @@ class Wormhole:
         for p in ports:
             busy[p] = p.busy
             p.busy = True  # held: kick() returns, arrivals queue up
-        una0 = {fid: self.flows[fid].una() for fid in flows}
+        if una0 is None:
+            una0 = {fid: self.flows[fid].una() for fid in flows}
         g.frozen = Frozen(t, wake_ps, events, busy, goodput, una0, memo)
         self.skips += 1
 
@@ -459,6 +463,26 @@ class Wormhole:
         for fid in g.flows:  # the history before the skip does not describe what follows
             self.flows[fid].samples.clear()
         g.formed_ps = t
+        return advance
+
+    def _skip_after_memo(self, g: Group, t: int, fz: Frozen, advance: dict) -> None:
+        """After a memo jump the group is in the recorded steady state: fast-forward it
+        with the recorded goodputs, without sampling it again."""
+        entry, mapping = fz.memo
+        goodput, una = {}, {}
+        wake = None
+        for fid in g.flows:
+            fs = self.flows[fid]
+            gp = entry.flows[mapping[fid]]["goodput"]
+            if gp <= 0:
+                return
+            goodput[fid] = gp
+            una[fid] = fz.una0[fid] + advance.get(fid, 0)
+            done = t + int((fs.size - una[fid]) / gp) - self.cfg.margin_rtts * fs.rtt_ps
+            wake = done if wake is None or done < wake else wake
+        wake = (wake // self.window_ps) * self.window_ps
+        if wake - t >= self.min_skip_ps:
+            self._freeze(g, t, wake, goodput, una0=una)
 
     def _advance(self, g: Group, fz: Frozen, d: int, advance: dict) -> None:
         """Move every flow of ``g`` forward by ``advance[fid]`` bytes and ``d`` ps
