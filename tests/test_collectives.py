@@ -148,3 +148,22 @@ def test_bad_dag_inputs():
     dag.compute(9, 1)
     with pytest.raises(InputError, match="node 9 is not a host"):
         run_dag(dag)
+
+
+def test_tp_group_of_24_gpus_over_three_servers():
+    """Issue 7 case 12: a ring all-reduce on 24 GPUs of 3 servers (not a power of two; NVLink inside a
+    server, the rail fabric between servers) finishes with the expected volume."""
+    from pwormhole.scenario import topology_from_arg
+    topo = topology_from_arg("rail-optimized:gpus=24")
+    cfg = config()
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    dag = Dag()
+    size = 2_400_000
+    done = collective(dag, "allreduce", topo.gpus[:24], size, None, "tp24")
+    r = PacketRun(from_dag("t", topo, dag, cfg)).run()
+    assert r.complete and len(done) == 24
+    chunk = -(-size // 24)
+    c = r.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == 24 * 2 * 23 * chunk
+    crossing = [f for f in dag.flows if f.src // 8 != f.dst // 8]
+    assert len(crossing) == 3 * 2 * 23  # 3 of the 24 ring edges leave a server, in every one of the 46 steps
