@@ -287,8 +287,11 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")
     w.add_argument("--memo-cache", metavar="FILE", help="load the memo cache from FILE and save it back")
-    w.add_argument("--theta", type=float, help="steadiness threshold on (max-min)/mean of the rates (default 0.05)")
-    w.add_argument("--window", type=int, help="samples a flow must be steady over (default 8)")
+    from .accel.wormhole import AccelConfig
+    d = AccelConfig()
+    w.add_argument("--theta", type=float,
+                   help=f"steadiness threshold on (max-min)/mean of the rates (default {d.theta})")
+    w.add_argument("--window", type=int, help=f"samples a flow must be steady over (default {d.samples})")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")

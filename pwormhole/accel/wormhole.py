@@ -73,7 +73,7 @@ class AccelConfig:
         memo: memoize transients.
     """
 
-    theta: float = 0.05
+    theta: float = 0.02
     samples: int = 8
     sample_ps: int = 0
     margin_rtts: int = 4
@@ -169,7 +169,7 @@ class Wormhole:
         self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
         self.window_ps = net.window_ps
         self.min_span_bytes = cfg.min_span_packets
-        self.keep_samples = max(cfg.samples, 512)
+        self.keep_samples = max(cfg.samples, 2048)  # slow flows need a long span for min_span_packets
         self.hpcc = net.cfg.cc_mode == 3
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
@@ -243,10 +243,6 @@ class Wormhole:
                 advance = self._wake(g, t)
                 if fz.memo is not None and self.cfg.skip:  # now in the recorded steady state: skip on at once
                     self._skip_after_memo(g, t, fz, advance)
-        if self.memo is not None:
-            for g in list(self.groups.values()):
-                if not g.memo_checked and g.frozen is None:
-                    self._memo_lookup(g, t)
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
@@ -258,6 +254,14 @@ class Wormhole:
                 q.append((t, rate, una))
                 if len(q) > keep:
                     q.popleft()
+            if self.memo is not None:
+                # a new group is looked up once every flow has a sample taken now: its acked
+                # bytes are then exact, so a recording starts, and a replay jumps, from known state
+                for gid in sorted(self.groups):
+                    g = self.groups[gid]
+                    if not g.memo_checked and g.frozen is None and all(
+                            self.flows[f].samples and self.flows[f].samples[-1][0] == t for f in g.flows):
+                        self._memo_lookup(g, t)
             self._decide(t)
 
     # -- flow table and groups -----------------------------------------------------------
@@ -593,6 +597,7 @@ class Wormhole:
             if fs.size - fs.una() <= rec["bytes"] + 2 * rec["goodput"] * entry.convergence_ps + 4 * fs.mtu:
                 g.memo_base = None
                 return
+        g.memo_base = None
         wake = t + -(-entry.convergence_ps // self.window_ps) * self.window_ps
         self.memo_hits += 1
         self._freeze(g, t, wake, {}, (entry, mapping))
@@ -602,10 +607,14 @@ class Wormhole:
         g.memo_base = None
         key, graph, order = g.memo_key
         flows = {}
+        conv = t - base["@t"]
         for i, fid in enumerate(order):
             fs = self.flows[fid]
-            flows[i] = {"bytes": fs.una() - base[fid], "goodput": goodput[fid], "rate_bps": fs.rate()}
-        self.memo.insert(key, graph, t - base["@t"], flows)
+            b = fs.una() - base[fid]
+            if b < 0 or b * 8_000_000_000_000 > fs.line_rate_bps * max(conv, 1):
+                return  # not a consistent recording (faster than the line): keep nothing
+            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate()}
+        self.memo.insert(key, graph, conv, flows)
 
     def _memo_apply(self, g: Group, fz: Frozen) -> dict:
         from ..net.cc import set_rate
