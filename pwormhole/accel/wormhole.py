@@ -46,6 +46,7 @@ QPs, receivers and port queues).
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from dataclasses import dataclass
 from heapq import heapify, heappush
 
@@ -342,25 +343,38 @@ class Wormhole:
 
     # -- steady state ------------------------------------------------------------------
     def _goodput(self, fs: FlowState, since: int):
-        """Bytes per ps over the steady span, or None when not steady (or too few samples)."""
-        s = [x for x in fs.samples if x[0] >= since and x[2] > 0]
+        """Bytes per ps over the steady span, or None when not steady (or too few samples).
+
+        Cost: the last ``samples`` samples first (most calls end there), then
+        only as far back as the goodput span needs.
+        """
+        q = fs.samples
         need = self.cfg.samples
-        if len(s) < need:
+        if len(q) < need:
             return None
-        rates = [x[1] for x in s[-need:]]
-        mean = sum(rates) / len(rates)
+        last = list(islice(reversed(q), need))  # newest first
+        if last[-1][0] < since or last[-1][2] <= 0:
+            return None
+        rates = [x[1] for x in last]
+        mean = sum(rates) / need
         if mean <= 0 or (max(rates) - min(rates)) / mean >= self.cfg.theta:
             return None
         # goodput over the last samples holding at least min_span_packets packets (error ~ 1/min_span_packets)
-        t1, _, b1 = s[-1]
-        i = len(s) - need
-        while i > 0 and b1 - s[i][2] < self.min_span_bytes * fs.mtu:
-            i -= 1
-        t0, _, b0 = s[i]
-        if b1 - b0 < self.min_span_bytes * fs.mtu:
+        t1, _, b1 = last[0]
+        want = self.min_span_bytes * fs.mtu
+        if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
-        mid = (i + len(s) - 1) // 2
-        tm, _, bm = s[mid]
+        span = []
+        for x in reversed(q):
+            if x[0] < since or x[2] <= 0:
+                break
+            span.append(x)
+            if len(span) >= need and b1 - x[2] >= want:
+                break
+        t0, _, b0 = span[-1]
+        if b1 - b0 < want:
+            return None
+        tm, _, bm = span[len(span) // 2]
         if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
             return None
         g1 = (bm - b0) / (tm - t0)
