@@ -109,7 +109,7 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache", path,
                         "--out", out, "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
-    assert json.loads(path.read_text())["format"] == "pwormhole-memo-2"  # replaced by a good cache
+    assert json.loads(path.read_text())["format"] == "pwormhole-memo-3"  # replaced by a good cache
 
 
 def test_wormhole_identical_on_any_lp_count():
@@ -136,3 +136,28 @@ def test_compare_writes_errors_and_speedups(tmp_path):
     assert c["iteration_time_error"] is None  # a flow list has no iterations
     assert (tmp_path / "fct_error_cdf.png").read_bytes()[:4] == b"\x89PNG"
     assert "FCT error mean" in r.stdout
+
+
+def test_memo_decisions_do_not_depend_on_the_process(tmp_path):
+    """Graph matching must not follow Python's per-process string hashing: a GPT iteration whose ring
+    groups hit the memo gives the same FCTs under different PYTHONHASHSEED values (it did not, before
+    the memo graphs used int vertices)."""
+    script = (
+        "from pwormhole.workload.models import build_model\n"
+        "from pwormhole.scenario import training_scenario, topology_from_arg\n"
+        "from pwormhole.simulation import PacketRun\n"
+        "from pwormhole.accel.wormhole import AccelConfig\n"
+        "from pwormhole.accel.memo import MemoCache\n"
+        "spec = build_model('gpt-7b', 16, tp=8, layers=1, seq_len=256)\n"
+        "scn = training_scenario(spec, topology_from_arg('rail-optimized:gpus=16'))\n"
+        "r = PacketRun(scn, accel=AccelConfig(), memo=MemoCache('t')).run()\n"
+        "assert r.complete and r.accel.memo_hits > 0\n"
+        "print(sorted(r.finish_ps.items()))\n")
+    outs = []
+    for seed in ("1", "2"):
+        import os
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                           env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT)))
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]

@@ -34,7 +34,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-2"
+FORMAT = "pwormhole-memo-3"
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -55,27 +55,32 @@ def _q_rate(bps: int) -> int:
 
 def group_key(wh, g):
     """``(wl_hash, graph, order)`` of group ``g`` of Wormhole ``wh``; ``order``
-    lists its flow ids in the index order used by the graph's flow vertices."""
+    lists its flow ids in the index order used by the graph's flow vertices.
+
+    Vertices are ints (flows ``0..F-1``, ports ``F..``), never strings, so that
+    graph matching does not depend on Python's per-process string hashing
+    (the same run must make the same memo decisions in every process).
+    """
     order = sorted(g.flows)
+    nf = len(order)
     graph = nx.Graph()
     pid: dict = {}
+    for i, fid in enumerate(order):
+        graph.add_node(i, label=f"f{_q_rate(wh.flows[fid].rate())}")
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
         if isinstance(p, SwitchPort):
             sw = p.node
             label += f"/s{p.kmin_bytes}/{p.kmax_bytes}/{p.pmax}/{p.headroom_bytes}/{p.pfc_shift}/{sw.buffer_bytes}"
-        pid[p] = len(pid)
-        graph.add_node(f"p{pid[p]}", label=label)
+        pid[p] = nf + len(pid)
+        graph.add_node(pid[p], label=label)
     for i, fid in enumerate(order):
         fs = wh.flows[fid]
-        graph.add_node(f"f{i}", label=f"f{_q_rate(fs.rate())}")
-        hop = 0
-        for p in fs.data_ports:
-            graph.add_edge(f"f{i}", f"p{pid[p]}", role=f"d{hop}")
-            hop += 1
+        for hop, p in enumerate(fs.data_ports):
+            graph.add_edge(i, pid[p], role=f"d{hop}")
         for p in fs.ack_ports:
-            if not graph.has_edge(f"f{i}", f"p{pid[p]}"):
-                graph.add_edge(f"f{i}", f"p{pid[p]}", role="a")
+            if not graph.has_edge(i, pid[p]):
+                graph.add_edge(i, pid[p], role="a")
     key = nx.weisfeiler_lehman_graph_hash(graph, node_attr="label", edge_attr="role", iterations=3)
     return key, graph, order
 
@@ -107,7 +112,7 @@ class MemoCache:
                               edge_match=lambda a, b: a["role"] == b["role"])
             if gm.is_isomorphic():
                 m = gm.mapping
-                return e, {int(n[1:]): int(m[n][1:]) for n in graph.nodes if n[0] == "f"}
+                return e, {n: m[n] for n, d in graph.nodes(data=True) if d["label"][0] == "f"}
         return None
 
     def insert(self, key: str, graph, convergence_ps: int, flows: dict) -> None:
