@@ -4,10 +4,13 @@
 Runs :func:`pwormhole.report.compare.compare` (packet mode, then Wormhole
 mode, in the same process) on:
 
-* one GPT-7B iteration (TP 1, so every byte of the data-parallel gradient
-  all-reduces crosses the NICs; ``--layers`` keeps it small) on rail-optimized
-  fabrics of 16, 32 and 64 GPUs, under DCQCN and under HPCC;
-* one Mixtral 8x7B (``moe-8x7b``) iteration with EP 8 all-to-alls;
+* one GPT-7B iteration, 1 layer, TP 8 (one server: TP all-reduces on
+  NVLink), sequence 256 (small activations), so the data-parallel gradient
+  all-reduces, whose rings run along the rails through the NICs, carry 80-85%
+  of the bytes; on rail-optimized fabrics of 16, 32 and 64 GPUs, under DCQCN
+  and under HPCC;
+* one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
+  so the expert all-to-alls cross the NICs;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``).
 
 For each it prints a markdown row: flows, mean and p99 per-flow FCT error,
@@ -18,12 +21,14 @@ its folder (``packet/``, ``wormhole/``, ``compare.json``) under ``<out>``.
 
     python3 bench/wormhole.py [--quick] [--only NAME[,NAME]] [--out bench-out/wormhole]
 
-``--quick`` runs the 16-GPU GPT (DCQCN) and S3 only.
+``--quick`` runs the 16-GPU GPT (DCQCN) and S3 only. The accelerator code
+changes often: each row records the AccelConfig it ran with (results.jsonl).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -43,17 +48,17 @@ S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn" / "config.txt"
 CC = {"dcqcn": 1, "hpcc": 3}
 
 
-def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b"):
+def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256):
     def make():
-        spec = build_model(model, gpus, tp=1, layers=layers)
+        spec = build_model(model, gpus, tp=tp, layers=layers, seq_len=seq_len)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
         return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
     return make
 
 
-def moe(gpus: int = 16, ep: int = 8, layers: int = 1, cc: str = "dcqcn"):
+def moe(gpus: int = 16, ep: int = 2, tp: int = 8, layers: int = 1, cc: str = "dcqcn", seq_len: int = 256):
     def make():
-        spec = build_model("moe-8x7b", gpus, tp=1, ep=ep, layers=layers)
+        spec = build_model("moe-8x7b", gpus, tp=tp, ep=ep, layers=layers, seq_len=seq_len)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
         return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
     return make
@@ -65,13 +70,13 @@ def s3():
 
 # name -> (description, factory)
 SCENARIOS = {
-    "gpt7b-16-dcqcn": ("GPT-7B 1 layer, TP1, 16 GPUs, DCQCN", gpt(16, "dcqcn")),
-    "gpt7b-32-dcqcn": ("GPT-7B 1 layer, TP1, 32 GPUs, DCQCN", gpt(32, "dcqcn")),
-    "gpt7b-64-dcqcn": ("GPT-7B 1 layer, TP1, 64 GPUs, DCQCN", gpt(64, "dcqcn")),
-    "gpt7b-16-hpcc": ("GPT-7B 1 layer, TP1, 16 GPUs, HPCC", gpt(16, "hpcc")),
-    "gpt7b-32-hpcc": ("GPT-7B 1 layer, TP1, 32 GPUs, HPCC", gpt(32, "hpcc")),
-    "gpt7b-64-hpcc": ("GPT-7B 1 layer, TP1, 64 GPUs, HPCC", gpt(64, "hpcc")),
-    "moe-16-ep8": ("Mixtral 8x7B 1 layer, EP8 TP1, 16 GPUs, DCQCN", moe(16, 8)),
+    "gpt7b-16-dcqcn": ("GPT-7B 1 layer, TP8, seq 256, 16 GPUs, DCQCN", gpt(16, "dcqcn")),
+    "gpt7b-32-dcqcn": ("GPT-7B 1 layer, TP8, seq 256, 32 GPUs, DCQCN", gpt(32, "dcqcn")),
+    "gpt7b-64-dcqcn": ("GPT-7B 1 layer, TP8, seq 256, 64 GPUs, DCQCN", gpt(64, "dcqcn")),
+    "gpt7b-16-hpcc": ("GPT-7B 1 layer, TP8, seq 256, 16 GPUs, HPCC", gpt(16, "hpcc")),
+    "gpt7b-32-hpcc": ("GPT-7B 1 layer, TP8, seq 256, 32 GPUs, HPCC", gpt(32, "hpcc")),
+    "gpt7b-64-hpcc": ("GPT-7B 1 layer, TP8, seq 256, 64 GPUs, HPCC", gpt(64, "hpcc")),
+    "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }
 QUICK = ["gpt7b-16-dcqcn", "s3-incast"]
@@ -96,6 +101,7 @@ def run_one(name: str, factory, out: Path, cfg: AccelConfig) -> dict:
     t = time.time()
     r = compare(factory, str(out / name), cfg, quiet=True)
     r["bench_wall_s"] = time.time() - t
+    r["accel"] = dataclasses.asdict(cfg)
     return r
 
 
