@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pwormhole.errors import InputError
 from pwormhole.tokens import TokenReader, to_float, to_int
 from pwormhole.topology.model import Link, Topology
 from pwormhole.units import parse_rate_bps, parse_time_ps
