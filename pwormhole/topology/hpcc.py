@@ -67,38 +67,46 @@ def read_hpcc_topology(path: str | os.PathLike) -> Topology:
                 raise r.error(f"switch id {sid} listed twice (first on line {switches[sid]})", line)
             switches[sid] = line
 
-        links: list[Link] = []
-        for i in range(n_links):
-            where = f"link {i + 1} of {n_links}"
-
-            def field(name: str) -> tuple[str, int]:
-                return r.take(f"{n_links} links of 5 values (src dst rate delay error_rate); "
-                              f"{where} has no {name}")
-
-            tok, line = field("src")
-            a = to_int(tok, f"node id (src of {where})", spath, line, 0, n_nodes - 1)
-            tok, line = field("dst")
-            b = to_int(tok, f"node id (dst of {where})", spath, line, 0, n_nodes - 1)
-            if a == b:
-                raise r.error(f"link {a}-{b} connects node {a} to itself", line)
-            tok, line = field("rate")
-            try:
-                rate = parse_rate_bps(tok)
-            except ValueError as e:
-                raise r.error(f"bad rate {tok!r} of link {a}-{b}: {e}", line) from None
-            tok, line = field("delay")
-            try:
-                delay = parse_time_ps(tok, default_unit="s")
-            except ValueError as e:
-                raise r.error(f"bad delay {tok!r} of link {a}-{b}: {e}", line) from None
-            tok, line = field("error_rate")
-            err = to_float(tok, f"error rate of link {a}-{b}", spath, line)
-            if not 0.0 <= err < 1.0:
-                raise r.error(f"error rate {tok!r} of link {a}-{b} is outside [0, 1)", line)
-            links.append(Link(a, b, rate, delay, err))
+        links = read_link_rows(r, r.take, n_links, n_nodes, spath)
 
     return Topology(n_nodes=n_nodes, switches=frozenset(switches), links=links,
                     name=Path(spath).stem, source=spath)
 
 
 __all__ = ["read_hpcc_topology"]
+
+
+def read_link_rows(r: TokenReader, take, n_links: int, n_nodes: int, spath: str) -> list[Link]:
+    """The ``src dst rate delay error_rate`` link rows shared by HPCC and SimAI
+    topology files; ``take(what)`` returns the next ``(token, line)``. Raises
+    InputError (file, line, value) for an end out of range, a self-loop, a bad
+    rate or delay, or an error rate outside ``[0, 1)``."""
+    links: list[Link] = []
+    for i in range(n_links):
+        where = f"link {i + 1} of {n_links}"
+
+        def field(name: str) -> tuple[str, int]:
+            return take(f"{n_links} links of 5 values (src dst rate delay error_rate); {where} has no {name}")
+
+        tok, line = field("src")
+        a = to_int(tok, f"node id (src of {where})", spath, line, 0, n_nodes - 1)
+        tok, line = field("dst")
+        b = to_int(tok, f"node id (dst of {where})", spath, line, 0, n_nodes - 1)
+        if a == b:
+            raise r.error(f"link {a}-{b} connects node {a} to itself", line)
+        tok, line = field("rate")
+        try:
+            rate = parse_rate_bps(tok)
+        except ValueError as e:
+            raise r.error(f"bad rate {tok!r} of link {a}-{b}: {e}", line) from None
+        tok, line = field("delay")
+        try:
+            delay = parse_time_ps(tok, default_unit="s")
+        except ValueError as e:
+            raise r.error(f"bad delay {tok!r} of link {a}-{b}: {e}", line) from None
+        tok, line = field("error_rate")
+        err = to_float(tok, f"error rate of link {a}-{b}", spath, line)
+        if not 0.0 <= err < 1.0:
+            raise r.error(f"error rate {tok!r} of link {a}-{b} is outside [0, 1)", line)
+        links.append(Link(a, b, rate, delay, err))
+    return links

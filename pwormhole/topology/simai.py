@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import TokenReader, to_float, to_int
-from pwormhole.topology.model import Link, Topology
-from pwormhole.units import parse_rate_bps, parse_time_ps
+from pwormhole.tokens import TokenReader, to_int
+from pwormhole.topology.hpcc import read_link_rows
+from pwormhole.topology.model import Topology
 
 _HEADER = "nodes gpus_per_server nvswitches switches links [gpu_type [ngpus_per_node]]"
 
@@ -115,34 +115,7 @@ def read_simai_topology(path: str | os.PathLike) -> Topology:
             if i < n_nv:
                 nvswitches.append(sid)
 
-        links: list[Link] = []
-        for i in range(n_links):
-            where = f"link {i + 1} of {n_links}"
-
-            def field(name: str) -> tuple[str, int]:
-                return take(f"{n_links} links of 5 values (src dst rate delay error_rate); {where} has no {name}")
-
-            tok, line = field("src")
-            a = to_int(tok, f"node id (src of {where})", spath, line, 0, n_nodes - 1)
-            tok, line = field("dst")
-            b = to_int(tok, f"node id (dst of {where})", spath, line, 0, n_nodes - 1)
-            if a == b:
-                raise r.error(f"link {a}-{b} connects node {a} to itself", line)
-            tok, line = field("rate")
-            try:
-                rate = parse_rate_bps(tok)
-            except ValueError as e:
-                raise r.error(f"bad rate {tok!r} of link {a}-{b}: {e}", line) from None
-            tok, line = field("delay")
-            try:
-                delay = parse_time_ps(tok, default_unit="s")
-            except ValueError as e:
-                raise r.error(f"bad delay {tok!r} of link {a}-{b}: {e}", line) from None
-            tok, line = field("error_rate")
-            err = to_float(tok, f"error rate of link {a}-{b}", spath, line)
-            if not 0.0 <= err < 1.0:
-                raise r.error(f"error rate {tok!r} of link {a}-{b} is outside [0, 1)", line)
-            links.append(Link(a, b, rate, delay, err))
+        links = read_link_rows(r, take, n_links, n_nodes, spath)
 
     name = Path(spath).name
     for suffix in (".txt", ".topo"):
