@@ -14,7 +14,7 @@ import sys
 import time
 
 from .errors import InputError, StuckError, Terminated
-from .lp.engine import LogicalProcess
+from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
 from .report.fct import IncrementalFile, fct_line, pfc_line
 from .report.summary import percentiles, readable, write_json_atomic
@@ -172,7 +172,8 @@ class PacketRun:
             if watch and t_ps >= check["next"]:
                 check["next"] = t_ps + self.stall_check_ps
                 mark = self._progress_mark()
-                if mark != check["last"]:
+                if mark != check["last"] or (accel is not None and accel.next_wake_ps() < INF_PS):
+                    # progress, or a group fast-forwarded (its bytes move at its wake)
                     check["last"], check["since"] = mark, t_ps
                 elif t_ps - check["since"] >= self.stall_ps and self._active_flows():
                     self.stuck = self._stuck_report(t_ps, f"no byte delivered for {format_time(t_ps - check['since'])}")
@@ -197,9 +198,7 @@ class PacketRun:
 
     # -- progress watchdog -------------------------------------------------------------
     def _progress_mark(self):
-        hosts = self._hosts
-        frozen = self.accel.skipped_flow_ps + self.accel.skips if self.accel is not None else 0
-        return (sum(h.bytes_delivered for h in hosts), len(self.finish_ps), len(self.op_times), frozen)
+        return (sum(h.bytes_delivered for h in self._hosts), len(self.finish_ps), len(self.op_times))
 
     def _active_flows(self) -> list:
         """``(flow id, src, dst, acked bytes, size)`` of flows started and not finished (this process's hosts)."""

@@ -482,7 +482,7 @@ class Host(Node):
         self.sqp = {}  # flow id -> SendQP (active senders)
         self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
         self.flow_hash = {}
-        self.finished = []  # (flow id, finish_ps) appended on completion; drained at boundaries
+        self.finished = []  # (flow id, finish_ps, start_ps) appended on completion; drained at boundaries
         self.lossy = False
         self.rto_ps = 0
         self.ack_interval = max(1, cfg.l2_ack_interval)
