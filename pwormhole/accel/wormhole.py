@@ -190,7 +190,6 @@ class Wormhole:
         self.wakes_interrupted = 0
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}
-        self.local_hosts = [nd for lp in lps for nd in lp.nodes if not nd.is_switch]
         ack_interval = max(1, net.cfg.l2_ack_interval)
         self.ack_every_pkts = max(1, -(-ack_interval // self.mtu))
 
@@ -210,16 +209,19 @@ class Wormhole:
             hpcc = self.hpcc
             flows = self.flows
             groups = self.groups
-            for h in self.local_hosts:
-                for fid, qp in h.sqp.items():
-                    fs = flows.get(fid)
-                    if fs is None or groups[fs.gid].frozen is not None:
-                        continue
+            nodes = self.net.nodes
+            local = self.heap_of
+            for fid, fs in flows.items():  # the active flows (not every host): cost O(active flows)
+                if fs.src not in local or groups[fs.gid].frozen is not None:
+                    continue
+                qp = nodes[fs.src].sqp.get(fid)
+                if qp is not None:
                     if hpcc and qp.win_bytes:
                         rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
                     else:
                         rate = qp.rate_bps
                     samples.append((fid, rate, qp.snd_una))
+            samples.sort()
         return started, samples
 
     @staticmethod
