@@ -25,10 +25,19 @@ def _training_scenario(args):
     from .scenario import topology_from_arg, training_scenario
 
     if not (args.workload or args.model):
-        for flag in ("gpus", "tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
+        for flag in ("tp", "dp", "pp", "ep", "ga"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag} needs --model (a workload file sets its own)")
+        for flag in ("gpus", "layers", "iterations"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} needs --workload or --model")
         return None
+    if args.model:
+        from .workload.models import MODELS
+        if args.model.lower() not in MODELS:
+            raise InputError(f"unknown model {args.model!r}; known models: {', '.join(MODELS)}")
+    if args.cc and args.config:
+        raise InputError("--cc and --config both set the congestion control; give one")
     if args.workload and args.model:
         raise InputError("give either --workload or --model, not both")
     for flag in ("gpus", "tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
@@ -59,7 +68,7 @@ def _training_scenario(args):
         cfg, warnings = read_hpcc_config(args.config)
         spec.warnings.extend(warnings)
     else:
-        cfg = ModelConfig(cc_mode=CC_HPCC if args.cc == "hpcc" else CC_DCQCN)
+        cfg = ModelConfig(cc_mode=CC_HPCC if args.cc == "hpcc" else CC_DCQCN)  # training default: DCQCN
     return training_scenario(spec, topo, cfg, args.iterations or 1)
 
 
@@ -105,7 +114,9 @@ def _load_scenario(args):
     if args.topology or args.flows:
         if not (args.topology and args.flows):
             raise InputError("--topology needs --flows (or a training workload: --workload or --model)")
-        return from_files(args.topology, args.flows, args.config, args.format)
+        if args.cc and args.config:
+            raise InputError("--cc and --config both set the congestion control; give one")
+        return from_files(args.topology, args.flows, args.config, args.format, cc=args.cc)
     if args.config:
         raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
     return fat_tree_mix_scenario() if args.scenario == "fat-tree-mix" else default_scenario()
@@ -270,15 +281,17 @@ def add_run_arguments(r) -> None:
     t.add_argument("--model", metavar="NAME", help="built-in model: gpt-350m, gpt-7b, gpt-13b, gpt-175b, moe-8x7b")
     t.add_argument("--gpus", type=int, help="GPU count (default: the workload's or the topology's)")
     for flag, what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline"), ("ep", "expert")):
-        t.add_argument(f"--{flag}", type=int, help=f"{what}-parallel size (--model)")
-    t.add_argument("--ga", type=int, help="micro-batches per iteration (--model)")
+        t.add_argument(f"--{flag}", type=int, help=f"{what}-parallel size (--model only)")
+    t.add_argument("--ga", type=int, help="micro-batches per iteration (--model only)")
     t.add_argument("--layers", type=int, help="keep only the first N layers (scaled-down runs)")
     t.add_argument("--iterations", type=int, help="training iterations to simulate (default 1)")
-    t.add_argument("--cc", choices=("dcqcn", "hpcc"), default="dcqcn",
-                   help="congestion control when no --config is given (default dcqcn)")
+    t.add_argument("--cc", choices=("dcqcn", "hpcc"),
+                   help="congestion control when no --config is given (default: dcqcn for training workloads, "
+                        "hpcc for flow files, as HPCC's own default)")
     t.add_argument("--plot", action="store_true", help="also write timeline.png, a per-GPU Gantt chart")
     r.add_argument("--out", metavar="DIR", help="output folder (default pwormhole-out/<scenario>)")
-    r.add_argument("--until", metavar="TIME", help="stop time, e.g. 10ms or 2.5 (seconds); default SIMULATOR_STOP_TIME")
+    r.add_argument("--until", metavar="TIME",
+                   help="stop time, e.g. 10ms or 2.5 (seconds); default: the config's SIMULATOR_STOP_TIME (4 s)")
     r.add_argument("--seed", type=int, default=1, help="seed of the per-node random streams (default 1)")
     r.add_argument("--mode", choices=("wormhole", "packet"),
                    help="wormhole (default: fast-forward steady states, memoize transients) or packet (the "

@@ -143,16 +143,17 @@ def from_hpcc_config(path: str) -> Scenario:
 
 
 def from_files(topology_path: str, flows_path: str, config_path: str | None = None, fmt: str | None = None,
-               topology: Topology | None = None) -> Scenario:
+               topology: Topology | None = None, cc: str | None = None) -> Scenario:
     """Load a topology (HPCC, SimAI, htsim ``.topo`` or a builder spec) and a flow
     file (HPCC flow list or htsim connection matrix), with an optional HPCC
-    config; formats are detected from the content unless ``fmt`` forces one."""
+    config (or ``cc`` without one); formats are detected from the content unless
+    ``fmt`` forces one."""
     from .inputs import FLOWS_FORMATS, load_flows
 
     if config_path:
         cfg, warnings = read_hpcc_config(config_path)
-    else:
-        cfg, warnings = ModelConfig(), []
+    else:  # ``cc`` ("dcqcn" | "hpcc"); default HPCC, as HPCC's config.txt
+        cfg, warnings = ModelConfig(cc_mode=CC_DCQCN if cc == "dcqcn" else ModelConfig().cc_mode), []
     topo = topology if topology is not None else topology_from_arg(topology_path, fmt)
     flows, dag = load_flows(flows_path, topo, fmt if fmt in FLOWS_FORMATS else None)
     if cfg.source is None:

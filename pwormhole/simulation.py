@@ -142,6 +142,7 @@ class PacketRun:
         lps = self.lps
 
         def on_boundary(t_ps: int, done, recs, op_recs, accel_report=None) -> bool:
+            self.t_end_ps = t_ps  # kept if the run is interrupted
             if done:
                 for fid, t_fin, t_start in done:
                     finish[fid] = t_fin
@@ -366,7 +367,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         if memo is not None and memo_cache and rank0:
             memo.save(memo_cache)
     report = None
-    if scn.dag is not None:
+    if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         from .report.training import training_report
         report = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
         summary["iterations"] = report["iterations"] if sim.complete else []
@@ -392,7 +393,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         if not quiet:
             print(readable(summary))
             if summary["ranks"] > 1:
-                print("rank  events      share")
+                print(("rank" if comm is not None else "LP  ") + "  events      share")
                 for r, ev in enumerate(events_by_rank):
                     print(f"{r:4d}  {ev:10d}  {ev / events * 100 if events else 0:5.1f}%")
             if not sim.complete:

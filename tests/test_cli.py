@@ -95,3 +95,13 @@ def test_wormhole_flags_in_packet_mode_are_a_clear_error(tmp_path):
     assert r.returncode == 2 and "--theta applies to --mode wormhole only" in r.stderr
     r = cli("run", "--theta", "2", "--out", tmp_path)
     assert r.returncode == 2 and "--theta must be between 0 and 1" in r.stderr
+
+
+def test_cc_applies_to_flow_files(tmp_path):
+    flows = ROOT / "tests" / "data" / "wormhole" / "fat_tree_pairs.txt"
+    for cc in ("dcqcn", "hpcc"):
+        r = cli("run", "--topology", "fat-tree:k=4", "--flows", flows, "--cc", cc, "--until", "20us", "--out",
+                tmp_path / cc, "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert json.loads((tmp_path / cc / "summary.json").read_text())["cc"] == cc
+        assert "iteration time" not in r.stdout  # a flow list has no iterations

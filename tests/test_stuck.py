@@ -78,4 +78,5 @@ def test_signal_flushes_outputs(tmp_path, sig, code, name):
     assert f"({name})" in err and "Traceback" not in err
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["complete"] is False and s["interrupted"] == name
+    assert s["sim_time_ps"] > 0  # where it stopped
     assert s["flows_finished"] == len((tmp_path / "fct.txt").read_text().splitlines()) > 0

@@ -136,7 +136,11 @@ def test_cli_training_errors(tmp_path):
     r = cli("run", "--model", "gpt-7b", "--gpus", "16", "--tp", "3", "--out", tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     r = cli("run", "--tp", "2", "--out", tmp_path)
-    assert r.returncode == 2 and "--tp needs --workload or --model" in r.stderr
+    assert r.returncode == 2 and "--tp needs --model" in r.stderr
+    r = cli("run", "--model", "gpt-9b", "--out", tmp_path)
+    assert r.returncode == 2 and "unknown model 'gpt-9b'" in r.stderr
+    r = cli("run", "--model", "gpt-7b", "--gpus", "8", "--cc", "hpcc", "--config", "x.txt", "--out", tmp_path)
+    assert r.returncode == 2 and "--cc and --config" in r.stderr
     r = cli("run", "--model", "gpt-7b", "--gpus", "64", "--tp", "8", "--topology", "rail-optimized:gpus=16",
             "--out", tmp_path)
     assert r.returncode == 2 and "needs 64 GPUs but the topology has only 16" in r.stderr
