@@ -159,8 +159,16 @@ TRAINING = ["--model", "gpt-350m", "--gpus", "8", "--tp", "4", "--layers", "1", 
             "rail-optimized:gpus=8,gpus_per_server=4"]
 
 
+INCAST = ["--topology", ROOT / "tests" / "data" / "incast" / "star9_topology.txt", "--flows",
+          ROOT / "tests" / "data" / "incast" / "incast8_flows.txt", "--config",
+          ROOT / "tests" / "data" / "incast" / "pfc_config.txt"]  # 8-to-1, 1 MB buffer: PFC pauses
+
+
 @needs_mpi
 @pytest.mark.parametrize("name,args", [("pairs-wormhole", ["--mode", "wormhole", *PAIRS]),
+                                       ("mix-wormhole", ["--mode", "wormhole", "--scenario", "fat-tree-mix"]),
+                                       ("incast-packet", ["--mode", "packet", *INCAST]),
+                                       ("incast-wormhole", ["--mode", "wormhole", *INCAST]),
                                        ("training-packet", ["--mode", "packet", *TRAINING]),
                                        ("training-wormhole", ["--mode", "wormhole", *TRAINING])])
 def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
@@ -181,6 +189,9 @@ def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
         assert (s1["skips"], s1["memo_hits"], s1["memo_misses"]) == (s2["skips"], s2["memo_hits"], s2["memo_misses"])
     if name == "pairs-wormhole":
         assert s1["skips"] >= 2
+    if name.startswith("incast"):
+        assert s1["pfc_pauses"] > 0 and s1["drops"] == 0
+        assert (tmp_path / "one" / "pfc.txt").read_bytes() == (tmp_path / "two" / "pfc.txt").read_bytes()
     if "training" in name:
         for d in ("two", "three"):
             assert (tmp_path / "one" / "collectives.csv").read_bytes() == (tmp_path / d / "collectives.csv").read_bytes()
