@@ -144,12 +144,6 @@ class Dag:
         return self._add(OP_MARK, host, 0, deps, label, 0)
 
     # -- facts ------------------------------------------------------------------
-    def end_host(self, op: int) -> int:
-        """Where an op ends: a flow's destination, else its host."""
-        if self.kind[op] == OP_FLOW:
-            return self.flows[self.arg[op]].dst
-        return self.host[op]
-
     def children(self) -> list[list[int]]:
         """``children[op]`` = ops depending on ``op``, in op order."""
         ch: list[list[int]] = [[] for _ in self.kind]
@@ -174,13 +168,3 @@ class Dag:
         for f in self.flows:
             if f.dst not in hosts:
                 raise InputError(f"flow {f.flow_id}: destination {f.dst} is not a host", source)
-
-
-def from_flows(flows: list[Flow]) -> Dag:
-    """A DAG of independent flows with fixed start times (an HPCC flow list)."""
-    dag = Dag()
-    for f in flows:
-        op = dag._add(OP_FLOW, f.src, f.flow_id, (), "", f.start_ps)
-        dag.flow_op.append(op)
-    dag.flows = list(flows)
-    return dag
