@@ -39,7 +39,6 @@ every ``identical`` holds, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -51,6 +50,7 @@ import time
 from dataclasses import dataclass, field
 
 from .errors import InputError
+from .report.summary import write_csv_atomic
 
 COLUMNS = ("mode", "ranks", "status", "wall_s", "sync_wall_s", "events", "speedup", "efficiency", "identical",
            "max_rel_fct_diff", "out", "error")
@@ -334,12 +334,7 @@ def _rows(runs: list[Run]) -> list[dict]:
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
-    tmp = path + ".part"
-    with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    write_csv_atomic(path, COLUMNS, rows)
 
 
 def plot(path: str, rows: list[dict], title: str) -> bool:

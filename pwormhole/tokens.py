@@ -101,3 +101,18 @@ def to_float(tok: str, what: str, path: str | None, line: int | None) -> float:
     if not math.isfinite(v):
         raise InputError(f"{what} {tok!r} is not a finite number", path, line)
     return v
+
+
+def head_tokens(path: str | os.PathLike, max_lines: int = 50) -> Iterator[list[str]]:
+    """Tokens of the first ``max_lines`` lines that are neither blank nor ``#``
+    comments (format detection); nothing when the file cannot be opened."""
+    try:
+        with open(path, "r", encoding="utf-8-sig", errors="replace") as f:
+            for n, text in enumerate(f):
+                if n > max_lines:
+                    return
+                toks = text.split()
+                if toks and not toks[0].startswith("#"):
+                    yield toks
+    except OSError:
+        return

@@ -14,6 +14,7 @@ training workloads also ``iterations``, ``iteration_time_ns``,
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 
@@ -34,6 +35,16 @@ def write_json_atomic(path: str, data: dict) -> None:
     with open(tmp, "w") as fh:
         json.dump(data, fh, indent=2, sort_keys=False)
         fh.write("\n")
+    os.replace(tmp, path)
+
+
+def write_csv_atomic(path: str, columns, rows: list[dict]) -> None:
+    """Rows as CSV with a header of ``columns``, written as ``PATH.part`` and renamed."""
+    tmp = path + ".part"
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns)
+        w.writeheader()
+        w.writerows(rows)
     os.replace(tmp, path)
 
 

@@ -16,10 +16,10 @@ Definitions:
 
 from __future__ import annotations
 
-import csv
 import os
 
 from ..workload.collectives import BUS_FACTOR
+from .summary import write_csv_atomic
 from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
 
 
@@ -136,12 +136,7 @@ COLLECTIVE_COLUMNS = ("name", "kind", "iteration", "members", "size_bytes", "sta
 
 def write_collectives_csv(path: str, rows: list[dict]) -> None:
     """``collectives.csv``: one row per collective instance (columns :data:`COLLECTIVE_COLUMNS`), atomically."""
-    tmp = path + ".part"
-    with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLLECTIVE_COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    write_csv_atomic(path, COLLECTIVE_COLUMNS, rows)
 
 
 def plot_timeline(path: str, report: dict, title: str = "", max_gpus: int = 64) -> None:

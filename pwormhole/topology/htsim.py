@@ -69,7 +69,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import open_text, to_int
+from pwormhole.tokens import head_tokens, open_text, to_int
 from pwormhole.topology.model import Link, Topology
 
 _HEADER_KEYS = ("nodes", "tiers", "podsize")
@@ -86,22 +86,13 @@ def looks_like_htsim_topology(path: str | os.PathLike) -> bool:
     """True when the file's first meaningful lines are htsim ``.topo`` keys (``Nodes``, ``Tiers``, ``Podsize``, ``Tier``)
     and it names ``Tiers`` (a connection matrix also starts with ``Nodes``)."""
     seen = set()
-    try:
-        with open(path, "r", encoding="utf-8-sig", errors="replace") as f:
-            for n, text in enumerate(f):
-                if n > 50:
-                    break
-                toks = text.split()
-                if not toks or toks[0].startswith("#"):
-                    continue
-                key = toks[0].lower()
-                if key not in _HEADER_KEYS + ("tier",) + _TIER_KEYS:
-                    return False
-                seen.add(key)
-                if key == "tier":
-                    break
-    except OSError:
-        return False
+    for toks in head_tokens(path):
+        key = toks[0].lower()
+        if key not in _HEADER_KEYS + ("tier",) + _TIER_KEYS:
+            return False
+        seen.add(key)
+        if key == "tier":
+            break
     return "tiers" in seen
 
 

@@ -74,7 +74,7 @@ import os
 from dataclasses import dataclass, field
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import open_text, to_int
+from pwormhole.tokens import head_tokens, open_text, to_int
 from pwormhole.units import parse_time_ps
 from pwormhole.workload.dag import Dag
 
@@ -123,21 +123,12 @@ class ConnectionMatrix:
 def looks_like_htsim_cm(path: str | os.PathLike) -> bool:
     """True when the first meaningful line is a ``.cm`` header key or a ``src->dst`` connection,
     and no ``Tiers`` key (an htsim topology) comes before the first connection."""
-    try:
-        with open(path, "r", encoding="utf-8-sig", errors="replace") as f:
-            for n, text in enumerate(f):
-                if n > 50:
-                    break
-                toks = text.split()
-                if not toks or toks[0].startswith("#"):
-                    continue
-                k = toks[0].lower()
-                if "->" in toks[0] or k == "connections":
-                    return True
-                if k not in ("nodes", "triggers", "failures"):
-                    return False
-    except OSError:
-        return False
+    for toks in head_tokens(path):
+        k = toks[0].lower()
+        if "->" in toks[0] or k == "connections":
+            return True
+        if k not in ("nodes", "triggers", "failures"):
+            return False
     return False
 
 
