@@ -28,6 +28,8 @@ def _training_scenario(args):
         for flag in ("tp", "dp", "pp", "ep", "ga"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} needs --model (a workload file sets its own)")
+        if args.dist_opt:
+            raise InputError("--dist-opt needs --model")
         for flag in ("gpus", "layers", "iterations"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} needs --workload or --model")
@@ -52,6 +54,8 @@ def _training_scenario(args):
         for flag in ("tp", "dp", "pp", "ep", "ga"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} comes from the workload file; it applies to --model only")
+        if args.dist_opt:
+            raise InputError("--dist-opt applies to --model only (a workload file lists its own collectives)")
         spec = read_simai_workload(args.workload, args.layers, args.gpus)
     else:
         from .workload.models import build_model
@@ -59,6 +63,7 @@ def _training_scenario(args):
         if n is None:
             raise InputError("--model needs --gpus or a --topology")
         kw = {k: getattr(args, k) for k in ("tp", "dp", "pp", "ep", "ga") if getattr(args, k) is not None}
+        kw["dist_opt"] = args.dist_opt
         spec = build_model(args.model, n, layers=args.layers, **kw)
     if topo is None:  # a rail-optimized fabric of 8-GPU servers with enough GPUs
         servers = -(-spec.all_gpus // 8)
@@ -283,6 +288,9 @@ def add_run_arguments(r) -> None:
     for flag, what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline"), ("ep", "expert")):
         t.add_argument(f"--{flag}", type=int, help=f"{what}-parallel size (--model only)")
     t.add_argument("--ga", type=int, help="micro-batches per iteration (--model only)")
+    t.add_argument("--dist-opt", action="store_true",
+                   help="Megatron's distributed optimizer: one gradient reduce-scatter and one parameter "
+                        "all-gather over DP per iteration instead of per-layer all-reduces (--model only)")
     t.add_argument("--layers", type=int, help="keep only the first N layers (scaled-down runs)")
     t.add_argument("--iterations", type=int, help="training iterations to simulate (default 1)")
     t.add_argument("--cc", choices=("dcqcn", "hpcc"),

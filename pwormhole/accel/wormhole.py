@@ -88,9 +88,9 @@ class FlowState:
     """Replicated facts of an active flow (no reference to rank-local objects)."""
 
     __slots__ = ("fid", "src", "dst", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
-                 "rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps")
+                 "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps")
 
-    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack):
+    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps=0, start_ps=0):
         self.fid = flow.flow_id
         self.src = flow.src
         self.dst = flow.dst
@@ -101,7 +101,9 @@ class FlowState:
         self.ports = set(data) | set(ack)
         self.samples = deque()
         self.gid = -1
-        self.rtt_ps = rtt_ps
+        self.rtt_ps = rtt_ps  # the QP's base RTT (the network's largest with HPCC's global_t)
+        self.path_rtt_ps = path_rtt_ps or rtt_ps  # this flow's own path: the wake margin is counted in these
+        self.start_ps = start_ps  # the boundary that reported the start
         self.win_bytes = win_bytes
         self.mtu = mtu
         self.wire_bytes = mtu + hdr_bytes
@@ -196,7 +198,7 @@ class Wormhole:
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids,
-        samples or None)``; samples are ``(flow id, cc rate bps, acked bytes)`` of
+        samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps)`` of
         the unfrozen flows whose sender is local, taken every ``sample_ps``."""
         started = []
         for lp in self.lps:
@@ -220,7 +222,7 @@ class Wormhole:
                         rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
                     else:
                         rate = qp.rate_bps
-                    samples.append((fid, rate, qp.snd_una))
+                    samples.append((fid, rate, qp.snd_una, qp.una_ps))
             samples.sort()
         return started, samples
 
@@ -249,12 +251,12 @@ class Wormhole:
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
-            for fid, rate, una in samples:
+            for fid, rate, una, una_ps in samples:
                 fs = self.flows.get(fid)
                 if fs is None or self.groups[fs.gid].frozen is not None:
                     continue
                 q = fs.samples
-                q.append((t, rate, una))
+                q.append((t, rate, una, una_ps))
                 if len(q) > keep:
                     q.popleft()
             if self.memo is not None:
@@ -265,6 +267,8 @@ class Wormhole:
                     if not g.memo_checked and g.frozen is None and all(
                             self.flows[f].samples and self.flows[f].samples[-1][0] == t for f in g.flows):
                         self._memo_lookup(g, t)
+                    elif not g.memo_checked and g.frozen is None and not self._fresh(g):
+                        g.memo_checked = True  # flows already under way: their past is not in the key
             self._decide(t)
 
     # -- flow table and groups -----------------------------------------------------------
@@ -287,7 +291,7 @@ class Wormhole:
         h = self.net.nodes[f.src].flow_hash[fid]
         rtt_ps, win_bytes = self.net.qp_window(f)
         fs = FlowState(f, rtt_ps, win_bytes, self.mtu, self.hdr_bytes, self._path(f.src, f.dst, h),
-                       self._path(f.dst, f.src, h))
+                       self._path(f.dst, f.src, h), self.net.pair(f.src, f.dst)[0], t)
         self.flows[fid] = fs
         ports = set(fs.ports)
         gids = {self.port_gid[p] for p in ports if p in self.port_gid}
@@ -361,22 +365,25 @@ class Wormhole:
         mean = sum(rates) / need
         if mean <= 0 or (max(rates) - min(rates)) / mean >= self.cfg.theta:
             return None
-        # goodput over the last samples holding at least min_span_packets packets (error ~ 1/min_span_packets)
-        t1, _, b1 = last[0]
+        # goodput over the last samples holding at least min_span_packets packets, timed by the
+        # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
+        _, _, b1, t1 = last[0]
         want = self.min_span_bytes * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
         span = []
         for x in reversed(q):
-            if x[0] < since or x[2] <= 0:
+            if x[0] < since or x[3] < since or x[2] <= 0:
                 break
             span.append(x)
             if len(span) >= need and b1 - x[2] >= want:
                 break
-        t0, _, b0 = span[-1]
+        if not span:
+            return None
+        _, _, b0, t0 = span[-1]
         if b1 - b0 < want:
             return None
-        tm, _, bm = span[len(span) // 2]
+        _, _, bm, tm = span[len(span) // 2]
         if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
             return None
         g1 = (bm - b0) / (tm - t0)
@@ -402,17 +409,30 @@ class Wormhole:
                 if self.cfg.skip:
                     self._try_freeze(g, t, goodput)
 
+    @staticmethod
+    def _inflight_bound(fs: FlowState, goodput: float) -> int:
+        """Most bytes a flow can have sent and not yet acknowledged: its window, or (no
+        window) two base RTTs at its goodput."""
+        return fs.win_bytes if fs.win_bytes else max(int(2 * goodput * fs.rtt_ps), fs.mtu)
+
     def _room(self, fs: FlowState, una0: int, goodput: float) -> int:
         """Bytes a flow may advance from ``una0`` and still have packets to send
-        after it (two in-flight windows and a packet are kept)."""
-        inflight = max(fs.win_bytes, int(goodput * fs.rtt_ps), fs.mtu)
-        return max(0, (fs.size - una0 - 2 * inflight - fs.mtu) // fs.mtu * fs.mtu)
+        after it (an in-flight bound and a packet are kept)."""
+        return max(0, (fs.size - una0 - self._inflight_bound(fs, goodput) - fs.mtu) // fs.mtu * fs.mtu)
+
+    def _wake_by(self, fs: FlowState, t: int, una: int, goodput: float) -> int:
+        """When a flow sending at ``goodput`` from ``una`` at ``t`` must be awake: with
+        ``margin_rtts`` of its own path's RTTs of data left, and never less than what
+        :meth:`_room` keeps (so the advance is never cut short and the flow never lags)."""
+        keep = max(self._inflight_bound(fs, goodput) + 2 * fs.mtu,
+                   int(self.cfg.margin_rtts * goodput * fs.path_rtt_ps))
+        return t + int((fs.size - una - keep) / goodput)
 
     def _try_freeze(self, g: Group, t: int, goodput: dict) -> None:
         wake = None
         for fid in g.flows:
             fs = self.flows[fid]
-            done = t + int((fs.size - fs.una()) / goodput[fid]) - self.cfg.margin_rtts * fs.rtt_ps
+            done = self._wake_by(fs, t, fs.una(), goodput[fid])
             if wake is None or done < wake:
                 wake = done
         wake = (wake // self.window_ps) * self.window_ps
@@ -498,7 +518,7 @@ class Wormhole:
                 return
             goodput[fid] = gp
             una[fid] = fz.una0[fid] + advance.get(fid, 0)
-            done = t + int((fs.size - una[fid]) / gp) - self.cfg.margin_rtts * fs.rtt_ps
+            done = self._wake_by(fs, t, una[fid], gp)
             wake = done if wake is None or done < wake else wake
         wake = (wake // self.window_ps) * self.window_ps
         if wake - t >= self.min_skip_ps:
@@ -540,6 +560,8 @@ class Wormhole:
                         qp.last_update_seq += b
                     if qp.next_avail_ps >= t0:
                         qp.next_avail_ps += d
+                    if qp.una_ps >= t0:
+                        qp.una_ps += d
                     if qp.hops:
                         qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
             if fs.dst in local:
@@ -593,6 +615,14 @@ class Wormhole:
         return out
 
     # -- memoization -----------------------------------------------------------------------
+    def _fresh(self, g: Group) -> bool:
+        """Every flow of ``g`` started within ``FRESH_WINDOWS`` windows of the group's forming: a
+        transient starting from idle flows (a collective step), the case memoization describes. A
+        group that met flows already under way has a past (queues, progress) the key does not hold."""
+        return all(self.flows[f].start_ps + self.FRESH_WINDOWS * self.window_ps >= g.formed_ps for f in g.flows)
+
+    FRESH_WINDOWS = 4
+
     def _memo_lookup(self, g: Group, t: int) -> None:
         from .memo import group_key
         g.memo_checked = True

@@ -274,6 +274,8 @@ class SendQP:
         "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
         # loss recovery
         "rto_armed", "rto_una",
+        # time (ps) snd_una last advanced (Wormhole's goodput is measured between such times)
+        "una_ps",
     )
 
     def __init__(self, flow, host, port, line_rate_bps: int, win_bytes: int, base_rtt_ps: int, cfg, hdr_bytes: int):
@@ -287,6 +289,7 @@ class SendQP:
         self.host = host
         self.snd_nxt = 0
         self.snd_una = 0
+        self.una_ps = 0
         self.max_sent = 0
         self.rate_bps = line_rate_bps
         self.max_rate_bps = line_rate_bps
@@ -666,6 +669,7 @@ class Host(Node):
             seq = seq // self.chunk * self.chunk
         if seq > qp.snd_una:
             qp.snd_una = seq
+            qp.una_ps = t
             if qp.snd_nxt < seq:
                 qp.snd_nxt = seq
         if qp.snd_una >= qp.size:

@@ -45,6 +45,15 @@ moe_experts        ALLREDUCE tp S_moe      ALLREDUCE tp S_moe      ALLREDUCE dp_
 moe_combine        ALLTOALL ep S_moe       ALLTOALL ep S_moe       NONE
 =================  ======================  ======================  ===========================
 
+With ``dist_opt`` (Megatron's distributed optimizer, as SimAI's
+``workload_gpt7b_64g.txt`` has it on its ``grad_norm`` line) no layer all-reduces
+its gradients: the last micro-batch's ``layer0.attention``, whose weight
+gradient is the last one computed, carries ``REDUCESCATTER dp P_stage*d`` with ``P_stage`` the stage's
+parameters per GPU (``layers/pp * (ceil(P_attn/tp) + ceil(P_mlp/tp))``), and
+``TrainingSpec.param_allgather`` is ``ALLGATHER dp P_stage*d``, run after the
+update and before the next iteration. One bucket, no overlap with the backward
+pass (``--overlap-grad-reduce`` off), as SimAI schedules it.
+
 Megatron's tensor-parallel pattern (one all-reduce per block forward, one
 backward), gradient all-reduce over DP once per iteration (it is put on the
 micro-batch-0 copies, whose backward runs last, so it overlaps the last
@@ -78,7 +87,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 from pwormhole.errors import InputError
-from pwormhole.workload.simai import Layer, Phase, TrainingSpec, check_layout, group_size
+from pwormhole.workload.simai import NO_PHASE, Layer, Phase, TrainingSpec, check_layout, group_size
 
 DEFAULT_GPU_TFLOPS = 312.0  # A100 SXM, dense BF16/FP16 tensor-core peak
 DEFAULT_EFFICIENCY = 0.5  # assumed fraction of peak that layer kernels reach
@@ -136,7 +145,7 @@ def _pos_int(v, what: str, lo: int = 1) -> int:
 def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: int = 1, ep: int = 1,
                 layers: int | None = None, gpu_tflops: float = DEFAULT_GPU_TFLOPS, micro_batch: int = 1,
                 seq_len: int = 2048, ga: int = 1, dtype_bytes: int = 2,
-                efficiency: float = DEFAULT_EFFICIENCY) -> TrainingSpec:
+                efficiency: float = DEFAULT_EFFICIENCY, dist_opt: bool = False) -> TrainingSpec:
     """One training iteration of a built-in model (structure in the module docstring).
 
     Args:
@@ -150,6 +159,11 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         micro_batch, seq_len, ga: micro-batch size, sequence length, micro-batches
             per iteration (gradient accumulation steps).
         dtype_bytes: bytes per activation / gradient element (2 = BF16).
+        dist_opt: Megatron's distributed optimizer (``--use-distributed-optimizer``,
+            as in SimAI's ``workload_gpt7b_64g.txt``): no per-layer gradient
+            all-reduce; one reduce-scatter of the stage's gradients over DP after
+            the backward pass and one all-gather of its parameters after the
+            update (module docstring). Dense models only.
 
     Raises:
         InputError: unknown model (the message lists the known ones); a size
@@ -157,7 +171,7 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         not dividing ``dp``; ep > 1 for a dense model; ``experts`` not divisible
         by ``ep``; heads or KV heads not divisible by ``tp``; the layer count
         not divisible by ``pp``; a non-positive throughput or an efficiency
-        outside (0, 1].
+        outside (0, 1]; ``dist_opt`` for an MoE model.
     """
     key = name.lower() if isinstance(name, str) else name
     if key not in MODELS:
@@ -179,6 +193,8 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         raise InputError(f"ep {ep} does not divide dp {dp}")
     if not cfg.experts and ep != 1:
         raise InputError(f"model {cfg.name} is dense (no experts); ep must be 1, got {ep}")
+    if dist_opt and cfg.experts:
+        raise InputError(f"the distributed optimizer (dist_opt) is modelled for dense models only, not {cfg.name}")
     if cfg.experts and cfg.experts % ep:
         raise InputError(f"ep {ep} does not divide the {cfg.experts} experts of {cfg.name}")
     if cfg.heads % tp or cfg.kv_heads % tp:
@@ -208,7 +224,9 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         return Phase(ns(comp), "ALLREDUCE", "tp", size)
 
     def wg(comp: int, group: str, size: int, first: bool) -> Phase:
-        return Phase(ns(comp), "ALLREDUCE", group, size) if first else Phase(ns(comp), "NONE", "none", 0)
+        if first and not dist_opt:
+            return Phase(ns(comp), "ALLREDUCE", group, size)
+        return Phase(ns(comp), "NONE", "none", 0)
 
     lps = n_layers // pp
     out: list[Layer] = []
@@ -234,12 +252,20 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
             out.append(Layer(f"{tag}.moe_experts", -1, tp_phase(exp_w, s_moe), tp_phase(exp_w, s_moe),
                              wg(exp_w, "dp_ep", exp_bytes, first), 0, 0))
             out.append(Layer(f"{tag}.moe_combine", -1, a2a, a2a, Phase(0, "NONE", "none", 0), 0, 0))
+    param_allgather = NO_PHASE
+    if dist_opt:  # the stage's parameters, sharded over TP: reduce-scatter last in the backward pass
+        stage_bytes = lps * (-(-prm["attn"] // tp) + -(-prm["mlp"] // tp)) * d
+        k = (ga - 1) * len(out) // ga  # the last micro-batch's layer0.attention: its weight gradient is the
+        first = out[k]  # last one computed (training.py runs the micro-batches' backward passes in order)
+        out[k] = Layer(first.name, first.dependency, first.forward, first.input_grad,
+                       Phase(first.weight_grad.compute_ns, "REDUCESCATTER", "dp", stage_bytes), 0, 0)
+        param_allgather = Phase(0, "ALLGATHER", "dp", stage_bytes)
     params = asdict(cfg)
     params.update(layers_total=n_layers, layers_per_stage=lps, micro_batch=b, seq_len=s,
-                  dtype_bytes=d, gpu_tflops=gpu_tflops, efficiency=efficiency, **prm)
+                  dtype_bytes=d, gpu_tflops=gpu_tflops, efficiency=efficiency, dist_opt=dist_opt, **prm)
     return TrainingSpec(name=cfg.name, policy=POLICY, tp=tp, dp=dp, pp=pp, ep=ep, vpp=1, ga=ga,
                         all_gpus=n_gpus, pp_comm_bytes=s_act if pp > 1 else 0, layers=out,
-                        source=None, warnings=[], params=params)
+                        source=None, warnings=[], params=params, param_allgather=param_allgather)
 
 
 def collective_send_bytes(comm: str, size_bytes: int, n: int) -> int:
@@ -272,13 +298,14 @@ def per_gpu_bytes(spec: TrainingSpec) -> dict[int, int]:
     all-gather / reduce-scatter / all-to-all ``(N-1)ceil(S/N)``). Every GPU
     runs the whole layer list, which already holds every micro-batch; the
     pipeline term counts, per micro-batch, the activations sent to the next
-    stage and the gradients sent to the previous one. ``vpp`` is not modelled.
+    stage and the gradients sent to the previous one; ``spec.param_allgather``
+    (distributed optimizer) counts once. ``vpp`` is not modelled.
     """
     check_layout(spec)
     base = 0
-    for ly in spec.layers:
-        for ph in (ly.forward, ly.input_grad, ly.weight_grad):
-            base += collective_send_bytes(ph.comm, ph.size_bytes, group_size(spec, ph.group))
+    phases = [ph for ly in spec.layers for ph in (ly.forward, ly.input_grad, ly.weight_grad)]
+    for ph in phases + [spec.param_allgather]:
+        base += collective_send_bytes(ph.comm, ph.size_bytes, group_size(spec, ph.group))
     stage_size = spec.tp * spec.dp
     out = {}
     for g in range(spec.all_gpus):

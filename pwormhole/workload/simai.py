@@ -172,6 +172,10 @@ class TrainingSpec:
     source: str | None = None
     warnings: list[str] = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    param_allgather: Phase = NO_PHASE
+    """Megatron's distributed optimizer (built-in models, ``dist_opt``): the parameter
+    all-gather over the DP group after the update, blocking the next iteration.
+    SimAI files have no column for it (AICB writes it on a ``grad_norm`` line)."""
 
     def group_size(self, kind: str) -> int:
         """Size of a group of ``kind`` (``tp``, ``dp``, ``pp``, ``ep``, ``dp_ep``; ``none`` -> 1)."""
@@ -404,7 +408,13 @@ def comm_type_token(phase: Phase, column: str) -> str:
 
 
 def format_simai_workload(spec: TrainingSpec) -> str:
-    """``spec`` as a SimAI workload file (the reader reads it back to the same layers)."""
+    """``spec`` as a SimAI workload file (the reader reads it back to the same layers).
+
+    Raises:
+        ValueError: ``spec.param_allgather`` is set (no SimAI column holds it).
+    """
+    if spec.param_allgather.comm != "NONE":
+        raise ValueError("a distributed-optimizer parameter all-gather has no SimAI workload column")
     head = (f"{spec.policy}\tmodel_parallel_NPU_group: {spec.tp} ep: {spec.ep} pp: {spec.pp} "
             f"vpp: {spec.vpp} ga: {spec.ga} all_gpus: {spec.all_gpus} checkpoints: 0 "
             f"checkpoint_initiates: 0 pp_comm: {spec.pp_comm_bytes}")

@@ -157,5 +157,7 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                 last[g] = dag.compute(hosts[g], update_ns * NS, deps, f"it{it}.update")
             else:
                 last[g] = dag.mark(hosts[g], deps, f"it{it}.update")
+        for s in range(spec.pp):  # distributed optimizer: parameters all-gathered after the update
+            comm(s, spec.param_allgather, "param_allgather", True, it)
     dag.iterations = iterations
     return dag
