@@ -133,15 +133,16 @@ class Group:
 
 
 class Frozen:
-    __slots__ = ("t0", "wake_ps", "events", "busy", "goodput", "una0", "memo")
+    __slots__ = ("t0", "wake_ps", "events", "busy", "goodput", "una0", "inflight0", "memo")
 
-    def __init__(self, t0, wake_ps, events, busy, goodput, una0, memo=None):
+    def __init__(self, t0, wake_ps, events, busy, goodput, una0, inflight0, memo=None):
         self.t0 = t0
         self.wake_ps = wake_ps
         self.events = events
         self.busy = busy
         self.goodput = goodput  # fid -> bytes per ps
         self.una0 = una0  # fid -> acked bytes at the freeze (sampled)
+        self.inflight0 = inflight0  # fid -> bytes sent and not acknowledged at the freeze (sampled, or a bound)
         self.memo = memo  # (recorded entry, flow id -> recorded index) for a memo hit
 
 
@@ -222,7 +223,7 @@ class Wormhole:
                         rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
                     else:
                         rate = qp.rate_bps
-                    samples.append((fid, rate, qp.snd_una, qp.una_ps))
+                    samples.append((fid, rate, qp.snd_una, qp.una_ps, qp.snd_nxt))
             samples.sort()
         return started, samples
 
@@ -251,12 +252,12 @@ class Wormhole:
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
-            for fid, rate, una, una_ps in samples:
+            for fid, rate, una, una_ps, nxt in samples:
                 fs = self.flows.get(fid)
                 if fs is None or self.groups[fs.gid].frozen is not None:
                     continue
                 q = fs.samples
-                q.append((t, rate, una, una_ps))
+                q.append((t, rate, una, una_ps, nxt))
                 if len(q) > keep:
                     q.popleft()
             if self.memo is not None:
@@ -264,11 +265,12 @@ class Wormhole:
                 # bytes are then exact, so a recording starts, and a replay jumps, from known state
                 for gid in sorted(self.groups):
                     g = self.groups[gid]
-                    if not g.memo_checked and g.frozen is None and all(
-                            self.flows[f].samples and self.flows[f].samples[-1][0] == t for f in g.flows):
-                        self._memo_lookup(g, t)
-                    elif not g.memo_checked and g.frozen is None and not self._fresh(g):
+                    if g.memo_checked or g.frozen is not None:
+                        continue
+                    if not self._fresh(g):
                         g.memo_checked = True  # flows already under way: their past is not in the key
+                    elif all(self.flows[f].samples and self.flows[f].samples[-1][0] == t for f in g.flows):
+                        self._memo_lookup(g, t)
             self._decide(t)
 
     # -- flow table and groups -----------------------------------------------------------
@@ -367,7 +369,7 @@ class Wormhole:
             return None
         # goodput over the last samples holding at least min_span_packets packets, timed by the
         # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
-        _, _, b1, t1 = last[0]
+        _, _, b1, t1, _ = last[0]
         want = self.min_span_bytes * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
@@ -380,10 +382,10 @@ class Wormhole:
                 break
         if not span:
             return None
-        _, _, b0, t0 = span[-1]
+        _, _, b0, t0, _ = span[-1]
         if b1 - b0 < want:
             return None
-        _, _, bm, tm = span[len(span) // 2]
+        _, _, bm, tm, _ = span[len(span) // 2]
         if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
             return None
         g1 = (bm - b0) / (tm - t0)
@@ -410,21 +412,26 @@ class Wormhole:
                     self._try_freeze(g, t, goodput)
 
     @staticmethod
-    def _inflight_bound(fs: FlowState, goodput: float) -> int:
-        """Most bytes a flow can have sent and not yet acknowledged: its window, or (no
-        window) two base RTTs at its goodput."""
+    def _inflight(fs: FlowState, t: int, goodput: float) -> int:
+        """Bytes a flow has sent and not had acknowledged at ``t``: sampled at ``t``
+        (exact: a frozen flow sends nothing), else a bound (its window, or two base
+        RTTs at ``goodput``)."""
+        q = fs.samples
+        if q and q[-1][0] == t:
+            return max(0, q[-1][4] - q[-1][2])
         return fs.win_bytes if fs.win_bytes else max(int(2 * goodput * fs.rtt_ps), fs.mtu)
 
-    def _room(self, fs: FlowState, una0: int, goodput: float) -> int:
-        """Bytes a flow may advance from ``una0`` and still have packets to send
-        after it (an in-flight bound and a packet are kept)."""
-        return max(0, (fs.size - una0 - self._inflight_bound(fs, goodput) - fs.mtu) // fs.mtu * fs.mtu)
+    @staticmethod
+    def _room(fs: FlowState, una0: int, inflight0: int) -> int:
+        """Bytes a flow may advance from ``una0`` and still have a packet to send after
+        the ``inflight0`` bytes in flight."""
+        return max(0, (fs.size - una0 - inflight0 - fs.mtu) // fs.mtu * fs.mtu)
 
     def _wake_by(self, fs: FlowState, t: int, una: int, goodput: float) -> int:
         """When a flow sending at ``goodput`` from ``una`` at ``t`` must be awake: with
         ``margin_rtts`` of its own path's RTTs of data left, and never less than what
         :meth:`_room` keeps (so the advance is never cut short and the flow never lags)."""
-        keep = max(self._inflight_bound(fs, goodput) + 2 * fs.mtu,
+        keep = max(self._inflight(fs, t, goodput) + 2 * fs.mtu,
                    int(self.cfg.margin_rtts * goodput * fs.path_rtt_ps))
         return t + int((fs.size - una - keep) / goodput)
 
@@ -471,7 +478,9 @@ class Wormhole:
             p.busy = True  # held: kick() returns, arrivals queue up
         if una0 is None:
             una0 = {fid: self.flows[fid].una() for fid in flows}
-        g.frozen = Frozen(t, wake_ps, events, busy, goodput, una0, memo)
+        inflight0 = {fid: self._inflight(self.flows[fid], t, goodput.get(fid, 0) or
+                                         self.flows[fid].line_rate_bps / 8e12) for fid in flows}
+        g.frozen = Frozen(t, wake_ps, events, busy, goodput, una0, inflight0, memo)
         self.skips += 1
 
     def _wake(self, g: Group, t: int) -> None:
@@ -482,13 +491,13 @@ class Wormhole:
         self.skipped_ps += d
         self.skipped_flow_ps += d * len(g.flows)
         if fz.memo is not None:
-            advance = self._memo_apply(g, fz)
+            advance = self._memo_apply(g, fz, d)
         else:
             advance = {}
             for fid in g.flows:
                 fs = self.flows[fid]
                 b = int(fz.goodput[fid] * d) // fs.mtu * fs.mtu
-                advance[fid] = min(b, self._room(fs, fz.una0[fid], fz.goodput[fid]))
+                advance[fid] = min(b, self._room(fs, fz.una0[fid], fz.inflight0[fid]))
         self._advance(g, fz, d, advance)
         heap_of = self.heap_of
         for ev in fz.events:
@@ -662,17 +671,22 @@ class Wormhole:
             flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate()}
         self.memo.insert(key, graph, conv, flows)
 
-    def _memo_apply(self, g: Group, fz: Frozen) -> dict:
+    def _memo_apply(self, g: Group, fz: Frozen, d: int) -> dict:
+        """Advance a group woken from a memo jump after ``d`` ps. An interrupted jump
+        (``d`` shorter than the recorded convergence: a new flow met the group) advances
+        each flow by the recorded bytes scaled by ``d / convergence`` and keeps the rates;
+        a whole one also sets the recorded steady rates."""
         from ..net.cc import set_rate
         entry, mapping = fz.memo
+        whole = d >= entry.convergence_ps
         advance = {}
         local = self.heap_of
         for fid in g.flows:
             fs = self.flows[fid]
             rec = entry.flows[mapping[fid]]
-            b = rec["bytes"] // fs.mtu * fs.mtu
-            advance[fid] = min(b, self._room(fs, fz.una0[fid], rec["goodput"]))
-            if fs.src in local:
+            b = rec["bytes"] if whole else rec["bytes"] * d // max(1, entry.convergence_ps)
+            advance[fid] = min(b // fs.mtu * fs.mtu, self._room(fs, fz.una0[fid], fz.inflight0[fid]))
+            if fs.src in local and whole:
                 qp = self.net.nodes[fs.src].sqp.get(fid)
                 if qp is not None:  # jump to the recorded steady rate
                     rate = int(rec["rate_bps"])
