@@ -9,7 +9,8 @@ time error, wall and events ratios). Settings (``--sweep``):
 
 * ``theta``: 0.01, 0.02, 0.05, 0.1, 0.2 (other fields at their defaults);
 * ``window``: ``samples`` = 4, 8, 16, 32;
-* ``span``: ``min_span_packets`` = 100, 300, 1000;
+* ``span``: ``min_span_packets`` = 150, 300, 500, 1000 (0, the default, picks by CC);
+* ``margin``: ``margin_rtts`` = 1, 2, 4;
 * ``ablation``: skip only (no memo), memo only (no skip), both.
 
 ``--no-memo`` runs every setting of the other sweeps with memoization off
@@ -43,7 +44,8 @@ import numpy as np  # noqa: E402
 SWEEPS = {
     "theta": [("theta", v) for v in (0.01, 0.02, 0.05, 0.1, 0.2)],
     "window": [("samples", v) for v in (4, 8, 16, 32)],
-    "span": [("min_span_packets", v) for v in (100, 300, 1000)],
+    "span": [("min_span_packets", v) for v in (150, 300, 500, 1000)],
+    "margin": [("margin_rtts", v) for v in (1, 2, 4)],
     "ablation": [("ablation", "skip only"), ("ablation", "memo only"), ("ablation", "both")],
 }
 HEADER = ("| scenario | setting | FCT err mean | FCT err p99 | iter err | speedup wall | events ratio | "

@@ -9,6 +9,10 @@ mode, in the same process) on:
   all-reduces, whose rings run along the rails through the NICs, carry 80-85%
   of the bytes; on rail-optimized fabrics of 16, 32 and 64 GPUs, under DCQCN
   and under HPCC;
+* the same GPT-7B with 2 layers and Megatron's distributed optimizer
+  (``dist_opt``: one reduce-scatter of the gradients and one all-gather of the
+  parameters over DP per iteration, as SimAI's ``workload_gpt7b_64g.txt`` has
+  it), so the DP ring steps are 8x longer flows, on 16, 32 and 64 GPUs, DCQCN;
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``).
@@ -47,9 +51,10 @@ S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn" / "config.txt"
 CC = {"dcqcn": 1, "hpcc": 3}
 
 
-def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256):
+def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256,
+        dist_opt: bool = False):
     def make():
-        spec = build_model(model, gpus, tp=tp, layers=layers, seq_len=seq_len)
+        spec = build_model(model, gpus, tp=tp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
         return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
     return make
@@ -75,14 +80,18 @@ SCENARIOS = {
     "gpt7b-16-hpcc": ("GPT-7B 1 layer, TP8, seq 256, 16 GPUs, HPCC", gpt(16, "hpcc")),
     "gpt7b-32-hpcc": ("GPT-7B 1 layer, TP8, seq 256, 32 GPUs, HPCC", gpt(32, "hpcc")),
     "gpt7b-64-hpcc": ("GPT-7B 1 layer, TP8, seq 256, 64 GPUs, HPCC", gpt(64, "hpcc")),
+    "gpt7b-dopt-16-dcqcn": ("GPT-7B 2 layers, distributed optimizer (one DP reduce-scatter + all-gather), TP8, "
+                            "seq 256, 16 GPUs, DCQCN", gpt(16, "dcqcn", layers=2, dist_opt=True)),
+    "gpt7b-dopt-32-dcqcn": ("same, 32 GPUs", gpt(32, "dcqcn", layers=2, dist_opt=True)),
+    "gpt7b-dopt-64-dcqcn": ("same, 64 GPUs", gpt(64, "dcqcn", layers=2, dist_opt=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }
 QUICK = ["gpt7b-16-dcqcn", "s3-incast"]
 
 HEADER = ("| scenario | flows | FCT err mean | FCT err p99 | iter err | speedup wall | events ratio | "
-          "skipped flow-time | memo hit/miss | wall pkt / wh |\n"
-          "|---|---|---|---|---|---|---|---|---|---|")
+          "skipped flow-time | memo hit/miss | wall pkt / wh | NVLink bytes (cap) |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def pct(v) -> str:
@@ -93,12 +102,33 @@ def row(name: str, r: dict) -> str:
     return (f"| {name} | {r['flows_compared']}/{r['flows']} | {pct(r['mean_fct_error'])} | {pct(r['p99_fct_error'])} | "
             f"{pct(r['iteration_time_error'])} | {r['speedup_wall']:.2f}x | {r['speedup_events']:.2f}x | "
             f"{r['skipped_time_fraction'] * 100:.1f}% | {r['memo_hits']}/{r['memo_misses']} | "
-            f"{r['packet_wall_s']:.1f} s / {r['wormhole_wall_s']:.1f} s |")
+            f"{r['packet_wall_s']:.1f} s / {r['wormhole_wall_s']:.1f} s | {cap(r.get('nvlink_byte_share', 0))} |")
+
+
+def cap(share: float) -> str:
+    return "-" if not share else f"{share * 100:.0f}% ({1 / share:.1f}x)"
+
+
+def nvlink_byte_share(scn) -> float:
+    """Fraction of the scenario's flow bytes that travel over an NVSwitch. Wormhole
+    never skips them (a TP ring step lasts less than one window), and packet events
+    per byte are about equal on both kinds of path, so 1 / share bounds the events
+    ratio."""
+    from pwormhole.simulation import PacketRun
+    nvs = set(getattr(scn.topology, "nvswitches", ()) or ())
+    if not nvs:
+        return 0.0
+    nodes = PacketRun(scn).net.nodes
+    total = sum(f.size_bytes for f in scn.flows)
+    nv = sum(f.size_bytes for f in scn.flows if nodes[f.src].routes[f.dst][0].peer.node_id in nvs)
+    return nv / total if total else 0.0
 
 
 def run_one(name: str, factory, out: Path, cfg: AccelConfig) -> dict:
     t = time.time()
+    share = nvlink_byte_share(factory())
     r = compare(factory, str(out / name), cfg, quiet=True)
+    r["nvlink_byte_share"] = share
     r["bench_wall_s"] = time.time() - t
     r["accel"] = dataclasses.asdict(cfg)
     return r

@@ -73,6 +73,39 @@ def test_moe_alltoall_bytes_match_closed_form():
     assert any(c.kind == "alltoall" and len(c.group) == 2 for c in dag.collectives)
 
 
+def test_distributed_optimizer_one_reduce_scatter_and_one_all_gather():
+    """--dist-opt: no per-layer DP all-reduce; one reduce-scatter of the stage's gradients
+    (ceil(P/tp)*2 bytes per layer block, by hand) after the last backward op and one
+    all-gather of the parameters after the update; DAG bytes = closed form; both
+    collectives finish inside the iteration, the all-gather last."""
+    spec = build_model("gpt-350m", 8, tp=2, pp=2, layers=2, seq_len=128, ga=2, dist_opt=True)
+    h = 1024
+    p_attn, p_mlp = 4 * h * h + 4 * h + 2 * h, 2 * h * 4 * h + 4 * h + h + 2 * h
+    stage = 1 * (-(-p_attn // 2) + -(-p_mlp // 2)) * 2  # one layer per stage, tp 2, BF16
+    rs = [(ly.name, ly.weight_grad) for ly in spec.layers if ly.weight_grad.comm != "NONE"]
+    assert [(n, w.comm, w.group, w.size_bytes) for n, w in rs] == [
+        ("mb1.layer0.attention", "REDUCESCATTER", "dp", stage)]
+    assert (spec.param_allgather.comm, spec.param_allgather.group, spec.param_allgather.size_bytes) == (
+        "ALLGATHER", "dp", stage)
+    dag = build_training_dag(spec, list(range(8)))
+    assert dag.bytes_sent_by_host() == per_gpu_bytes(spec)
+    kinds = sorted(c.kind for c in dag.collectives if ".dp" in c.name)
+    assert kinds == ["allgather"] * 4 + ["reducescatter"] * 4  # 2 stages x 2 DP groups each
+    with pytest.raises(InputError, match="dense models only"):
+        build_model("moe-8x7b", 8, tp=2, ep=2, layers=1, dist_opt=True)
+
+
+def test_distributed_optimizer_runs(tmp_path):
+    spec = build_model("gpt-350m", 8, tp=4, layers=1, seq_len=128, dist_opt=True)
+    topo = topology_from_arg("rail-optimized:gpus=8,gpus_per_server=4")
+    s = simulate(training_scenario(spec, topo), str(tmp_path), quiet=True)
+    rows = [r.split(",") for r in (tmp_path / "collectives.csv").read_text().splitlines()[1:]]
+    dp = sorted((int(r[5]), int(r[6]), r[1]) for r in rows if ".dp" in r[0])
+    assert [k for _, _, k in dp] == ["reducescatter"] * 4 + ["allgather"] * 4
+    assert max(e for _, e, k in dp if k == "reducescatter") <= min(b for b, _, k in dp if k == "allgather")
+    assert s["complete"] and abs(s["iterations"][0] - max(e for _, e, _ in dp)) <= 1  # ns rounding
+
+
 @pytest.fixture(scope="module")
 def small_training():
     spec = build_model("gpt-350m", 8, tp=4, layers=1, seq_len=128)
@@ -137,6 +170,8 @@ def test_cli_training_errors(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     r = cli("run", "--tp", "2", "--out", tmp_path)
     assert r.returncode == 2 and "--tp needs --model" in r.stderr
+    r = cli("run", "--dist-opt", "--out", tmp_path)
+    assert r.returncode == 2 and "--dist-opt needs --model" in r.stderr
     r = cli("run", "--model", "gpt-9b", "--out", tmp_path)
     assert r.returncode == 2 and "unknown model 'gpt-9b'" in r.stderr
     r = cli("run", "--model", "gpt-7b", "--gpus", "8", "--cc", "hpcc", "--config", "x.txt", "--out", tmp_path)

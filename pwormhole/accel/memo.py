@@ -91,7 +91,7 @@ class Entry:
     def __init__(self, graph, convergence_ps: int, flows: dict):
         self.graph = graph
         self.convergence_ps = convergence_ps
-        self.flows = flows  # recorded flow index -> {"bytes", "goodput", "state"}
+        self.flows = flows  # recorded flow index -> {"bytes", "goodput", "rate_bps", "inflight"}
 
 
 class MemoCache:

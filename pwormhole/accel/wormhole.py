@@ -22,7 +22,7 @@ touches the per-event path.
   leave the heaps and its ports are held busy, so they keep their queues and
   buffer occupancy, and packets of other flows reaching them wait. It wakes at
   the boundary before its earliest predicted completion minus ``margin_rtts``
-  base RTTs, or at the first boundary after a new flow touches its ports. On
+  RTTs of its own path (and never later than leaves it its bytes in flight), or at the first boundary after a new flow touches its ports. On
   waking after ``D`` ps every flow advances by ``goodput x D`` bytes rounded
   down to whole packets, in the sender, the receiver and the packets in flight
   (sequence numbers; HPCC INT records get ``+D`` and the bytes their ports
@@ -66,9 +66,10 @@ class AccelConfig:
         theta: steadiness threshold on ``(max - min) / mean`` of the sampled rates.
         samples: number of samples ``l`` a flow must be steady over.
         sample_ps: sampling period (0: one synchronization window ``L``).
-        margin_rtts: wake this many base RTTs before the earliest predicted completion.
-        min_span_packets: goodput is measured over at least this many packets
-            (its relative error is about one packet in this many).
+        margin_rtts: wake this many RTTs (of the flow's own path) before the earliest
+            predicted completion.
+        min_span_packets: goodput is measured over at least this many packets; 0 picks
+            the measured default of the congestion control (:data:`MIN_SPAN_PACKETS`).
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
@@ -77,11 +78,19 @@ class AccelConfig:
     theta: float = 0.02
     samples: int = 8
     sample_ps: int = 0
-    margin_rtts: int = 4
+    margin_rtts: int = 1
     min_skip_ps: int = 0
-    min_span_packets: int = 1000
+    min_span_packets: int = 0
     skip: bool = True
     memo: bool = True
+
+
+MIN_SPAN_PACKETS = {False: 150, True: 500}
+"""Default goodput span by congestion control (``{hpcc?: packets}``), from
+``bench/sensitivity.py --sweep span`` (bench/RESULTS.md): DCQCN flows in a steady
+state hold their rate exactly, so 150 packets (timed by ACKs) give the goodput to
+0.1%; HPCC's windows drift slowly towards the fair share (a few % over 100 us), and
+spans under ~500 packets let a drifting flow look steady (iteration error > 1%)."""
 
 
 class FlowState:
@@ -172,7 +181,7 @@ class Wormhole:
         self.sample_ps = cfg.sample_ps or net.window_ps
         self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
         self.window_ps = net.window_ps
-        self.min_span_bytes = cfg.min_span_packets
+        self.min_span_bytes = cfg.min_span_packets or MIN_SPAN_PACKETS[net.cfg.cc_mode == 3]
         self.keep_samples = max(cfg.samples, 2048)  # slow flows need a long span for min_span_packets
         self.hpcc = net.cfg.cc_mode == 3
         self.mtu = net.cfg.packet_payload_bytes
@@ -668,11 +677,16 @@ class Wormhole:
             b = fs.una() - base[fid]
             if b < 0 or b * 8_000_000_000_000 > fs.line_rate_bps * max(conv, 1):
                 return  # not a consistent recording (faster than the line): keep nothing
-            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate()}
+            q = fs.samples
+            inflight = max(0, q[-1][4] - q[-1][2]) if q and q[-1][0] == t else 0
+            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate(), "inflight": inflight}
         self.memo.insert(key, graph, conv, flows)
 
     def _memo_apply(self, g: Group, fz: Frozen, d: int) -> dict:
-        """Advance a group woken from a memo jump after ``d`` ps. An interrupted jump
+        """Advance a group woken from a memo jump after ``d`` ps: by the bytes the recorded
+        flows had acknowledged, plus what they had in flight beyond what these flows have (a
+        frozen flow's pipeline holds only its packets from the jump's start; without this it
+        would lag by the refill). An interrupted jump
         (``d`` shorter than the recorded convergence: a new flow met the group) advances
         each flow by the recorded bytes scaled by ``d / convergence`` and keeps the rates;
         a whole one also sets the recorded steady rates."""
@@ -684,7 +698,10 @@ class Wormhole:
         for fid in g.flows:
             fs = self.flows[fid]
             rec = entry.flows[mapping[fid]]
-            b = rec["bytes"] if whole else rec["bytes"] * d // max(1, entry.convergence_ps)
+            if whole:  # also what the recorded flow had in flight beyond this one's (the pipeline it had filled)
+                b = rec["bytes"] + max(0, rec.get("inflight", 0) - fz.inflight0[fid])
+            else:
+                b = rec["bytes"] * d // max(1, entry.convergence_ps)
             advance[fid] = min(b // fs.mtu * fs.mtu, self._room(fs, fz.una0[fid], fz.inflight0[fid]))
             if fs.src in local and whole:
                 qp = self.net.nodes[fs.src].sqp.get(fid)
