@@ -84,6 +84,8 @@ SCENARIOS = {
                             "seq 256, 16 GPUs, DCQCN", gpt(16, "dcqcn", layers=2, dist_opt=True)),
     "gpt7b-dopt-32-dcqcn": ("same, 32 GPUs", gpt(32, "dcqcn", layers=2, dist_opt=True)),
     "gpt7b-dopt-64-dcqcn": ("same, 64 GPUs", gpt(64, "dcqcn", layers=2, dist_opt=True)),
+    "gpt175b-dopt-16-dcqcn": ("GPT-175B 1 layer, distributed optimizer, TP8, seq 256, 16 GPUs, DCQCN (NVLink "
+                              "share 5%)", gpt(16, "dcqcn", model="gpt-175b", dist_opt=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }

@@ -47,6 +47,8 @@ def _training_scenario(args):
     if args.flows or args.hpcc_config:
         raise InputError("--flows/--hpcc-config cannot be combined with a training workload")
     topo = topology_from_arg(args.topology, args.format) if args.topology else None
+    if args.workload and args.dist_opt:
+        raise InputError("--dist-opt applies to --model only (a workload file lists its own collectives)")
     if args.workload and (args.format == "chakra" or (args.format is None and _is_chakra(args.workload))):
         return _chakra_scenario(args, topo)
     if args.workload:
@@ -54,8 +56,6 @@ def _training_scenario(args):
         for flag in ("tp", "dp", "pp", "ep", "ga"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} comes from the workload file; it applies to --model only")
-        if args.dist_opt:
-            raise InputError("--dist-opt applies to --model only (a workload file lists its own collectives)")
         spec = read_simai_workload(args.workload, args.layers, args.gpus)
     else:
         from .workload.models import build_model

@@ -96,14 +96,23 @@ def test_distributed_optimizer_one_reduce_scatter_and_one_all_gather():
 
 
 def test_distributed_optimizer_runs(tmp_path):
-    spec = build_model("gpt-350m", 8, tp=4, layers=1, seq_len=128, dist_opt=True)
+    """TP 2, PP 2, DP 2, two micro-batches: in each DP group the reduce-scatter starts after
+    the group's last pipeline backward flow and ends before its all-gather starts; the
+    iteration ends with the last all-gather."""
+    spec = build_model("gpt-350m", 8, tp=2, pp=2, layers=2, seq_len=128, ga=2, dist_opt=True)
     topo = topology_from_arg("rail-optimized:gpus=8,gpus_per_server=4")
     s = simulate(training_scenario(spec, topo), str(tmp_path), quiet=True)
     rows = [r.split(",") for r in (tmp_path / "collectives.csv").read_text().splitlines()[1:]]
-    dp = sorted((int(r[5]), int(r[6]), r[1]) for r in rows if ".dp" in r[0])
-    assert [k for _, _, k in dp] == ["reducescatter"] * 4 + ["allgather"] * 4
-    assert max(e for _, e, k in dp if k == "reducescatter") <= min(b for b, _, k in dp if k == "allgather")
-    assert s["complete"] and abs(s["iterations"][0] - max(e for _, e, _ in dp)) <= 1  # ns rounding
+    dp = {}
+    for r in rows:
+        if ".dp" in r[0]:
+            dp.setdefault(r[0].rsplit(".", 1)[1], {})[r[1]] = (int(r[5]), int(r[6]))
+    assert sorted(dp) == ["dp0", "dp1", "dp4", "dp5"] and all(len(v) == 2 for v in dp.values())
+    pp_bwd_end = max(int(r[6]) for r in rows if "pp_bwd" in r[0])
+    for grp, v in dp.items():
+        assert v["reducescatter"][1] <= v["allgather"][0], grp
+    assert min(v["reducescatter"][0] for g, v in dp.items() if g in ("dp0", "dp1")) >= pp_bwd_end  # stage 0 last
+    assert s["complete"] and abs(s["iterations"][0] - max(v["allgather"][1] for v in dp.values())) <= 1
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +181,8 @@ def test_cli_training_errors(tmp_path):
     assert r.returncode == 2 and "--tp needs --model" in r.stderr
     r = cli("run", "--dist-opt", "--out", tmp_path)
     assert r.returncode == 2 and "--dist-opt needs --model" in r.stderr
+    r = cli("run", "--workload", simai_file("microAllReduce.txt"), "--dist-opt", "--out", tmp_path)
+    assert r.returncode == 2 and "--dist-opt applies to --model only" in r.stderr
     r = cli("run", "--model", "gpt-9b", "--out", tmp_path)
     assert r.returncode == 2 and "unknown model 'gpt-9b'" in r.stderr
     r = cli("run", "--model", "gpt-7b", "--gpus", "8", "--cc", "hpcc", "--config", "x.txt", "--out", tmp_path)

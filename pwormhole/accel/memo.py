@@ -34,7 +34,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-3"
+FORMAT = "pwormhole-memo-4"
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -45,7 +45,8 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    parts.append(f"theta={accel_cfg.theta!r} samples={accel_cfg.samples} sample_ps={accel_cfg.sample_ps}")
+    parts.append(f"theta={accel_cfg.theta!r} samples={accel_cfg.samples} sample_ps={accel_cfg.sample_ps} "
+                 f"min_span_packets={accel_cfg.min_span_packets}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 
@@ -91,7 +92,7 @@ class Entry:
     def __init__(self, graph, convergence_ps: int, flows: dict):
         self.graph = graph
         self.convergence_ps = convergence_ps
-        self.flows = flows  # recorded flow index -> {"bytes", "goodput", "rate_bps", "inflight"}
+        self.flows = flows  # recorded flow index -> {"bytes", "goodput", "rate_bps", "inflight_growth"}
 
 
 class MemoCache:

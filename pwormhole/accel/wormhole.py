@@ -22,16 +22,22 @@ touches the per-event path.
   leave the heaps and its ports are held busy, so they keep their queues and
   buffer occupancy, and packets of other flows reaching them wait. It wakes at
   the boundary before its earliest predicted completion minus ``margin_rtts``
-  RTTs of its own path (and never later than leaves it its bytes in flight), or at the first boundary after a new flow touches its ports. On
+  RTTs of its own path, and never so late that fewer bytes are left than it has
+  in flight (an advance then never falls short of ``goodput x D``), or at the
+  first boundary after a new flow touches its ports. On
   waking after ``D`` ps every flow advances by ``goodput x D`` bytes rounded
   down to whole packets, in the sender, the receiver and the packets in flight
   (sequence numbers; HPCC INT records get ``+D`` and the bytes their ports
   would have sent), and the frozen events return shifted by ``D``.
-* **Memoization** (:mod:`pwormhole.accel.memo`): when a group forms, its key
+* **Memoization** (:mod:`pwormhole.accel.memo`): when a *fresh* group forms
+  (all its flows started within ``FRESH_WINDOWS`` windows: a collective step;
+  flows already under way have a past the key does not hold), its key
   (canonical flow-port graph with port and CC settings and quantized rates)
   is looked up; on a hit the group skips its transient: it is frozen for the
-  recorded convergence time and wakes with the recorded bytes advanced and the
-  recorded steady rates.
+  recorded convergence time and wakes with the recorded bytes advanced (plus
+  the growth of the recorded flows' in-flight bytes: a frozen pipeline holds
+  only the packets it had) and the recorded steady rates. A jump cut short by
+  a new flow advances in proportion to the time spent.
 
 **Same decisions on every rank** (DESIGN.md invariant 4). Decisions use only
 replicated data: the flow table (flows started and finished, exchanged at
@@ -138,7 +144,7 @@ class Group:
         self.frozen = None  # Frozen while fast-forwarded
         self.memo_checked = False
         self.memo_key = None
-        self.memo_base = None  # {fid: acked bytes, "@t": time} when the group formed (recording a transient)
+        self.memo_base = None  # {fid: (acked, in-flight bytes), "@t": time} at the lookup (recording a transient)
 
 
 class Frozen:
@@ -208,7 +214,8 @@ class Wormhole:
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids,
-        samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps)`` of
+        samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps, highest
+        byte sent)`` of
         the unfrozen flows whose sender is local, taken every ``sample_ps``."""
         started = []
         for lp in self.lps:
@@ -232,7 +239,8 @@ class Wormhole:
                         rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
                     else:
                         rate = qp.rate_bps
-                    samples.append((fid, rate, qp.snd_una, qp.una_ps, qp.snd_nxt))
+                    # max_sent: after a go-back-N, packets up to it are still in the network
+                    samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent)))
             samples.sort()
         return started, samples
 
@@ -301,7 +309,7 @@ class Wormhole:
             return
         h = self.net.nodes[f.src].flow_hash[fid]
         rtt_ps, win_bytes = self.net.qp_window(f)
-        fs = FlowState(f, rtt_ps, win_bytes, self.mtu, self.hdr_bytes, self._path(f.src, f.dst, h),
+        fs = FlowState(f, rtt_ps, win_bytes if self.net.cfg.has_win else 0, self.mtu, self.hdr_bytes, self._path(f.src, f.dst, h),
                        self._path(f.dst, f.src, h), self.net.pair(f.src, f.dst)[0], t)
         self.flows[fid] = fs
         ports = set(fs.ports)
@@ -421,10 +429,12 @@ class Wormhole:
                     self._try_freeze(g, t, goodput)
 
     @staticmethod
-    def _inflight(fs: FlowState, t: int, goodput: float) -> int:
-        """Bytes a flow has sent and not had acknowledged at ``t``: sampled at ``t``
-        (exact: a frozen flow sends nothing), else a bound (its window, or two base
-        RTTs at ``goodput``)."""
+    def _inflight(fs: FlowState, t: int, goodput: float, known: dict | None = None) -> int:
+        """Bytes a flow has sent and not had acknowledged at ``t``: ``known[fid]``, or
+        sampled at ``t`` (exact: a frozen flow sends nothing), else a bound (its
+        window, or two base RTTs at ``goodput``)."""
+        if known is not None and fs.fid in known:
+            return known[fs.fid]
         q = fs.samples
         if q and q[-1][0] == t:
             return max(0, q[-1][4] - q[-1][2])
@@ -436,11 +446,11 @@ class Wormhole:
         the ``inflight0`` bytes in flight."""
         return max(0, (fs.size - una0 - inflight0 - fs.mtu) // fs.mtu * fs.mtu)
 
-    def _wake_by(self, fs: FlowState, t: int, una: int, goodput: float) -> int:
+    def _wake_by(self, fs: FlowState, t: int, una: int, goodput: float, known: dict | None = None) -> int:
         """When a flow sending at ``goodput`` from ``una`` at ``t`` must be awake: with
         ``margin_rtts`` of its own path's RTTs of data left, and never less than what
         :meth:`_room` keeps (so the advance is never cut short and the flow never lags)."""
-        keep = max(self._inflight(fs, t, goodput) + 2 * fs.mtu,
+        keep = max(self._inflight(fs, t, goodput, known) + 2 * fs.mtu,
                    int(self.cfg.margin_rtts * goodput * fs.path_rtt_ps))
         return t + int((fs.size - una - keep) / goodput)
 
@@ -457,7 +467,8 @@ class Wormhole:
         self._freeze(g, t, wake, goodput)
 
     # -- freeze / wake ---------------------------------------------------------------------
-    def _freeze(self, g: Group, t: int, wake_ps: int, goodput: dict, memo=None, una0: dict | None = None) -> None:
+    def _freeze(self, g: Group, t: int, wake_ps: int, goodput: dict, memo=None, una0: dict | None = None,
+                inflight0: dict | None = None) -> None:
         ports = g.ports
         flows = g.flows
         events = []
@@ -488,7 +499,7 @@ class Wormhole:
         if una0 is None:
             una0 = {fid: self.flows[fid].una() for fid in flows}
         inflight0 = {fid: self._inflight(self.flows[fid], t, goodput.get(fid, 0) or
-                                         self.flows[fid].line_rate_bps / 8e12) for fid in flows}
+                                         self.flows[fid].line_rate_bps / 8e12, inflight0) for fid in flows}
         g.frozen = Frozen(t, wake_ps, events, busy, goodput, una0, inflight0, memo)
         self.skips += 1
 
@@ -536,11 +547,11 @@ class Wormhole:
                 return
             goodput[fid] = gp
             una[fid] = fz.una0[fid] + advance.get(fid, 0)
-            done = self._wake_by(fs, t, una[fid], gp)
+            done = self._wake_by(fs, t, una[fid], gp, fz.inflight0)  # the pipeline is the one frozen
             wake = done if wake is None or done < wake else wake
         wake = (wake // self.window_ps) * self.window_ps
         if wake - t >= self.min_skip_ps:
-            self._freeze(g, t, wake, goodput, una0=una)
+            self._freeze(g, t, wake, goodput, una0=una, inflight0=fz.inflight0)
 
     def _advance(self, g: Group, fz: Frozen, d: int, advance: dict) -> None:
         """Move every flow of ``g`` forward by ``advance[fid]`` bytes and ``d`` ps
@@ -649,7 +660,7 @@ class Wormhole:
         hit = self.memo.find(key, graph)
         if hit is None:
             self.memo_misses += 1
-            g.memo_base = {fid: self.flows[fid].una() for fid in g.flows}
+            g.memo_base = {fid: (self.flows[fid].una(), self._inflight(self.flows[fid], t, 0.0)) for fid in g.flows}
             g.memo_base["@t"] = t
             return
         entry, idx_map = hit
@@ -658,7 +669,8 @@ class Wormhole:
         for fid in g.flows:
             fs = self.flows[fid]
             rec = entry.flows[mapping[fid]]
-            if fs.size - fs.una() <= rec["bytes"] + 2 * rec["goodput"] * entry.convergence_ps + 4 * fs.mtu:
+            jump = rec["bytes"] + max(0, rec.get("inflight_growth", 0))
+            if fs.size - fs.una() <= jump + 2 * rec["goodput"] * entry.convergence_ps + 4 * fs.mtu:
                 g.memo_base = None
                 return
         g.memo_base = None
@@ -674,19 +686,19 @@ class Wormhole:
         conv = t - base["@t"]
         for i, fid in enumerate(order):
             fs = self.flows[fid]
-            b = fs.una() - base[fid]
+            una0, inflight0 = base[fid]
+            b = fs.una() - una0
             if b < 0 or b * 8_000_000_000_000 > fs.line_rate_bps * max(conv, 1):
                 return  # not a consistent recording (faster than the line): keep nothing
-            q = fs.samples
-            inflight = max(0, q[-1][4] - q[-1][2]) if q and q[-1][0] == t else 0
-            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate(), "inflight": inflight}
+            growth = self._inflight(fs, t, goodput[fid]) - inflight0  # pipeline filled during the transient
+            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate(), "inflight_growth": growth}
         self.memo.insert(key, graph, conv, flows)
 
     def _memo_apply(self, g: Group, fz: Frozen, d: int) -> dict:
         """Advance a group woken from a memo jump after ``d`` ps: by the bytes the recorded
-        flows had acknowledged, plus what they had in flight beyond what these flows have (a
-        frozen flow's pipeline holds only its packets from the jump's start; without this it
-        would lag by the refill). An interrupted jump
+        flows had acknowledged plus the growth of their in-flight bytes (a frozen flow's
+        pipeline holds only its packets from the jump's start; without this it would lag
+        by the refill). An interrupted jump
         (``d`` shorter than the recorded convergence: a new flow met the group) advances
         each flow by the recorded bytes scaled by ``d / convergence`` and keeps the rates;
         a whole one also sets the recorded steady rates."""
@@ -698,8 +710,8 @@ class Wormhole:
         for fid in g.flows:
             fs = self.flows[fid]
             rec = entry.flows[mapping[fid]]
-            if whole:  # also what the recorded flow had in flight beyond this one's (the pipeline it had filled)
-                b = rec["bytes"] + max(0, rec.get("inflight", 0) - fz.inflight0[fid])
+            if whole:  # also the growth of the recorded flow's pipeline: these flows' frozen one did not grow
+                b = max(0, rec["bytes"] + rec.get("inflight_growth", 0))
             else:
                 b = rec["bytes"] * d // max(1, entry.convergence_ps)
             advance[fid] = min(b // fs.mtu * fs.mtu, self._room(fs, fz.una0[fid], fz.inflight0[fid]))

@@ -36,7 +36,7 @@ with b = micro_batch, s = seq_len, h = hidden, T = b*s tokens, d = dtype_bytes,
 ``S_act = b*s*h*d`` and ``S_moe = b*s*top_k*h*d``:
 
 =================  ======================  ======================  ===========================
-layer              forward comm            input-grad comm         weight-grad comm (m == 0)
+layer              forward comm            input-grad comm         weight-grad comm (m == ga-1)
 =================  ======================  ======================  ===========================
 attention          ALLREDUCE tp S_act      ALLREDUCE tp S_act      ALLREDUCE dp ceil(P_attn/tp)*d
 mlp                ALLREDUCE tp S_act      ALLREDUCE tp S_act      ALLREDUCE dp ceil(P_mlp/tp)*d
@@ -56,8 +56,9 @@ pass (``--overlap-grad-reduce`` off), as SimAI schedules it.
 
 Megatron's tensor-parallel pattern (one all-reduce per block forward, one
 backward), gradient all-reduce over DP once per iteration (it is put on the
-micro-batch-0 copies, whose backward runs last, so it overlaps the last
-backward pass), expert weights sharded over TP as Megatron's default expert-TP
+last micro-batch's copies: ``training.py`` runs the micro-batches' backward
+passes in order, so each layer's all-reduce starts when its gradient is
+complete and overlaps the rest of the last backward pass), expert weights sharded over TP as Megatron's default expert-TP
 = TP, each EP all-to-all carries the micro-batch's top_k token copies, and
 expert gradients are all-reduced over the expert-data-parallel group (DP_EP,
 size dp/ep). Gradients travel in ``dtype_bytes`` (Megatron without
@@ -231,7 +232,7 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
     lps = n_layers // pp
     out: list[Layer] = []
     for m in range(ga):
-        first = m == 0
+        first = m == ga - 1  # the last micro-batch: its backward pass completes the gradients
         for i in range(lps):
             tag = f"mb{m}.layer{i}"
             out.append(Layer(f"{tag}.attention", -1, tp_phase(attn_f, s_act), tp_phase(attn_f, s_act),
