@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers import G100, US, config, flows_of, star_topo
-from pwormhole.accel.memo import MemoCache, config_fingerprint, group_key
+from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.scenario import Scenario
 from pwormhole.simulation import PacketRun
@@ -123,7 +123,7 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache", path,
                         "--out", out, "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
-    assert json.loads(path.read_text())["format"] == "pwormhole-memo-3"  # replaced by a good cache
+    assert json.loads(path.read_text())["format"] == FORMAT  # replaced by a good cache
 
 
 def test_wormhole_identical_on_any_lp_count():
