@@ -13,13 +13,16 @@ mode, in the same process) on:
   (``dist_opt``: one reduce-scatter of the gradients and one all-gather of the
   parameters over DP per iteration, as SimAI's ``workload_gpt7b_64g.txt`` has
   it), so the DP ring steps are 8x longer flows, on 16, 32 and 64 GPUs, DCQCN;
+* one GPT-175B layer with the distributed optimizer on 16 GPUs (226 MB DP
+  flows; NVLink carries 9% of the bytes instead of 14-23%);
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``).
 
 For each it prints a markdown row: flows, mean and p99 per-flow FCT error,
 iteration time error, wall speedup (same process), events ratio, skipped
-flow-time fraction, memo hits/misses. Rows are appended to
+flow-time fraction, memo hits/misses, and the share of bytes over NVLink with
+the events-ratio bound it sets (:func:`nvlink_byte_share`). Rows are appended to
 ``<out>/results.md`` as each comparison finishes, and every comparison keeps
 its folder (``packet/``, ``wormhole/``, ``compare.json``) under ``<out>``.
 
