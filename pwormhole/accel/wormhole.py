@@ -309,8 +309,8 @@ class Wormhole:
             return
         h = self.net.nodes[f.src].flow_hash[fid]
         rtt_ps, win_bytes = self.net.qp_window(f)
-        fs = FlowState(f, rtt_ps, win_bytes if self.net.cfg.has_win else 0, self.mtu, self.hdr_bytes, self._path(f.src, f.dst, h),
-                       self._path(f.dst, f.src, h), self.net.pair(f.src, f.dst)[0], t)
+        fs = FlowState(f, rtt_ps, win_bytes if self.net.cfg.has_win else 0, self.mtu, self.hdr_bytes,
+                       self._path(f.src, f.dst, h), self._path(f.dst, f.src, h), self.net.pair(f.src, f.dst)[0], t)
         self.flows[fid] = fs
         ports = set(fs.ports)
         gids = {self.port_gid[p] for p in ports if p in self.port_gid}
@@ -589,8 +589,6 @@ class Wormhole:
                         qp.last_update_seq += b
                     if qp.next_avail_ps >= t0:
                         qp.next_avail_ps += d
-                    if qp.una_ps >= t0:
-                        qp.una_ps += d
                     if qp.hops:
                         qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
             if fs.dst in local:
