@@ -59,8 +59,8 @@ backward), gradient all-reduce over DP once per iteration (it is put on the
 last micro-batch's copies: ``training.py`` runs the micro-batches' backward
 passes in order, so each layer's all-reduce starts when its gradient is
 complete and overlaps the rest of the last backward pass), expert weights
-sharded over TP as Megatron's default expert-TP = TP, each EP all-to-all carries the micro-batch's top_k token copies, and
-expert gradients are all-reduced over the expert-data-parallel group (DP_EP,
+sharded over TP as Megatron's default expert-TP = TP, each EP all-to-all
+carries the micro-batch's top_k token copies, and expert gradients are all-reduced over the expert-data-parallel group (DP_EP,
 size dp/ep). Gradients travel in ``dtype_bytes`` (Megatron without
 ``--accumulate-allreduce-grads-in-fp32``). Embedding, LM head, loss and
 optimizer step are left out; ``update_ns`` is 0. With pp > 1,
