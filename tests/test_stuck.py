@@ -66,8 +66,11 @@ def test_all_senders_paused_stops_at_once_not_at_the_stop_time():
 
 @pytest.mark.parametrize("sig,code,name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
 def test_signal_flushes_outputs(tmp_path, sig, code, name):
+    # a test runner started in the background (`cmd &` in a script) hands its children SIGINT
+    # ignored, and Python then leaves it ignored: restore the default so the run sees it
     p = subprocess.Popen([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--out", tmp_path,
-                          "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob("fct.txt.part")) and time.monotonic() < deadline:
         time.sleep(0.1)
