@@ -15,6 +15,9 @@ mode, in the same process) on:
   it), so the DP ring steps are 8x longer flows, on 16, 32 and 64 GPUs, DCQCN;
 * one GPT-175B layer with the distributed optimizer on 16 GPUs (226 MB DP
   flows; NVLink carries 9% of the bytes instead of 14-23%);
+* two what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
+  removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
+  events ratio would be if NVLink steps cost nothing;
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``).
@@ -49,15 +52,29 @@ from pwormhole.config import ModelConfig  # noqa: E402
 from pwormhole.report.compare import compare  # noqa: E402
 from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario  # noqa: E402
 from pwormhole.workload.models import build_model  # noqa: E402
+from pwormhole.workload.simai import Phase  # noqa: E402
 
 S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn" / "config.txt"
 CC = {"dcqcn": 1, "hpcc": 3}
 
 
+def without_tp_collectives(spec):
+    """``spec`` with its forward and input-gradient collectives (the TP all-reduces over
+    NVLink) removed and their compute kept: a what-if that shows Wormhole on the NIC
+    traffic alone (not a training workload)."""
+    none = Phase(0, "NONE", "none", 0)
+    spec.layers = [dataclasses.replace(ly, forward=dataclasses.replace(none, compute_ns=ly.forward.compute_ns),
+                                       input_grad=dataclasses.replace(none, compute_ns=ly.input_grad.compute_ns))
+                   for ly in spec.layers]
+    return spec
+
+
 def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256,
-        dist_opt: bool = False):
+        dist_opt: bool = False, no_tp: bool = False):
     def make():
         spec = build_model(model, gpus, tp=tp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
+        if no_tp:
+            spec = without_tp_collectives(spec)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
         return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
     return make
@@ -89,6 +106,10 @@ SCENARIOS = {
     "gpt7b-dopt-64-dcqcn": ("same, 64 GPUs", gpt(64, "dcqcn", layers=2, dist_opt=True)),
     "gpt175b-dopt-16-dcqcn": ("GPT-175B 1 layer, distributed optimizer, TP8, seq 256, 16 GPUs, DCQCN (NVLink "
                               "share 5%)", gpt(16, "dcqcn", model="gpt-175b", dist_opt=True)),
+    "whatif-gpt7b-64-dcqcn-notp": ("what-if: gpt7b-64-dcqcn without its TP all-reduces (NIC traffic only)",
+                                   gpt(64, "dcqcn", no_tp=True)),
+    "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
+                                        gpt(64, "dcqcn", layers=2, dist_opt=True, no_tp=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }
