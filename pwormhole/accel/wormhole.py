@@ -51,6 +51,7 @@ QPs, receivers and port queues).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass
@@ -370,8 +371,9 @@ class Wormhole:
     def _goodput(self, fs: FlowState, since: int):
         """Bytes per ps over the steady span, or None when not steady (or too few samples).
 
-        Cost: the last ``samples`` samples first (most calls end there), then
-        only as far back as the goodput span needs.
+        Cost: the last ``samples`` samples first (most calls end there), then two
+        binary searches (sample times, ACK times and acked bytes never decrease
+        within a history, which a wake clears).
         """
         q = fs.samples
         need = self.cfg.samples
@@ -390,19 +392,15 @@ class Wormhole:
         want = self.min_span_bytes * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
-        span = []
-        for x in reversed(q):
-            if x[0] < since or x[3] < since or x[2] <= 0:
-                break
-            span.append(x)
-            if len(span) >= need and b1 - x[2] >= want:
-                break
-        if not span:
+        n = len(q)
+        # the span: from the newest sample j with b1 - una(j) >= want (and at least `need` samples),
+        # inside the suffix of samples taken (and ACK-timed) since the group formed
+        lo = bisect_left(q, True, key=lambda x: x[0] >= since and x[3] >= since and x[2] > 0)
+        j = min(n - need, bisect_right(q, b1 - want, key=lambda x: x[2]) - 1)
+        if j < lo:
             return None
-        _, _, b0, t0, _ = span[-1]
-        if b1 - b0 < want:
-            return None
-        _, _, bm, tm, _ = span[len(span) // 2]
+        _, _, b0, t0, _ = q[j]
+        _, _, bm, tm, _ = q[n - 1 - (n - j) // 2]
         if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
             return None
         g1 = (bm - b0) / (tm - t0)
