@@ -71,7 +71,8 @@ class AccelConfig:
 
     Attributes:
         theta: steadiness threshold on ``(max - min) / mean`` of the sampled rates.
-        samples: number of samples ``l`` a flow must be steady over.
+        samples: number of samples ``l`` a flow must be steady over; 0 picks the
+            measured default of the congestion control (:data:`SAMPLES`).
         sample_ps: sampling period (0: one synchronization window ``L``).
         margin_rtts: wake this many RTTs (of the flow's own path) before the earliest
             predicted completion.
@@ -83,7 +84,7 @@ class AccelConfig:
     """
 
     theta: float = 0.02
-    samples: int = 8
+    samples: int = 0
     sample_ps: int = 0
     margin_rtts: int = 1
     min_skip_ps: int = 0
@@ -92,12 +93,23 @@ class AccelConfig:
     memo: bool = True
 
 
-MIN_SPAN_PACKETS = {False: 150, True: 500}
+MIN_SPAN_PACKETS = {False: 100, True: 500}
 """Default goodput span by congestion control (``{hpcc?: packets}``), from
 ``bench/sensitivity.py --sweep span`` (bench/RESULTS.md): DCQCN flows in a steady
-state hold their rate exactly, so 150 packets (timed by ACKs) give the goodput to
-0.1%; HPCC's windows drift slowly towards the fair share (a few % over 100 us), and
-spans under ~500 packets let a drifting flow look steady (iteration error > 1%)."""
+state hold their rate exactly, so 100 packets (timed by ACKs) give the goodput to
+0.1% (50 let a 100-flow incast freeze on a passing agreement: 5% error); HPCC's
+windows drift slowly towards the fair share (a few % over 100 us), and spans under
+~500 packets let a drifting flow look steady (iteration error > 1%)."""
+
+LINE_RATE_SPAN_PACKETS = 50
+"""DCQCN span for a flow whose rate stayed at the line rate over its last samples
+(no CNP: its congestion control has nothing left to change, its goodput is the
+NIC's share alone)."""
+
+SAMPLES = {False: 4, True: 8}
+"""Default ``samples`` by congestion control: 4 are enough under DCQCN (a change
+of rate is a CNP or a timer step, far larger than theta); HPCC adjusts its window
+every ACK and needs 8 (4 gave 2-3% iteration error)."""
 
 
 class FlowState:
@@ -189,7 +201,8 @@ class Wormhole:
         self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
         self.window_ps = net.window_ps
         self.min_span_bytes = cfg.min_span_packets or MIN_SPAN_PACKETS[net.cfg.cc_mode == 3]
-        self.keep_samples = max(cfg.samples, 2048)  # slow flows need a long span for min_span_packets
+        self.samples = cfg.samples or SAMPLES[net.cfg.cc_mode == 3]
+        self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.hpcc = net.cfg.cc_mode == 3
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
@@ -376,7 +389,7 @@ class Wormhole:
         within a history, which a wake clears).
         """
         q = fs.samples
-        need = self.cfg.samples
+        need = self.samples
         if len(q) < need:
             return None
         last = list(islice(reversed(q), need))  # newest first
@@ -390,6 +403,8 @@ class Wormhole:
         # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
         _, _, b1, t1, _ = last[0]
         want = self.min_span_bytes * fs.mtu
+        if not self.hpcc and not self.cfg.min_span_packets and min(rates) >= fs.line_rate_bps:
+            want = LINE_RATE_SPAN_PACKETS * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
         n = len(q)
