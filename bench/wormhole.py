@@ -59,12 +59,13 @@ CC = {"dcqcn": 1, "hpcc": 3}
 
 
 def without_tp_collectives(spec):
-    """``spec`` with its forward and input-gradient collectives (the TP all-reduces over
+    """``spec`` with its forward and input-gradient TP collectives (the all-reduces over
     NVLink) removed and their compute kept: a what-if that shows Wormhole on the NIC
     traffic alone (not a training workload)."""
-    none = Phase(0, "NONE", "none", 0)
-    spec.layers = [dataclasses.replace(ly, forward=dataclasses.replace(none, compute_ns=ly.forward.compute_ns),
-                                       input_grad=dataclasses.replace(none, compute_ns=ly.input_grad.compute_ns))
+    def drop(ph):
+        return Phase(ph.compute_ns, "NONE", "none", 0) if ph.group == "tp" else ph
+
+    spec.layers = [dataclasses.replace(ly, forward=drop(ly.forward), input_grad=drop(ly.input_grad))
                    for ly in spec.layers]
     return spec
 
@@ -105,7 +106,7 @@ SCENARIOS = {
     "gpt7b-dopt-32-dcqcn": ("same, 32 GPUs", gpt(32, "dcqcn", layers=2, dist_opt=True)),
     "gpt7b-dopt-64-dcqcn": ("same, 64 GPUs", gpt(64, "dcqcn", layers=2, dist_opt=True)),
     "gpt175b-dopt-16-dcqcn": ("GPT-175B 1 layer, distributed optimizer, TP8, seq 256, 16 GPUs, DCQCN (NVLink "
-                              "share 5%)", gpt(16, "dcqcn", model="gpt-175b", dist_opt=True)),
+                              "share 9%)", gpt(16, "dcqcn", model="gpt-175b", dist_opt=True)),
     "whatif-gpt7b-64-dcqcn-notp": ("what-if: gpt7b-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                    gpt(64, "dcqcn", no_tp=True)),
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",

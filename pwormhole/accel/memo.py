@@ -45,8 +45,13 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    parts.append(f"theta={accel_cfg.theta!r} samples={accel_cfg.samples} sample_ps={accel_cfg.sample_ps} "
-                 f"min_span_packets={accel_cfg.min_span_packets}")
+    from .wormhole import LINE_RATE_SPAN_PACKETS, MIN_SPAN_PACKETS, SAMPLES
+    hpcc = getattr(cfg, "cc_mode", None) == 3
+    samples = accel_cfg.samples or SAMPLES[hpcc]  # the values in effect, not the 0 that picks them
+    span = accel_cfg.min_span_packets or MIN_SPAN_PACKETS[hpcc]
+    line_span = LINE_RATE_SPAN_PACKETS if not (accel_cfg.min_span_packets or hpcc) else 0
+    parts.append(f"theta={accel_cfg.theta!r} samples={samples} sample_ps={accel_cfg.sample_ps} "
+                 f"min_span_packets={span} line_rate_span_packets={line_span}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

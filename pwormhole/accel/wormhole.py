@@ -14,10 +14,13 @@ touches the per-event path.
   ports, so it can be frozen without touching other traffic.
 * **Steady state.** Every ``sample_ps`` each flow's congestion-control rate
   (DCQCN: current rate; HPCC: window over base RTT) and its acknowledged
-  bytes are sampled. A flow is steady when, over its last ``samples`` samples
-  taken since its group last changed, ``(max - min) / mean < theta`` for the
-  rate, and the goodput of the first and second halves of that span differ
-  by less than ``theta``. A group is steady when all its flows are.
+  bytes (timed by the ACK that advanced them) are sampled. A flow is steady
+  when, over its last ``samples`` samples taken since its group last changed,
+  ``(max - min) / mean < theta`` for the rate, and over the goodput span (the
+  last samples holding ``min_span_packets`` packets) the goodputs of its first
+  and second halves differ by less than ``theta``. A group is steady when all
+  its flows are. ``samples`` and the span default by congestion control
+  (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`, :data:`LINE_RATE_SPAN_PACKETS`).
 * **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
   leave the heaps and its ports are held busy, so they keep their queues and
   buffer occupancy, and packets of other flows reaching them wait. It wakes at
@@ -77,7 +80,9 @@ class AccelConfig:
         margin_rtts: wake this many RTTs (of the flow's own path) before the earliest
             predicted completion.
         min_span_packets: goodput is measured over at least this many packets; 0 picks
-            the measured default of the congestion control (:data:`MIN_SPAN_PACKETS`).
+            the measured default of the congestion control (:data:`MIN_SPAN_PACKETS`, and
+            under DCQCN :data:`LINE_RATE_SPAN_PACKETS` for flows at the line rate; a value
+            set here applies to every flow).
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
