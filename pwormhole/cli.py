@@ -312,7 +312,8 @@ def add_run_arguments(r) -> None:
     d = AccelConfig()
     w.add_argument("--theta", type=float,
                    help=f"steadiness threshold on (max-min)/mean of the rates (default {d.theta})")
-    w.add_argument("--window", type=int, help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
+    w.add_argument("--window", type=int,
+                   help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")

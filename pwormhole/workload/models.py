@@ -48,8 +48,9 @@ moe_combine        ALLTOALL ep S_moe       ALLTOALL ep S_moe       NONE
 With ``dist_opt`` (Megatron's distributed optimizer, as SimAI's
 ``workload_gpt7b_64g.txt`` has it on its ``grad_norm`` line) no layer all-reduces
 its gradients: the last micro-batch's ``layer0.attention``, whose weight
-gradient is the last one computed, carries ``REDUCESCATTER dp P_stage*d`` with ``P_stage`` the stage's
-parameters per GPU (``layers/pp * (ceil(P_attn/tp) + ceil(P_mlp/tp))``), and
+gradient is the last one computed, carries ``REDUCESCATTER dp P_stage*d`` with
+``P_stage`` the stage's parameters per GPU (``layers/pp * (ceil(P_attn/tp) +
+ceil(P_mlp/tp))``), and
 ``TrainingSpec.param_allgather`` is ``ALLGATHER dp P_stage*d``, run after the
 update and before the next iteration. One bucket, no overlap with the backward
 pass (``--overlap-grad-reduce`` off), as SimAI schedules it.
@@ -60,8 +61,9 @@ last micro-batch's copies: ``training.py`` runs the micro-batches' backward
 passes in order, so each layer's all-reduce starts when its gradient is
 complete and overlaps the rest of the last backward pass), expert weights
 sharded over TP as Megatron's default expert-TP = TP, each EP all-to-all
-carries the micro-batch's top_k token copies, and expert gradients are all-reduced over the expert-data-parallel group (DP_EP,
-size dp/ep). Gradients travel in ``dtype_bytes`` (Megatron without
+carries the micro-batch's top_k token copies, and expert gradients are
+all-reduced over the expert-data-parallel group (DP_EP, size dp/ep).
+Gradients travel in ``dtype_bytes`` (Megatron without
 ``--accumulate-allreduce-grads-in-fp32``). Embedding, LM head, loss and
 optimizer step are left out; ``update_ns`` is 0. With pp > 1,
 ``pp_comm_bytes = S_act`` (activations forward, gradients backward, per
@@ -257,9 +259,9 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
     if dist_opt:  # the stage's parameters, sharded over TP: reduce-scatter last in the backward pass
         stage_bytes = lps * (-(-prm["attn"] // tp) + -(-prm["mlp"] // tp)) * d
         k = (ga - 1) * len(out) // ga  # the last micro-batch's layer0.attention: its weight gradient is the
-        first = out[k]  # last one computed (training.py runs the micro-batches' backward passes in order)
-        out[k] = Layer(first.name, first.dependency, first.forward, first.input_grad,
-                       Phase(first.weight_grad.compute_ns, "REDUCESCATTER", "dp", stage_bytes), 0, 0)
+        ly0 = out[k]  # last one computed (training.py runs the micro-batches' backward passes in order)
+        out[k] = Layer(ly0.name, ly0.dependency, ly0.forward, ly0.input_grad,
+                       Phase(ly0.weight_grad.compute_ns, "REDUCESCATTER", "dp", stage_bytes), 0, 0)
         param_allgather = Phase(0, "ALLGATHER", "dp", stage_bytes)
     params = asdict(cfg)
     params.update(layers_total=n_layers, layers_per_stage=lps, micro_batch=b, seq_len=s,
