@@ -123,7 +123,7 @@ class FlowState:
     __slots__ = ("fid", "src", "dst", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
                  "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps")
 
-    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps=0, start_ps=0):
+    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps):
         self.fid = flow.flow_id
         self.src = flow.src
         self.dst = flow.dst
@@ -135,7 +135,7 @@ class FlowState:
         self.samples = deque()
         self.gid = -1
         self.rtt_ps = rtt_ps  # the QP's base RTT (the network's largest with HPCC's global_t)
-        self.path_rtt_ps = path_rtt_ps or rtt_ps  # this flow's own path: the wake margin is counted in these
+        self.path_rtt_ps = path_rtt_ps  # this flow's own path: the wake margin is counted in these
         self.start_ps = start_ps  # the boundary that reported the start
         self.win_bytes = win_bytes
         self.mtu = mtu
