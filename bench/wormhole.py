@@ -15,6 +15,9 @@ mode, in the same process) on:
   it), so the DP ring steps are 8x longer flows, on 16, 32 and 64 GPUs, DCQCN;
 * one GPT-175B layer with the distributed optimizer on 16 GPUs (226 MB DP
   flows; NVLink carries 9% of the bytes instead of 14-23%);
+* the GPT-7B layer at sequence 2048 (a usual training length) on 16 and 64 GPUs,
+  DCQCN: TP ring steps of 2 MB (5.8 us on NVLink, still under the 8-window minimum
+  skip), so NVLink carries most of the bytes and bounds the events ratio near 1.5x;
 * two what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
   events ratio would be if NVLink steps cost nothing;
@@ -107,6 +110,9 @@ SCENARIOS = {
     "gpt7b-dopt-64-dcqcn": ("same, 64 GPUs", gpt(64, "dcqcn", layers=2, dist_opt=True)),
     "gpt175b-dopt-16-dcqcn": ("GPT-175B 1 layer, distributed optimizer, TP8, seq 256, 16 GPUs, DCQCN (NVLink "
                               "share 9%)", gpt(16, "dcqcn", model="gpt-175b", dist_opt=True)),
+    "gpt7b-16-dcqcn-s2048": ("GPT-7B 1 layer, TP8, seq 2048 (2 MB TP ring steps: NVLink carries most bytes), "
+                             "16 GPUs, DCQCN", gpt(16, "dcqcn", seq_len=2048)),
+    "gpt7b-64-dcqcn-s2048": ("same, 64 GPUs", gpt(64, "dcqcn", seq_len=2048)),
     "whatif-gpt7b-64-dcqcn-notp": ("what-if: gpt7b-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                    gpt(64, "dcqcn", no_tp=True)),
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
