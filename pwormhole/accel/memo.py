@@ -34,7 +34,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-4"
+FORMAT = "pwormhole-memo-5"
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -45,13 +45,12 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    from .wormhole import LINE_RATE_SPAN_PACKETS, MIN_SPAN_PACKETS, SAMPLES
+    from .wormhole import MIN_SPAN_PACKETS, SAMPLES, SETTLE_RTTS
     hpcc = getattr(cfg, "cc_mode", None) == 3
     samples = accel_cfg.samples or SAMPLES[hpcc]  # the values in effect, not the 0 that picks them
     span = accel_cfg.min_span_packets or MIN_SPAN_PACKETS[hpcc]
-    line_span = LINE_RATE_SPAN_PACKETS if not (accel_cfg.min_span_packets or hpcc) else 0
     parts.append(f"theta={accel_cfg.theta!r} samples={samples} sample_ps={accel_cfg.sample_ps} "
-                 f"min_span_packets={span} line_rate_span_packets={line_span}")
+                 f"min_span_packets={span} settle_rtts={SETTLE_RTTS!r}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

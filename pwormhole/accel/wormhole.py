@@ -17,10 +17,11 @@ touches the per-event path.
   bytes (timed by the ACK that advanced them) are sampled. A flow is steady
   when, over its last ``samples`` samples taken since its group last changed,
   ``(max - min) / mean < theta`` for the rate, and over the goodput span (the
-  last samples holding ``min_span_packets`` packets) the goodputs of its first
-  and second halves differ by less than ``theta``. A group is steady when all
-  its flows are. ``samples`` and the span default by congestion control
-  (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`, :data:`LINE_RATE_SPAN_PACKETS`).
+  last samples holding ``min_span_packets`` packets, ACK-timed from
+  :data:`SETTLE_RTTS` path RTTs after the group's newest flow started) the
+  goodputs of its first and second halves differ by less than ``theta``. A
+  group is steady when all its flows are. ``samples`` and the span default by
+  congestion control (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`).
 * **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
   leave the heaps and its ports are held busy, so they keep their queues and
   buffer occupancy, and packets of other flows reaching them wait. It wakes at
@@ -80,9 +81,7 @@ class AccelConfig:
         margin_rtts: wake this many RTTs (of the flow's own path) before the earliest
             predicted completion.
         min_span_packets: goodput is measured over at least this many packets; 0 picks
-            the measured default of the congestion control (:data:`MIN_SPAN_PACKETS`, and
-            under DCQCN :data:`LINE_RATE_SPAN_PACKETS` for flows at the line rate; a value
-            set here applies to every flow).
+            the measured default of the congestion control (:data:`MIN_SPAN_PACKETS`).
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
@@ -102,22 +101,22 @@ MIN_SPAN_PACKETS = {False: 100, True: 500}
 """Default goodput span by congestion control (``{hpcc?: packets}``), from
 ``bench/sensitivity.py --sweep span`` (bench/RESULTS.md): DCQCN flows in a steady
 state hold their rate exactly, so 100 packets (timed by ACKs) give the goodput to
-0.1% (50 let a 100-flow incast freeze on a passing agreement: 5% error); HPCC's
+0.1% (50 let a 100-flow incast freeze on a passing agreement: 5% error, and a flow
+at the line rate whose NIC starts carrying a longer-RTT flow's ACKs freeze while
+still filling its window: 4.5%, ``test_line_rate_flow_waits_for_the_acks_of_a_longer_path``); HPCC's
 windows drift slowly towards the fair share (a few % over 100 us), and spans under
 ~500 packets let a drifting flow look steady (iteration error > 1%)."""
 
-LINE_RATE_SPAN_PACKETS = 50
-"""DCQCN span for a flow whose rate stayed at the line rate over its last samples
-(no CNP: its congestion control has nothing left to change, its goodput is the
-NIC's share alone)."""
-
 SETTLE_RTTS = 1.5
-"""A goodput span starts at least this many RTTs of the flow's path after the newest
-flow of its group started: a ring step's flow and the reverse flow start together, and
-the data a flow sends before the other's ACKs reach their shared egress port (half an
-RTT) is acknowledged up to 1.5 RTTs after the start, faster (4% above its steady
-goodput for a 16.8 MB DP step of GPT-7B at sequence 2048, which a skip of 580 us
-turned into a 5.5% FCT error)."""
+"""A goodput span is ACK-timed from this many RTTs of the flow's path after the newest
+flow of its group started (as reported at a boundary). A ring step's flow and the
+reverse flow start together: the data each sends before the other's ACKs reach their
+shared egress port (half an RTT) is acknowledged until 1.5 RTTs after the start, at a
+goodput off the steady one (4% above for a 16.8 MB DP step of GPT-7B at sequence 2048,
+which a 580 us skip turned into a 556 KB lead, 48 us at the later shared rate: 5.5%
+FCT error; 0.8% below in ``test_goodput_is_measured_after_the_reverse_acks_arrive``).
+Groups of flows with different RTTs can take longer to settle; the span's halves
+check covers them."""
 
 SAMPLES = {False: 4, True: 8}
 """Default ``samples`` by congestion control: 4 are enough under DCQCN (a change
@@ -398,8 +397,8 @@ class Wormhole:
         """Bytes per ps over the steady span, or None when not steady (or too few samples).
 
         ``since``: when the group last changed (samples before it are not used);
-        ``newest_start_ps``: when the group's latest flow started (the span is ACK-timed
-        at least :data:`SETTLE_RTTS` of ``fs``'s path RTTs after it).
+        ``newest_start_ps``: the boundary that reported the group's latest flow start (the
+        span is ACK-timed at least :data:`SETTLE_RTTS` of ``fs``'s path RTTs after it).
 
         Cost: the last ``samples`` samples first (most calls end there), then two
         binary searches (sample times, ACK times and acked bytes never decrease
@@ -420,8 +419,6 @@ class Wormhole:
         # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
         _, _, b1, t1, _ = last[0]
         want = self.min_span_bytes * fs.mtu
-        if not self.hpcc and not self.cfg.min_span_packets and min(rates) >= fs.line_rate_bps:
-            want = LINE_RATE_SPAN_PACKETS * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
         n = len(q)
