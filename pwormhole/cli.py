@@ -178,7 +178,7 @@ def _accel_config(args, comm):
     if mode not in ("wormhole", "packet"):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
-        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "window", "sample"):
+        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "window", "sample", "fluid_nvlink"):
             if getattr(args, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -200,6 +200,7 @@ def _accel_config(args, comm):
             raise InputError(f"--sample must be positive, got {args.sample}")
     cfg.skip = not args.no_skip
     cfg.memo = not args.no_memo
+    cfg.fluid_nvlink = bool(args.fluid_nvlink)
     if args.memo_cache and not cfg.memo:
         raise InputError("--memo-cache needs memoization (drop --no-memo)")
     return cfg
@@ -315,6 +316,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--window", type=int,
                    help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
+    w.add_argument("--fluid-nvlink", action="store_true",
+                   help="model the flows inside each server's NVSwitch by rates instead of packets (DCQCN "
+                        "only; off by default: it departs from packet-by-packet completions; see README)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")

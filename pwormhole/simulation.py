@@ -362,9 +362,11 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
                         "memo_hits": st["memo_hits"], "memo_misses": st["memo_misses"],
                         "memo_entries": st["memo_entries"], "memo_bytes": st["memo_bytes"],
                         "wakes_interrupted": st["wakes_interrupted"],
+                        "fluid_flows": sum(1 for f in sim.finish_ps if f in sim.accel.fluid_fids),
                         "accel": {"theta": accel.theta, "window_samples": sim.accel.samples,
                                   "sample_ps": sim.accel.sample_ps, "min_span_packets": sim.accel.min_span_bytes,
-                                  "margin_rtts": accel.margin_rtts, "skip": accel.skip, "memo": accel.memo}})
+                                  "margin_rtts": accel.margin_rtts, "skip": accel.skip, "memo": accel.memo,
+                                  "fluid_nvlink": accel.fluid_nvlink}})
         if memo is not None and memo_cache and rank0:
             memo.save(memo_cache)
     report = None

@@ -61,6 +61,7 @@ from itertools import islice
 from dataclasses import dataclass
 from heapq import heapify, heappush
 
+from ..errors import InputError
 from ..net.nodes import HostPort, SwitchPort
 from ..net.packet import (
     EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, P_FLOW, P_INPORT, P_INT, P_SEQ, P_TYPE,
@@ -85,6 +86,9 @@ class AccelConfig:
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
+        fluid_nvlink: model the flows inside each NVSwitch domain by rates, not packets
+            (:mod:`pwormhole.accel.fluid`; off by default: it departs from issue 4's rule
+            that completions are simulated packet by packet).
     """
 
     theta: float = 0.02
@@ -95,6 +99,7 @@ class AccelConfig:
     min_span_packets: int = 0
     skip: bool = True
     memo: bool = True
+    fluid_nvlink: bool = False
 
 
 MIN_SPAN_PACKETS = {False: 100, True: 500}
@@ -234,6 +239,29 @@ class Wormhole:
         self.wakes_interrupted = 0
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}
+        self.fluid_domains: dict = {}
+        self.fluid_fids: set = set()  # every rank's: the flows modelled by rates (replicated)
+        if cfg.fluid_nvlink:
+            if net.cfg.cc_mode != 1:
+                raise InputError("--fluid-nvlink models NVLink flows at DCQCN's uncongested line rate; under "
+                                 "HPCC the window control of overlapping ring steps slows them by ~6%, which it "
+                                 "does not model (use DCQCN, CC_MODE 1, or leave it off)")
+            from .fluid import build_domains
+            self.fluid_domains, fids = build_domains(net, net.flows)
+            self.fluid_fids = fids
+            local = {nd.node_id for lp in lps for nd in lp.nodes}
+            for nd in net.nodes:
+                if not nd.is_switch and nd.node_id in local:
+                    nd.fluid = {}
+            for fid in sorted(fids):
+                f = net.flows[fid]
+                host = net.nodes[f.src]
+                if host.fluid is not None:
+                    nvs = host.route_port(f.dst, host.flow_hash[fid]).peer.node_id
+                    if nvs not in local:
+                        raise InputError(f"fluid NVLink: host {f.src} and NVSwitch {nvs} are in different LPs; "
+                                         "keep each server in one LP")
+                    host.fluid[fid] = self.fluid_domains[nvs]
         ack_interval = max(1, net.cfg.l2_ack_interval)
         self.ack_every_pkts = max(1, -(-ack_interval // self.mtu))
 

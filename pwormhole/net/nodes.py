@@ -502,6 +502,7 @@ class Host(Node):
         self.op_start = {}  # op id -> start time of ops begun here and not yet logged
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
         self.started = []  # flow ids started here since the last boundary (acceleration bookkeeping)
+        self.fluid = None  # flow id -> accel.fluid.FluidDomain of the flows modelled by rates (opt-in)
         self.owner = None
         self.lp_id = 0
         self.outboxes = None
@@ -512,6 +513,11 @@ class Host(Node):
 
     # -- events -------------------------------------------------------------
     def on_flow_start(self, fid: int, t: int) -> None:
+        if self.fluid is not None:
+            domain = self.fluid.get(fid)
+            if domain is not None:  # opt-in fluid NVLink (accel/fluid.py): no QP, no packets
+                domain.start(self, fid, t)
+                return
         flow = self.net.flows[fid]
         port = self.pick_port(flow.dst, self.flow_hash[fid])
         rtt_ps, bdp_bytes = self.net.qp_window(flow)

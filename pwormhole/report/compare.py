@@ -88,6 +88,7 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
         "skipped_time_fraction": ws.get("skipped_time_fraction", 0.0),
         "memo_hits": ws.get("memo_hits", 0),
         "memo_misses": ws.get("memo_misses", 0),
+        "fluid_flows": ws.get("fluid_flows", 0),
         "complete": bool(ps["complete"] and ws["complete"]),
     }
     write_json_atomic(os.path.join(out, "compare.json"), result)
@@ -112,6 +113,8 @@ def table(r: dict) -> str:
         ("skips, skipped flow-time", f"{r['skips']}, {r['skipped_time_fraction'] * 100:.1f}%"),
         ("memo hits / misses", f"{r['memo_hits']} / {r['memo_misses']}"),
     ]
+    if r.get("fluid_flows"):
+        rows.append(("flows modelled by rates (--fluid-nvlink)", str(r["fluid_flows"])))
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
 

@@ -1,0 +1,256 @@
+"""Flow-level (fluid) model of the flows inside one NVSwitch domain: an opt-in
+acceleration (``AccelConfig.fluid_nvlink``, ``--fluid-nvlink``), Wormhole mode only.
+
+Why: a tensor-parallel ring step over NVLink lasts less than one synchronization
+window (262 KB at 2880 Gb/s: 0.73 us), so Wormhole can never skip it, and at 14-70%
+of a GPT iteration's bytes those packets bound its events ratio (bench/RESULTS.md).
+An NVSwitch domain is isolated: its host-to-NVSwitch and NVSwitch-to-host ports carry
+only the flows between the hosts of that server and their ACKs. This module replaces
+those flows' packets by rates, the way SimAI's analytical backend treats NVLink, and
+is measured against the plain packet run by ``pwormhole compare`` (the packet
+reference is never changed). It departs from issue 4's rule that completions are
+simulated packet by packet, so it is off by default.
+
+Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
+
+* A flow ``f`` sends ``size + packets x header`` wire bytes on its two data ports
+  (source host -> NVSwitch, NVSwitch -> destination host) and one ACK of
+  ``ack_bytes`` per ``ack_every`` packets on its two ACK ports (the reverse ones).
+* Rates are max-min fair under those port capacities (progressive filling with
+  the per-port wire-byte coefficients), recomputed whenever a flow of the domain
+  starts or finishes: a ring step's data and the reverse flow's ACKs share a port
+  exactly as they do packet by packet. Congestion control is not modelled: under
+  DCQCN and HPCC an uncongested NVLink flow stays at the line rate; contended
+  patterns (several flows into one GPU) are only approximated.
+* When the last wire byte leaves the source, the last packet reaches the
+  destination after the two links' delays and its serialization at the NVSwitch
+  (the destination's DAG children start then), and the ACK reaches the source
+  after the same path back (the flow's completion time, as packet mode records it).
+
+Events are plain tuples ``(t, key, EV_FLUID, domain, arg)`` with keys from the
+NVSwitch node's counter (DESIGN.md invariant 2); a domain lives in the LP of its
+NVSwitch, and :class:`~pwormhole.simulation.PacketRun` refuses a plan that splits a
+server (its NVLink links are shorter than the window), so the answer is the same on
+any LP count.
+"""
+
+from __future__ import annotations
+
+from heapq import heappush
+
+from ..net.packet import EV_FLUID
+
+PS_PER_S = 1_000_000_000_000
+
+
+def _tx_ps(wire_bytes: int, rate_bps: int) -> int:
+    return -(-wire_bytes * 8 * PS_PER_S // rate_bps)
+
+
+class FluidDomain:
+    """The fluid flows of one NVSwitch domain.
+
+    Args:
+        nvswitch: the NVSwitch :class:`~pwormhole.net.nodes.Switch` (its heap and
+            event key counter are used).
+        net: the :class:`~pwormhole.net.build.Network`.
+
+    Attributes: ``flows_done`` (flows completed here), ``events`` (fluid events handled).
+    """
+
+    def __init__(self, nvswitch, net):
+        self.nvs = nvswitch
+        self.net = net
+        host0 = next(nd for nd in net.nodes if not nd.is_switch)
+        self.mtu = net.cfg.packet_payload_bytes
+        self.hdr_bytes = host0.hdr_bytes
+        self.ack_bytes = host0.ack_bytes
+        self.ack_every = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
+        # fid -> [wire bytes left (float), rate (wire bytes/ps), data ports, ack ports, src host, start ps]
+        self.active: dict[int, list] = {}
+        self.start_ps: dict[int, int] = {}  # fid -> start time, until the flow's ACK completes it
+        self.ack_ports: dict[int, tuple] = {}  # fid -> its ACK ports, from its last byte to its delivery
+        self.last_ps = 0
+        self.version = 0
+        self.flows_done = 0
+        self.events = 0
+
+    # -- DAG / engine entry points ------------------------------------------------------
+    def start(self, host, fid: int, t: int) -> None:
+        """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
+        flow = self.net.flows[fid]
+        h = host.flow_hash[fid]
+        up = host.pick_port(flow.dst, h)  # host -> NVSwitch
+        down = self.nvs.pick_port(flow.dst, h)  # NVSwitch -> destination
+        dst = self.net.nodes[flow.dst]
+        ack_up = dst.pick_port(flow.src, h)
+        ack_down = self.nvs.pick_port(flow.src, h)
+        packets = -(-flow.size_bytes // self.mtu)
+        wire = flow.size_bytes + packets * self.hdr_bytes
+        self._advance(t)
+        self.active[fid] = [float(wire), 0.0, (up, down), (ack_up, ack_down), host, t]
+        self._reschedule(t)
+
+    def on_event(self, arg, t: int) -> None:
+        """Handler of ``EV_FLUID``: ``("next", version)``, ``("recv", fid)`` or ``("ack", fid)``."""
+        self.events += 1
+        what, x = arg
+        if what == "next":
+            if x != self.version:
+                return  # superseded by a later start or finish
+            self._advance(t)
+            done = sorted(fid for fid, st in self.active.items() if st[0] <= 0.5)
+            acks = {}  # port -> flows whose ACKs cross it, before any of the done flows leaves
+            for fid, st in self.active.items():
+                for p in st[3]:
+                    acks.setdefault(p, set()).add(fid)
+            for fid in done:
+                self._last_byte_sent(fid, t, acks)
+            self._reschedule(t)
+        elif what == "recv":
+            flow = self.net.flows[x]
+            dst = self.net.nodes[flow.dst]
+            dst.bytes_delivered += flow.size_bytes
+            if dst.dag is not None:
+                dst.flow_received(x, t)  # may start the next ring step here, now
+            self._post(self._ack_arrival(x, t), ("ack", x))
+        else:
+            flow = self.net.flows[x]
+            src = self.net.nodes[flow.src]
+            src.bytes_sent += flow.size_bytes
+            src.finished.append((x, t, self.start_ps.pop(x)))
+            self.flows_done += 1
+            if src.dag is not None:
+                ch = src.dag.at_src[src.dag.flow_op[x]]
+                if ch:
+                    src.dag_satisfy(ch, t)
+
+    # -- model -------------------------------------------------------------------------
+    def _post(self, t: int, arg) -> None:
+        nvs = self.nvs
+        heappush(nvs.heap, (t, nvs.kbase + nvs.seq, EV_FLUID, self, arg))
+        nvs.seq += 1
+
+    def _advance(self, t: int) -> None:
+        d = t - self.last_ps
+        if d > 0:
+            for st in self.active.values():
+                st[0] -= st[1] * d
+        self.last_ps = t
+
+    def _last_byte_sent(self, fid: int, t: int, acks: dict) -> None:
+        st = self.active.pop(fid)
+        flow = self.net.flows[fid]
+        up, down = st[2]
+        packets = -(-flow.size_bytes // self.mtu)
+        last_wire = flow.size_bytes - (packets - 1) * self.mtu + self.hdr_bytes
+        at_nvs = t + up.delay_ps  # store and forward: the last packet leaves the NVSwitch once it has
+        # arrived and the packet before it has left; a shorter last packet waits for that one when
+        # nothing else shares the ports (measured: a lone 262 KB flow 857.7 ns, 855.2 without the
+        # wait); with another flow's ACKs on them (a ring step) it does not (890.4 ns, 892.6 with it)
+        if packets > 1 and not (acks.get(up, set()) - {fid} or acks.get(down, set()) - {fid}):
+            at_nvs = max(at_nvs, t - _tx_ps(last_wire, up.rate_bps) + up.delay_ps
+                         + _tx_ps(self.mtu + self.hdr_bytes, down.rate_bps))
+        t_recv = at_nvs + _tx_ps(last_wire, down.rate_bps) + down.delay_ps
+        self.start_ps[fid] = st[5]
+        self.ack_ports[fid] = st[3]
+        self._post(t_recv, ("recv", fid))
+
+    def _ack_arrival(self, fid: int, t: int) -> int:
+        """When the last ACK of ``fid``, sent at ``t``, reaches its source. A flow that
+        starts at ``t`` on the ACK's first port (the next ring step, started by this
+        delivery) sends its first data packet before it, and that packet reaches the
+        NVSwitch just ahead of the ACK; both waits are counted (5.7 ns of a 896 ns
+        262 KB ring step at 2880 Gb/s)."""
+        ack_up, ack_down = self.ack_ports.pop(fid)
+        data_wire = self.mtu + self.hdr_bytes
+        a = t
+        for st in self.active.values():
+            if st[5] == t and st[2][0] is ack_up:
+                a += _tx_ps(data_wire, ack_up.rate_bps)
+                break
+        a += _tx_ps(self.ack_bytes, ack_up.rate_bps) + ack_up.delay_ps  # at the NVSwitch
+        for st in self.active.values():  # a first data packet in transmission on the last hop
+            up, down = st[2]
+            if down is ack_down:
+                first_out = st[5] + _tx_ps(data_wire, up.rate_bps) + up.delay_ps
+                busy_until = first_out + _tx_ps(data_wire, down.rate_bps)
+                if first_out <= a < busy_until:
+                    a = busy_until
+                break
+        return a + _tx_ps(self.ack_bytes, ack_down.rate_bps) + ack_down.delay_ps
+
+    def _rates(self) -> None:
+        """Max-min fair wire rates (bytes/ps) by progressive filling over the ports."""
+        active = self.active
+        ack_coef = self.ack_bytes / (self.ack_every * (self.mtu + self.hdr_bytes))
+        users: dict = {}  # port -> [(fid, coefficient)]
+        for fid in sorted(active):
+            st = active[fid]
+            for p in st[2]:
+                users.setdefault(p, []).append((fid, 1.0))
+            for p in st[3]:
+                users.setdefault(p, []).append((fid, ack_coef))
+        residual = {p: p.rate_bps / 8 / PS_PER_S for p in users}
+        rate = {fid: 0.0 for fid in active}
+        open_ = set(active)
+        while open_:
+            best = None
+            for p, us in users.items():
+                w = sum(c for f, c in us if f in open_)
+                if w > 0:
+                    lvl = residual[p] / w
+                    if best is None or lvl < best:
+                        best = lvl
+            if best is None:
+                break
+            for f in open_:
+                rate[f] += best
+            for p, us in users.items():
+                residual[p] -= best * sum(c for f, c in us if f in open_)
+            full = [p for p, us in users.items() if residual[p] <= 1e-12 * p.rate_bps
+                    and any(f in open_ for f, _ in us)]
+            for p in full:
+                for f, _ in users[p]:
+                    open_.discard(f)
+        for fid, st in active.items():
+            st[1] = rate[fid]
+
+    def _reschedule(self, t: int) -> None:
+        self.version += 1
+        if not self.active:
+            return
+        self._rates()
+        nxt = None
+        for st in self.active.values():
+            if st[1] > 0:
+                done = t + max(1, int(-(-st[0] // st[1])))
+                if nxt is None or done < nxt:
+                    nxt = done
+        if nxt is not None:
+            self._post(nxt, ("next", self.version))
+
+
+def build_domains(net, flows) -> tuple[dict, set]:
+    """``({NVSwitch id: FluidDomain}, {fluid flow ids})``: the flows whose path is
+    source host -> NVSwitch -> destination host (by the ECMP choice their packets
+    would make)."""
+    nvs_ids = set(getattr(net.topo, "nvswitches", ()) or ())
+    domains: dict = {}
+    fids: set = set()
+    if not nvs_ids:
+        return domains, fids
+    nodes = net.nodes
+    for f in flows:
+        src = nodes[f.src]
+        h = src.flow_hash[f.flow_id]
+        hop = src.route_port(f.dst, h).peer
+        if hop.node_id not in nvs_ids or hop.route_port(f.dst, h).peer.node_id != f.dst:
+            continue
+        back = nodes[f.dst].route_port(f.src, h).peer
+        if back is not hop or hop.route_port(f.src, h).peer.node_id != f.src:
+            continue  # the ACKs would take another NVSwitch: not one domain
+        if hop.node_id not in domains:
+            domains[hop.node_id] = FluidDomain(hop, net)
+        fids.add(f.flow_id)
+    return domains, fids

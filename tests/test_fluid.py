@@ -1,0 +1,91 @@
+"""Opt-in fluid NVLink (pwormhole/accel/fluid.py) against packet mode."""
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import flows_of, config
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.config import ModelConfig
+from pwormhole.errors import InputError
+from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.simulation import PacketRun
+from pwormhole.workload.models import build_model
+
+FLUID = AccelConfig(fluid_nvlink=True)
+
+
+def server(cc="dcqcn"):
+    topo = topology_from_arg("rail-optimized:gpus=8")
+    cfg = config(cc)
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    return topo, cfg
+
+
+def fcts(run, n):
+    return [run.finish_ps[i] - run.start_ps[i] for i in range(n)]
+
+
+@pytest.mark.parametrize("pattern", ["lone", "ring", "ring-4MB", "incast", "alltoall"])
+def test_fluid_nvlink_flows_match_packets(pattern):
+    """Flows inside one server's NVSwitch, by rates, against the same flows packet by
+    packet: a lone flow (857.7 ns for 262 KB), a TP ring step (890.4 ns: each port also
+    carries the reverse flow's ACKs), a 4 MB ring, a 7-to-1 incast and an all-to-all."""
+    specs = {"lone": [(0, 1, 262144, 0)],
+             "ring": [(i, (i + 1) % 8, 262144, 0) for i in range(8)],
+             "ring-4MB": [(i, (i + 1) % 8, 4_000_000, 0) for i in range(8)],
+             "incast": [(i, 0, 1_000_000, 0) for i in range(1, 8)],
+             "alltoall": [(i, j, 262144, 0) for i in range(8) for j in range(8) if i != j]}[pattern]
+    topo, cfg = server()
+    ref = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = PacketRun(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
+    assert len(fast.accel.fluid_fids) == len(specs)
+    assert fast.events <= 4 * len(specs) and ref.events > 500 * len(specs)
+    for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
+        assert abs(b - a) / a < 0.005
+    if pattern == "ring":
+        # by hand: 263 packets, 262144 + 263 x 36 wire bytes, each data packet followed on its
+        # ports by a 48-byte ACK of the reverse flow: 271612 x 1084/1036 bytes at 2880 Gb/s =
+        # 789.42 ns; + 25 ns + the last 180-byte packet at the NVSwitch (0.50 ns) + 25 ns;
+        # the ACK back: 2 x (0.13 + 25 ns): 890.19 ns (packets: 890.38)
+        assert abs(fcts(fast, 1)[0] - 890_190) < 20
+        assert abs(fcts(ref, 1)[0] - 890_380) < 20
+    c = fast.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == sum(s[2] for s in specs)
+
+
+def gpt16(**kw):
+    spec = build_model("gpt-350m", 16, tp=8, layers=1, seq_len=256)
+    return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"), ModelConfig(cc_mode=1, **kw))
+
+
+def test_fluid_nvlink_gpt_iteration_and_lp_counts():
+    """A GPT-350M layer on 16 GPUs (896 TP ring-step flows of 64 KB on NVLink): every
+    flow within 1% of packet mode, the iteration within 0.3%, the NIC flows still
+    packet by packet, and the same answer on 1 and 2 LPs."""
+    ref = PacketRun(gpt16()).run()
+    fast = PacketRun(gpt16(), accel=FLUID).run()
+    two = PacketRun(gpt16(), accel=FLUID, n_lps=2).run()
+    fluid = fast.accel.fluid_fids
+    assert len(fluid) == 896 and len(ref.finish_ps) == len(fast.finish_ps) == 960
+    for f, end in ref.finish_ps.items():
+        a, b = end - ref.start_ps[f], fast.finish_ps[f] - fast.start_ps[f]
+        assert abs(b - a) / a < 0.01
+    it_ref, it_fast = max(ref.finish_ps.values()), max(fast.finish_ps.values())
+    assert abs(it_fast - it_ref) / it_ref < 0.003
+    assert fast.events < ref.events / 3
+    assert two.finish_ps == fast.finish_ps and two.start_ps == fast.start_ps
+
+
+def test_fluid_nvlink_refused_under_hpcc():
+    topo, cfg = server("hpcc")
+    with pytest.raises(InputError, match="DCQCN"):
+        PacketRun(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
+
+
+def test_fluid_nvlink_flag_needs_wormhole_mode(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--fluid-nvlink",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert p.returncode != 0 and "--fluid-nvlink applies to --mode wormhole only" in p.stderr
+    assert "Traceback" not in p.stderr
