@@ -23,7 +23,10 @@ mode, in the same process) on:
   events ratio would be if NVLink steps cost nothing;
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs;
-* HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``).
+* HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``);
+* ``*-fluid``: the DCQCN training rows again with ``--fluid-nvlink`` (opt-in:
+  the flows inside each server's NVSwitch by rates, :mod:`pwormhole.accel.fluid`),
+  still against the plain packet run.
 
 For each it prints a markdown row: flows, mean and p99 per-flow FCT error,
 iteration time error, wall speedup (same process), events ratio, skipped
@@ -120,6 +123,14 @@ SCENARIOS = {
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }
+# the same iterations with --fluid-nvlink (opt-in; accel/fluid.py): NVLink flows by rates in
+# Wormhole mode, against the plain packet run as every row
+FLUID_ROWS = ["gpt7b-16-dcqcn", "gpt7b-32-dcqcn", "gpt7b-64-dcqcn", "gpt7b-dopt-16-dcqcn", "gpt7b-dopt-32-dcqcn",
+              "gpt7b-dopt-64-dcqcn", "gpt175b-dopt-16-dcqcn", "gpt7b-16-dcqcn-s2048", "gpt7b-64-dcqcn-s2048",
+              "moe-16-ep2"]
+for _n in FLUID_ROWS:
+    SCENARIOS[_n + "-fluid"] = (SCENARIOS[_n][0] + "; --fluid-nvlink", SCENARIOS[_n][1])
+ACCEL_OVERRIDES = {_n + "-fluid": {"fluid_nvlink": True} for _n in FLUID_ROWS}
 QUICK = ["gpt7b-16-dcqcn", "s3-incast"]
 
 HEADER = ("| scenario | flows | FCT err mean | FCT err p99 | iter err | speedup wall | events ratio | "
@@ -135,11 +146,14 @@ def row(name: str, r: dict) -> str:
     return (f"| {name} | {r['flows_compared']}/{r['flows']} | {pct(r['mean_fct_error'])} | {pct(r['p99_fct_error'])} | "
             f"{pct(r['iteration_time_error'])} | {r['speedup_wall']:.2f}x | {r['speedup_events']:.2f}x | "
             f"{r['skipped_time_fraction'] * 100:.1f}% | {r['memo_hits']}/{r['memo_misses']} | "
-            f"{r['packet_wall_s']:.1f} s / {r['wormhole_wall_s']:.1f} s | {cap(r.get('nvlink_byte_share', 0))} |")
+            f"{r['packet_wall_s']:.1f} s / {r['wormhole_wall_s']:.1f} s | "
+            f"{cap(r.get('nvlink_byte_share', 0), r.get('accel', {}).get('fluid_nvlink'))} |")
 
 
-def cap(share: float) -> str:
-    return "-" if not share else f"{share * 100:.0f}% ({1 / share:.1f}x)"
+def cap(share: float, fluid: bool = False) -> str:
+    if not share:
+        return "-"
+    return f"{share * 100:.0f}% (by rates)" if fluid else f"{share * 100:.0f}% ({1 / share:.1f}x)"
 
 
 def nvlink_byte_share(scn) -> float:
@@ -186,7 +200,7 @@ def main() -> int:
     print(f"AccelConfig: {cfg}")
     print(HEADER)
     for n in names:
-        r = run_one(n, SCENARIOS[n][1], out, cfg)
+        r = run_one(n, SCENARIOS[n][1], out, dataclasses.replace(cfg, **ACCEL_OVERRIDES.get(n, {})))
         line = row(n, r)
         print(line, flush=True)
         with open(res, "a") as fh:

@@ -41,7 +41,7 @@ def test_fluid_nvlink_flows_match_packets(pattern):
     ref = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
     fast = PacketRun(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
     assert len(fast.accel.fluid_fids) == len(specs)
-    assert fast.events <= 4 * len(specs) and ref.events > 500 * len(specs)
+    assert fast.events <= 5 * len(specs) and ref.events > 500 * len(specs)
     for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
         assert abs(b - a) / a < 0.005
     if pattern == "ring":

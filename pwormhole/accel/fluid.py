@@ -72,6 +72,7 @@ class FluidDomain:
         self.ack_ports: dict[int, tuple] = {}  # fid -> its ACK ports, from its last byte to its delivery
         self.last_ps = 0
         self.version = 0
+        self.dirty = False  # a ("rates", 0) event is pending
         self.flows_done = 0
         self.events = 0
 
@@ -89,15 +90,22 @@ class FluidDomain:
         wire = flow.size_bytes + packets * self.hdr_bytes
         self._advance(t)
         self.active[fid] = [float(wire), 0.0, (up, down), (ack_up, ack_down), host, t]
-        self._reschedule(t)
+        self.version += 1  # the rates change: a pending completion event is stale
+        if not self.dirty:  # recompute once for all the flows starting at t (a ring step's 8)
+            self.dirty = True
+            self._post(t, ("rates", 0))
 
     def on_event(self, arg, t: int) -> None:
-        """Handler of ``EV_FLUID``: ``("next", version)``, ``("recv", fid)`` or ``("ack", fid)``."""
+        """Handler of ``EV_FLUID``: ``("next", version)`` (the earliest last byte sent under
+        the current rates), ``("rates", 0)`` (flows started at ``t``: recompute once),
+        ``("recv", fid)`` (last byte delivered) or ``("ack", fid)`` (last ACK back: complete)."""
         self.events += 1
         what, x = arg
-        if what == "next":
-            if x != self.version:
+        if what == "next" or what == "rates":
+            if what == "next" and x != self.version:
                 return  # superseded by a later start or finish
+            if what == "rates":
+                self.dirty = False
             self._advance(t)
             done = sorted(fid for fid, st in self.active.items() if st[0] <= 0.5)
             acks = {}  # port -> flows whose ACKs cross it, before any of the done flows leaves
