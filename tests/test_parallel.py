@@ -170,7 +170,8 @@ INCAST = ["--topology", ROOT / "tests" / "data" / "incast" / "star9_topology.txt
                                        ("incast-packet", ["--mode", "packet", *INCAST]),
                                        ("incast-wormhole", ["--mode", "wormhole", *INCAST]),
                                        ("training-packet", ["--mode", "packet", *TRAINING]),
-                                       ("training-wormhole", ["--mode", "wormhole", *TRAINING])])
+                                       ("training-wormhole", ["--mode", "wormhole", *TRAINING]),
+                                       ("training-fluid", ["--mode", "wormhole", "--fluid-nvlink", *TRAINING])])
 def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
     """Wormhole decisions use replicated data only, so skips and memo hits are the same on any rank count."""
     one = subprocess.run([sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", tmp_path / "one",
@@ -192,6 +193,8 @@ def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
     if name.startswith("incast"):
         assert s1["pfc_pauses"] > 0 and s1["drops"] == 0
         assert (tmp_path / "one" / "pfc.txt").read_bytes() == (tmp_path / "two" / "pfc.txt").read_bytes()
+    if name == "training-fluid":
+        assert s1["fluid_flows"] == s2["fluid_flows"] > 0
     if "training" in name:
         for d in ("two", "three"):
             assert (tmp_path / "one" / "collectives.csv").read_bytes() == (tmp_path / d / "collectives.csv").read_bytes()
