@@ -110,7 +110,7 @@ class PacketRun:
         self.accel = None
         if accel is not None:
             from .accel.wormhole import Wormhole
-            self.accel = Wormhole(self.net, self.lps, accel, memo)
+            self.accel = Wormhole(self.net, self.lps, accel, memo, owner)
         self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
         self.start_ps: dict[int, int] = {}
@@ -357,12 +357,21 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     }
     if sim.accel is not None:
         st = sim.accel.stats()
+        shared = st["fluid_shared_flows"]  # this rank's domains
+        if comm is not None:
+            from .sync.mpi import allreduce_sum
+            shared = allreduce_sum(comm, shared)
+        if shared and rank0:
+            print(f"pwormhole: warning: --fluid-nvlink: {shared} NVLink flows shared a port with another flow's "
+                  "data; their FCTs are approximate (max-min rates, not DCQCN's unequal shares: up to ~20% per flow "
+                  "measured; TP rings and symmetric patterns on one NVSwitch are within 0.4%)", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
         summary.update({"skips": st["skips"], "skipped_time_fraction": min(1.0, st["skipped_flow_ps"] / flow_time),
                         "memo_hits": st["memo_hits"], "memo_misses": st["memo_misses"],
                         "memo_entries": st["memo_entries"], "memo_bytes": st["memo_bytes"],
                         "wakes_interrupted": st["wakes_interrupted"],
                         "fluid_flows": sum(1 for f in sim.finish_ps if f in sim.accel.fluid_fids),
+                        "fluid_shared_flows": shared,
                         "accel": {"theta": accel.theta, "window_samples": sim.accel.samples,
                                   "sample_ps": sim.accel.sample_ps, "min_span_packets": sim.accel.min_span_bytes,
                                   "margin_rtts": accel.margin_rtts, "skip": accel.skip, "memo": accel.memo,

@@ -11,6 +11,7 @@ from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.simulation import PacketRun
+from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.models import build_model
 
 FLUID = AccelConfig(fluid_nvlink=True)
@@ -27,7 +28,7 @@ def fcts(run, n):
     return [run.finish_ps[i] - run.start_ps[i] for i in range(n)]
 
 
-@pytest.mark.parametrize("pattern", ["lone", "ring", "ring-4MB", "incast", "alltoall"])
+@pytest.mark.parametrize("pattern", ["lone", "ring", "ring-4MB", "incast", "alltoall", "incast-and-pair"])
 def test_fluid_nvlink_flows_match_packets(pattern):
     """Flows inside one server's NVSwitch, by rates, against the same flows packet by
     packet: a lone flow (857.7 ns for 262 KB), a TP ring step (890.4 ns: each port also
@@ -36,7 +37,10 @@ def test_fluid_nvlink_flows_match_packets(pattern):
              "ring": [(i, (i + 1) % 8, 262144, 0) for i in range(8)],
              "ring-4MB": [(i, (i + 1) % 8, 4_000_000, 0) for i in range(8)],
              "incast": [(i, 0, 1_000_000, 0) for i in range(1, 8)],
-             "alltoall": [(i, j, 262144, 0) for i in range(8) for j in range(8) if i != j]}[pattern]
+             "alltoall": [(i, j, 262144, 0) for i in range(8) for j in range(8) if i != j],
+             # max-min, not equal shares: 4 -> 5 is alone on its ports and runs at the line rate
+             "incast-and-pair": [(1, 0, 1_000_000, 0), (2, 0, 1_000_000, 0), (3, 0, 1_000_000, 0),
+                                 (4, 5, 1_000_000, 0)]}[pattern]
     topo, cfg = server()
     ref = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
     fast = PacketRun(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
@@ -53,6 +57,8 @@ def test_fluid_nvlink_flows_match_packets(pattern):
         assert abs(fcts(ref, 1)[0] - 890_380) < 20
     c = fast.counters()
     assert c["bytes_sent"] == c["bytes_delivered"] == sum(s[2] for s in specs)
+    shared = fast.accel.stats()["fluid_shared_flows"]  # flows whose FCT the warning calls approximate
+    assert shared == {"lone": 0, "ring": 0, "ring-4MB": 0, "incast": 7, "alltoall": 56, "incast-and-pair": 3}[pattern]
 
 
 def gpt16(**kw):
@@ -78,10 +84,22 @@ def test_fluid_nvlink_gpt_iteration_and_lp_counts():
     assert two.finish_ps == fast.finish_ps and two.start_ps == fast.start_ps
 
 
-def test_fluid_nvlink_refused_under_hpcc():
+def test_fluid_nvlink_refused_under_hpcc_on_lossy_fabrics_and_split_servers():
     topo, cfg = server("hpcc")
     with pytest.raises(InputError, match="DCQCN"):
         PacketRun(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
+    topo, cfg = server()
+    cfg.enable_pfc = False
+    with pytest.raises(InputError, match="lossless"):
+        PacketRun(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
+    # one NVSwitch (8) and 8 GPUs, nothing else: the window is the NVLink delay, so a plan may cut it
+    nvl = Topology(9, frozenset({8}), [Link(h, 8, 2880 * 10**9, 25_000) for h in range(8)], nvswitches=frozenset({8}))
+    cfg = config()
+    cfg.fill_k_maps({2880 * 10**9})
+    scn = Scenario("t", nvl, flows_of([(0, 1, 262144, 0)]), cfg)
+    with pytest.raises(InputError, match="one LP"):
+        PacketRun(scn, n_lps=2, owner=[0, 1, 0, 1, 0, 1, 0, 1, 0], accel=FLUID)
+    assert PacketRun(scn, n_lps=2, owner=[0] * 8 + [0], accel=FLUID).run().complete
 
 
 def test_fluid_nvlink_flag_needs_wormhole_mode(tmp_path):

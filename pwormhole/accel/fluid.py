@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from heapq import heappush
 
+from ..errors import InputError
 from ..net.packet import EV_FLUID
 
 PS_PER_S = 1_000_000_000_000
@@ -54,12 +55,10 @@ class FluidDomain:
         nvswitch: the NVSwitch :class:`~pwormhole.net.nodes.Switch` (its heap and
             event key counter are used).
         net: the :class:`~pwormhole.net.build.Network`.
-
-    Attributes: ``flows_done`` (flows completed here), ``events`` (fluid events handled).
     """
 
     def __init__(self, nvswitch, net):
-        self.nvs = nvswitch
+        self.nvs = nvswitch  # the server's lowest-numbered NVSwitch: its heap and key counter
         self.net = net
         host0 = next(nd for nd in net.nodes if not nd.is_switch)
         self.mtu = net.cfg.packet_payload_bytes
@@ -73,19 +72,17 @@ class FluidDomain:
         self.last_ps = 0
         self.version = 0
         self.dirty = False  # a ("rates", 0) event is pending
-        self.flows_done = 0
-        self.events = 0
+        self.shared: set = set()  # flows that shared an NVLink port with another flow's data
 
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
         flow = self.net.flows[fid]
         h = host.flow_hash[fid]
-        up = host.pick_port(flow.dst, h)  # host -> NVSwitch
-        down = self.nvs.pick_port(flow.dst, h)  # NVSwitch -> destination
-        dst = self.net.nodes[flow.dst]
-        ack_up = dst.pick_port(flow.src, h)
-        ack_down = self.nvs.pick_port(flow.src, h)
+        up = host.pick_port(flow.dst, h)  # host -> NVSwitch (the ECMP choice of its packets)
+        down = up.peer.pick_port(flow.dst, h)  # NVSwitch -> destination
+        ack_up = self.net.nodes[flow.dst].pick_port(flow.src, h)  # the ACKs may cross another NVSwitch
+        ack_down = ack_up.peer.pick_port(flow.src, h)
         packets = -(-flow.size_bytes // self.mtu)
         wire = flow.size_bytes + packets * self.hdr_bytes
         self._advance(t)
@@ -99,7 +96,6 @@ class FluidDomain:
         """Handler of ``EV_FLUID``: ``("next", version)`` (the earliest last byte sent under
         the current rates), ``("rates", 0)`` (flows started at ``t``: recompute once),
         ``("recv", fid)`` (last byte delivered) or ``("ack", fid)`` (last ACK back: complete)."""
-        self.events += 1
         what, x = arg
         if what == "next" or what == "rates":
             if what == "next" and x != self.version:
@@ -125,9 +121,7 @@ class FluidDomain:
         else:
             flow = self.net.flows[x]
             src = self.net.nodes[flow.src]
-            src.bytes_sent += flow.size_bytes
             src.finished.append((x, t, self.start_ps.pop(x)))
-            self.flows_done += 1
             if src.dag is not None:
                 ch = src.dag.at_src[src.dag.flow_op[x]]
                 if ch:
@@ -162,6 +156,8 @@ class FluidDomain:
         t_recv = at_nvs + _tx_ps(last_wire, down.rate_bps) + down.delay_ps
         self.start_ps[fid] = st[5]
         self.ack_ports[fid] = st[3]
+        self.net.nodes[flow.src].bytes_sent += flow.size_bytes  # all on the wire now (packet mode counts
+        # as it sends; a run stopped mid-flow counts nothing of a fluid flow before this)
         self._post(t_recv, ("recv", fid))
 
     def _ack_arrival(self, fid: int, t: int) -> int:
@@ -193,13 +189,19 @@ class FluidDomain:
         active = self.active
         ack_coef = self.ack_bytes / (self.ack_every * (self.mtu + self.hdr_bytes))
         users: dict = {}  # port -> [(fid, coefficient)]
+        data_users: dict = {}
         for fid in sorted(active):
             st = active[fid]
             for p in st[2]:
                 users.setdefault(p, []).append((fid, 1.0))
+                data_users.setdefault(p, []).append(fid)
             for p in st[3]:
                 users.setdefault(p, []).append((fid, ack_coef))
-        residual = {p: p.rate_bps / 8 / PS_PER_S for p in users}
+        for fids in data_users.values():
+            if len(fids) > 1:  # DCQCN's sharing between them is not max-min: approximate
+                self.shared.update(fids)
+        cap = {p: p.rate_bps / 8 / PS_PER_S for p in users}  # bytes per ps
+        residual = dict(cap)
         rate = {fid: 0.0 for fid in active}
         open_ = set(active)
         while open_:
@@ -216,7 +218,7 @@ class FluidDomain:
                 rate[f] += best
             for p, us in users.items():
                 residual[p] -= best * sum(c for f, c in us if f in open_)
-            full = [p for p, us in users.items() if residual[p] <= 1e-12 * p.rate_bps
+            full = [p for p, us in users.items() if residual[p] <= 1e-9 * cap[p]
                     and any(f in open_ for f, _ in us)]
             for p in full:
                 for f, _ in users[p]:
@@ -239,26 +241,77 @@ class FluidDomain:
             self._post(nxt, ("next", self.version))
 
 
-def build_domains(net, flows) -> tuple[dict, set]:
-    """``({NVSwitch id: FluidDomain}, {fluid flow ids})``: the flows whose path is
-    source host -> NVSwitch -> destination host (by the ECMP choice their packets
-    would make)."""
+def build_domains(net, flows, owner) -> tuple[dict, dict]:
+    """``({anchor NVSwitch id: FluidDomain}, {fluid flow id: anchor id})``.
+
+    A domain is one server: its hosts and NVSwitches, connected by NVLink links
+    (a connected component of the host-NVSwitch links), anchored at its
+    lowest-numbered NVSwitch. A flow is fluid when its data and its ACKs each
+    cross exactly one NVSwitch of one domain (host -> NVSwitch -> host, by the ECMP
+    choice its packets would make).
+
+    Raises:
+        InputError: some flow crosses an NVSwitch otherwise (its packets would share
+            ports the rates assume they own), the fabric can lose packets (PFC off
+            or link errors: fluid flows never lose any), or a server's nodes are in
+            several LPs (``owner``: node id -> LP).
+    """
     nvs_ids = set(getattr(net.topo, "nvswitches", ()) or ())
     domains: dict = {}
-    fids: set = set()
+    fluid: dict = {}
     if not nvs_ids:
-        return domains, fids
+        return domains, fluid
+    if net.lossy:
+        raise InputError("--fluid-nvlink needs a lossless fabric (PFC on, no link errors): fluid NVLink flows "
+                         "never lose packets")
+    parent = {n: n for n in nvs_ids}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    hosts_of: dict = {}
+    for ln in net.topo.links:  # hosts attach to their server's NVSwitches; NVSwitches to each other
+        a, b = (ln.a, ln.b) if ln.a in nvs_ids else (ln.b, ln.a)
+        if a not in nvs_ids:
+            continue
+        if b in nvs_ids:
+            parent[find(a)] = find(b)
+        elif b not in net.topo.switches:
+            hosts_of.setdefault(b, set()).add(a)
+    for h, ns in hosts_of.items():
+        first = min(ns)
+        for n in ns:
+            parent[find(n)] = find(first)
+    anchor_of = {}
+    for n in sorted(nvs_ids):
+        anchor_of.setdefault(find(n), n)
     nodes = net.nodes
     for f in flows:
-        src = nodes[f.src]
-        h = src.flow_hash[f.flow_id]
-        hop = src.route_port(f.dst, h).peer
-        if hop.node_id not in nvs_ids or hop.route_port(f.dst, h).peer.node_id != f.dst:
+        h = nodes[f.src].flow_hash[f.flow_id]
+        legs = []
+        for a, b in ((f.src, f.dst), (f.dst, f.src)):
+            node, path = nodes[a], []
+            while node.node_id != b and len(path) < 64:
+                port = node.route_port(b, h)
+                path.append(port)
+                node = port.peer
+            legs.append(path)
+        crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in nvs_ids}
+        if not crossed:
             continue
-        back = nodes[f.dst].route_port(f.src, h).peer
-        if back is not hop or hop.route_port(f.src, h).peer.node_id != f.src:
-            continue  # the ACKs would take another NVSwitch: not one domain
-        if hop.node_id not in domains:
-            domains[hop.node_id] = FluidDomain(hop, net)
-        fids.add(f.flow_id)
-    return domains, fids
+        anchors = {anchor_of[find(n)] for n in crossed}
+        if len(anchors) != 1 or any(len(leg) != 2 for leg in legs):
+            raise InputError(f"--fluid-nvlink: flow {f.flow_id} from host {f.src} to host {f.dst} crosses an "
+                             f"NVSwitch ({sorted(crossed)}) but not as host -> NVSwitch -> host inside one server; "
+                             "its packets would share the NVLink ports the rates assume they own")
+        anchor = anchors.pop()
+        if not owner[f.src] == owner[f.dst] == owner[anchor]:
+            raise InputError(f"--fluid-nvlink: hosts {f.src}, {f.dst} and NVSwitch {anchor} of one server are in "
+                             "different LPs; keep each server in one LP")
+        if anchor not in domains:
+            domains[anchor] = FluidDomain(nodes[anchor], net)
+        fluid[f.flow_id] = anchor
+    return domains, fluid

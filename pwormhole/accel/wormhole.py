@@ -200,6 +200,7 @@ class Wormhole:
             this rank's one under MPI); their heaps are filtered when groups freeze.
         cfg: an :class:`AccelConfig`.
         memo: a :class:`~pwormhole.accel.memo.MemoCache` (None: no memoization).
+        owner: node id -> LP (the plan; None: one LP), checked by ``fluid_nvlink``.
 
     Call :meth:`local_report` after the window's events (before the exchange)
     and :meth:`on_boundary` with every rank's reports merged.
@@ -209,7 +210,7 @@ class Wormhole:
     ``memo_misses``, ``wakes_interrupted``.
     """
 
-    def __init__(self, net, lps, cfg: AccelConfig, memo=None):
+    def __init__(self, net, lps, cfg: AccelConfig, memo=None, owner=None):
         self.net = net
         self.lps = lps
         self.cfg = cfg
@@ -240,30 +241,36 @@ class Wormhole:
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}
         self.fluid_domains: dict = {}
-        self.fluid_fids: set = set()  # every rank's: the flows modelled by rates (replicated)
+        self.fluid_fids: set = set()  # the flows modelled by rates (replicated: every rank's)
         if cfg.fluid_nvlink:
-            if net.cfg.cc_mode != 1:
-                raise InputError("--fluid-nvlink models NVLink flows at DCQCN's uncongested line rate; under "
-                                 "HPCC the window control of overlapping ring steps slows them by ~6%, which it "
-                                 "does not model (use DCQCN, CC_MODE 1, or leave it off)")
-            from .fluid import build_domains
-            self.fluid_domains, fids = build_domains(net, net.flows)
-            self.fluid_fids = fids
-            local = {nd.node_id for lp in lps for nd in lp.nodes}
-            for nd in net.nodes:
-                if not nd.is_switch and nd.node_id in local:
-                    nd.fluid = {}
-            for fid in sorted(fids):
-                f = net.flows[fid]
-                host = net.nodes[f.src]
-                if host.fluid is not None:
-                    nvs = host.route_port(f.dst, host.flow_hash[fid]).peer.node_id
-                    if nvs not in local:
-                        raise InputError(f"fluid NVLink: host {f.src} and NVSwitch {nvs} are in different LPs; "
-                                         "keep each server in one LP")
-                    host.fluid[fid] = self.fluid_domains[nvs]
+            self._setup_fluid(owner)
         ack_interval = max(1, net.cfg.l2_ack_interval)
         self.ack_every_pkts = max(1, -(-ack_interval // self.mtu))
+
+    def _setup_fluid(self, owner) -> None:
+        """Opt-in fluid NVLink (:mod:`pwormhole.accel.fluid`): domains, the hosts' flow
+        table, and the ``EV_FLUID`` handler of the LPs."""
+        from ..net.packet import EV_FLUID
+        from .fluid import FluidDomain, build_domains
+        net = self.net
+        if net.cfg.cc_mode != 1:
+            raise InputError("--fluid-nvlink models NVLink flows at DCQCN's uncongested line rate; under HPCC "
+                             "the window control of overlapping ring steps slows them (5.5% mean FCT error on "
+                             "a GPT-7B layer), which it does not model: use DCQCN (CC_MODE 1) or leave it off")
+        owner = owner if owner is not None else [0] * len(net.nodes)
+        self.fluid_domains, anchor_of = build_domains(net, net.flows, owner)
+        self.fluid_fids = set(anchor_of)
+        local = {nd.node_id for lp in self.lps for nd in lp.nodes}
+        for fid in sorted(anchor_of):
+            host = net.nodes[net.flows[fid].src]
+            if host.node_id in local:
+                if host.fluid is None:
+                    host.fluid = {}
+                host.fluid[fid] = self.fluid_domains[anchor_of[fid]]
+        for lp in self.lps:
+            handlers = list(lp.handlers)
+            handlers[EV_FLUID] = FluidDomain.on_event
+            lp.handlers = tuple(handlers)
 
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
@@ -796,5 +803,6 @@ class Wormhole:
         return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
                 "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
                 "wakes_interrupted": self.wakes_interrupted,
+                "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

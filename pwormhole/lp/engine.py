@@ -13,8 +13,8 @@ from heapq import heapify, heappop
 
 from ..net.nodes import Host, HostPort, Port, Switch
 from ..net.packet import (
-    EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_FLUID, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE, EV_OP_START,
-    EV_TIMER, EV_TX_DONE, N_EVENT_KINDS,
+    EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE, EV_OP_START, EV_TIMER,
+    EV_TX_DONE, N_EVENT_KINDS,
 )
 
 INF_PS = 1 << 62
@@ -32,8 +32,6 @@ def handler_table() -> tuple:
     table[EV_OP_START] = Host.on_op_start
     table[EV_OP_DONE] = Host.on_op_done
     table[EV_NOTIFY] = Host.on_notify
-    from ..accel.fluid import FluidDomain  # opt-in fluid NVLink (Wormhole mode)
-    table[EV_FLUID] = FluidDomain.on_event
     return tuple(table)
 
 
