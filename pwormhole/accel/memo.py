@@ -86,8 +86,21 @@ def group_key(wh, g):
         for p in fs.ack_ports:
             if not graph.has_edge(i, pid[p]):
                 graph.add_edge(i, pid[p], role="a")
-    key = nx.weisfeiler_lehman_graph_hash(graph, node_attr="label", edge_attr="role", iterations=3)
-    return key, graph, order
+    return wl_hash(graph), graph, order
+
+
+def wl_hash(graph) -> str:
+    """The entry key of a group graph (Weisfeiler-Lehman hash over labels and roles)."""
+    return nx.weisfeiler_lehman_graph_hash(graph, node_attr="label", edge_attr="role", iterations=3)
+
+
+def signature(graph) -> tuple:
+    """The group graph itself, as a hashable value in its own vertex numbering: two groups
+    with the same signature are the same graph, so they match the same entry with the
+    same mapping (what VF2 would find again, at a fraction of the cost)."""
+    labels = tuple(d["label"] for _, d in sorted(graph.nodes(data=True)))
+    edges = tuple(sorted((min(u, v), max(u, v), d["role"]) for u, v, d in graph.edges(data=True)))
+    return labels, edges
 
 
 class Entry:
@@ -105,13 +118,23 @@ class MemoCache:
     def __init__(self, fingerprint: str = ""):
         self.fingerprint = fingerprint
         self.entries: dict[str, list[Entry]] = {}
+        self.matched: dict[tuple, tuple] = {}  # signature -> (entry, mapping) of earlier hits (not saved)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
 
-    def find(self, key: str, graph):
+    def find(self, key: str, graph, sig: tuple | None = None):
         """``(entry, mapping)`` where ``mapping[i]`` is the recorded flow index of
-        this group's flow index ``i``, or None."""
+        this group's flow index ``i``, or None. With ``sig`` (:func:`signature` of
+        ``graph``) an earlier hit on the same graph is reused."""
+        if sig is not None:
+            hit = self.matched.get(sig)
+            if hit is not None:
+                return hit
+            hit = self.find(key, graph)
+            if hit is not None:
+                self.matched[sig] = hit
+            return hit
         for e in self.entries.get(key, ()):
             gm = GraphMatcher(graph, e.graph, node_match=lambda a, b: a["label"] == b["label"],
                               edge_match=lambda a, b: a["role"] == b["role"])

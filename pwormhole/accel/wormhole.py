@@ -717,11 +717,11 @@ class Wormhole:
     FRESH_WINDOWS = 4
 
     def _memo_lookup(self, g: Group, t: int) -> None:
-        from .memo import group_key
+        from .memo import group_key, signature
         g.memo_checked = True
         key, graph, order = group_key(self, g)
         g.memo_key = (key, graph, order)
-        hit = self.memo.find(key, graph)
+        hit = self.memo.find(key, graph, signature(graph))
         if hit is None:
             self.memo_misses += 1
             g.memo_base = {fid: (self.flows[fid].una(), self._inflight(self.flows[fid], t, 0.0)) for fid in g.flows}
