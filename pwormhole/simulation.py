@@ -122,6 +122,7 @@ class PacketRun:
         self.stall_ps = 20 * 10**9  # 20 ms simulated without a delivered byte while flows are active
         self.stall_check_ps = 10**9
         self._hosts = [nd for nd in self.net.nodes if not nd.is_switch]
+        self._local_ids = {nd.node_id for lp in self.lps for nd in lp.nodes}
         self.t_end_ps = 0
         self.windows = 0
         self.wall_s = 0.0
@@ -202,11 +203,18 @@ class PacketRun:
         return (sum(h.bytes_delivered for h in self._hosts), len(self.finish_ps), len(self.op_times))
 
     def _active_flows(self) -> list:
-        """``(flow id, src, dst, acked bytes, size)`` of flows started and not finished (this process's hosts)."""
+        """``(flow id, src, dst, acked bytes, size)`` of flows started and not finished (this process's hosts;
+        for ``--fluid-nvlink`` flows, the bytes sent by their rate so far)."""
         out = []
         for h in self._hosts:
             for fid, qp in h.sqp.items():
                 out.append((fid, qp.host.node_id, qp.dst, qp.snd_una, qp.size))
+        if self.accel is not None:  # --fluid-nvlink flows have no QP: bytes sent so far, by their rate
+            for dom in self.accel.fluid_domains.values():
+                for fid in list(dom.active) + list(dom.start_ps):
+                    f = self.scn.flows[fid]
+                    if f.src in self._local_ids:
+                        out.append((fid, f.src, f.dst, dom.sent_bytes(fid, self.t_end_ps), f.size_bytes))
         return sorted(out)
 
     def _stuck_report(self, t_ps: int, why: str) -> dict:

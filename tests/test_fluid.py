@@ -107,3 +107,15 @@ def test_fluid_nvlink_flag_needs_wormhole_mode(tmp_path):
                         "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert p.returncode != 0 and "--fluid-nvlink applies to --mode wormhole only" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_fluid_flows_in_progress_are_reported():
+    """A run stopped at 5 us lists the fluid flows still sending (the stuck report uses
+    this list): 5 us x 2880 Gb/s x 1000/1084 (payload of each data packet plus the
+    reverse ACK on its port) = 1.6605 MB sent of 4 MB."""
+    topo, cfg = server()
+    run = PacketRun(Scenario("t", topo, flows_of([(i, (i + 1) % 8, 4_000_000, 0) for i in range(8)]), cfg),
+                    accel=FLUID).run(until_ps=5_000_000)
+    active = run._active_flows()
+    assert not run.complete and [a[0] for a in active] == list(range(8))
+    assert all(abs(a[3] - 1_660_500) < 1_000 and a[4] == 4_000_000 for a in active)

@@ -127,6 +127,17 @@ class FluidDomain:
                 if ch:
                     src.dag_satisfy(ch, t)
 
+    def sent_bytes(self, fid: int, t: int) -> int:
+        """Payload bytes of a flow on the wire by ``t`` (its size once its last byte left)."""
+        size = self.net.flows[fid].size_bytes
+        st = self.active.get(fid)
+        if st is None:
+            return size
+        packets = -(-size // self.mtu)
+        wire = size + packets * self.hdr_bytes
+        left = st[0] - st[1] * max(0, t - self.last_ps)
+        return max(0, min(size, int((wire - left) * size / wire)))
+
     # -- model -------------------------------------------------------------------------
     def _post(self, t: int, arg) -> None:
         nvs = self.nvs
