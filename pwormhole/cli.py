@@ -115,6 +115,8 @@ def _load_scenario(args):
     if args.hpcc_config:
         if args.topology or args.flows:
             raise InputError("give either --hpcc-config or --topology/--flows, not both")
+        if args.cc:
+            raise InputError("--cc and --hpcc-config both set the congestion control (its CC_MODE); give one")
         return from_hpcc_config(args.hpcc_config)
     if args.topology or args.flows:
         if not (args.topology and args.flows):
@@ -124,7 +126,11 @@ def _load_scenario(args):
         return from_files(args.topology, args.flows, args.config, args.format, cc=args.cc)
     if args.config:
         raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
-    return fat_tree_mix_scenario() if args.scenario == "fat-tree-mix" else default_scenario()
+    scn = fat_tree_mix_scenario() if args.scenario == "fat-tree-mix" else default_scenario()
+    if args.cc:  # the embedded scenarios run under DCQCN unless told otherwise
+        from .config import CC_DCQCN, CC_HPCC
+        scn.config.cc_mode = CC_HPCC if args.cc == "hpcc" else CC_DCQCN
+    return scn
 
 
 def _run(args) -> int:
@@ -317,8 +323,9 @@ def add_run_arguments(r) -> None:
                    help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
     w.add_argument("--fluid-nvlink", action="store_true",
-                   help="model the flows inside each server's NVSwitch by rates instead of packets (DCQCN "
-                        "only; off by default: it departs from packet-by-packet completions; see README)")
+                   help="give the flows inside each server's NVSwitch fair-share rates instead of simulating "
+                        "their packets (DCQCN only; much faster on TP traffic, approximate when several flows "
+                        "share an NVLink port; see README, 'Fidelity and speed')")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")

@@ -105,3 +105,15 @@ def test_cc_applies_to_flow_files(tmp_path):
         assert r.returncode == 0, r.stderr
         assert json.loads((tmp_path / cc / "summary.json").read_text())["cc"] == cc
         assert "iteration time" not in r.stdout  # a flow list has no iterations
+
+
+def test_cc_applies_to_the_embedded_scenarios_and_conflicts_with_hpcc_config(tmp_path):
+    r = cli("run", "--scenario", "fat-tree-mix", "--cc", "hpcc", "--until", "20us", "--out", tmp_path / "m",
+            "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "m" / "summary.json").read_text())["cc"] == "hpcc"
+    r = cli("run", "--cc", "hpcc", "--fluid-nvlink", "--out", tmp_path / "f")  # the default GPT scenario
+    assert r.returncode == 2 and "--fluid-nvlink needs DCQCN" in r.stderr and "Traceback" not in r.stderr
+    r = cli("run", "--hpcc-config", ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt", "--cc", "dcqcn",
+            "--out", tmp_path / "h")
+    assert r.returncode == 2 and "--cc and --hpcc-config both set the congestion control" in r.stderr

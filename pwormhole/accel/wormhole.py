@@ -254,9 +254,9 @@ class Wormhole:
         from .fluid import FluidDomain, build_domains
         net = self.net
         if net.cfg.cc_mode != 1:
-            raise InputError("--fluid-nvlink models NVLink flows at DCQCN's uncongested line rate; under HPCC "
-                             "the window control of overlapping ring steps slows them (5.5% mean FCT error on "
-                             "a GPT-7B layer), which it does not model: use DCQCN (CC_MODE 1) or leave it off")
+            raise InputError("--fluid-nvlink needs DCQCN (CC_MODE 1): its NVLink rates leave out HPCC's window "
+                             "control, which slows overlapping TP ring steps (5.5% mean FCT error measured on a "
+                             "GPT-7B layer); use --cc dcqcn or leave --fluid-nvlink off")
         owner = owner if owner is not None else [0] * len(net.nodes)
         self.fluid_domains, anchor_of = build_domains(net, net.flows, owner)
         self.fluid_fids = set(anchor_of)

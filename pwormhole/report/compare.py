@@ -13,7 +13,9 @@ outputs), ``compare.json``, ``fct_error_cdf.png`` and prints a table.
 * ``speedup_wall`` (packet wall / wormhole wall, same process, same
   scenario), ``speedup_events`` (events processed, ratio);
 * ``skipped_time_fraction`` (flow-time spent frozen / total flow-time),
-  ``memo_hits``, ``memo_misses``, ``skips``;
+  ``memo_hits``, ``memo_misses``, ``skips``; ``fluid_flows`` and
+  ``fluid_shared_flows`` (``--fluid-nvlink``: flows given rates, and those of them
+  that shared an NVLink port with another flow's data, whose FCTs are approximate);
 * ``flows``, ``flows_compared`` and both runs' ``wall_s`` and ``events``.
 """
 
@@ -89,6 +91,7 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
         "memo_hits": ws.get("memo_hits", 0),
         "memo_misses": ws.get("memo_misses", 0),
         "fluid_flows": ws.get("fluid_flows", 0),
+        "fluid_shared_flows": ws.get("fluid_shared_flows", 0),
         "complete": bool(ps["complete"] and ws["complete"]),
     }
     write_json_atomic(os.path.join(out, "compare.json"), result)
@@ -114,7 +117,8 @@ def table(r: dict) -> str:
         ("memo hits / misses", f"{r['memo_hits']} / {r['memo_misses']}"),
     ]
     if r.get("fluid_flows"):
-        rows.append(("flows modelled by rates (--fluid-nvlink)", str(r["fluid_flows"])))
+        rows.append(("NVLink flows by rates (--fluid-nvlink)",
+                     f"{r['fluid_flows']} ({r.get('fluid_shared_flows', 0)} shared a port: approximate)"))
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
 

@@ -63,6 +63,14 @@ def readable(summary: dict) -> str:
         f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
         f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s",
     ]
+    if summary["mode"] == "wormhole":
+        line = (f"Wormhole         skips {summary.get('skips', 0)}  skipped flow-time "
+                f"{summary.get('skipped_time_fraction', 0) * 100:.1f}%  memo hits/misses "
+                f"{summary.get('memo_hits', 0)}/{summary.get('memo_misses', 0)}")
+        if (summary.get("accel") or {}).get("fluid_nvlink"):
+            line += (f"  NVLink flows by rates {summary.get('fluid_flows', 0)} "
+                     f"({summary.get('fluid_shared_flows', 0)} shared a port)")
+        lines.append(line)
     if summary.get("iterations"):
         its = summary["iterations"]
         gpus = summary.get("gpus") or []
