@@ -1,11 +1,13 @@
-"""Flow-level (fluid) model of the flows inside one NVSwitch domain: an opt-in
+"""Flow-level (fluid) model of the flows inside each server's NVSwitches: an opt-in
 acceleration (``AccelConfig.fluid_nvlink``, ``--fluid-nvlink``), Wormhole mode only.
 
 Why: a tensor-parallel ring step over NVLink lasts less than one synchronization
 window (262 KB at 2880 Gb/s: 0.73 us), so Wormhole can never skip it, and at 14-70%
 of a GPT iteration's bytes those packets bound its events ratio (bench/RESULTS.md).
-An NVSwitch domain is isolated: its host-to-NVSwitch and NVSwitch-to-host ports carry
-only the flows between the hosts of that server and their ACKs. This module replaces
+A server's NVLink fabric (a domain: its GPUs and NVSwitches) is isolated: its
+host-to-NVSwitch and NVSwitch-to-host ports carry only the flows between the hosts of
+that server and their ACKs (:func:`build_domains` refuses any other flow crossing an
+NVSwitch). This module replaces
 those flows' packets by rates, the way SimAI's analytical backend treats NVLink, and
 is measured against the plain packet run by ``pwormhole compare`` (the packet
 reference is never changed). It departs from issue 4's rule that completions are
@@ -20,18 +22,21 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
   the per-port wire-byte coefficients), recomputed whenever a flow of the domain
   starts or finishes: a ring step's data and the reverse flow's ACKs share a port
   exactly as they do packet by packet. Congestion control is not modelled: under
-  DCQCN and HPCC an uncongested NVLink flow stays at the line rate; contended
-  patterns (several flows into one GPU) are only approximated.
+  DCQCN an uncongested NVLink flow stays at the line rate; flows sharing a port
+  with other flows' data are only approximated (counted in :attr:`FluidDomain.shared`,
+  which the run reports); HPCC is refused (its window cut slows overlapping ring
+  steps).
 * When the last wire byte leaves the source, the last packet reaches the
   destination after the two links' delays and its serialization at the NVSwitch
   (the destination's DAG children start then), and the ACK reaches the source
   after the same path back (the flow's completion time, as packet mode records it).
 
 Events are plain tuples ``(t, key, EV_FLUID, domain, arg)`` with keys from the
-NVSwitch node's counter (DESIGN.md invariant 2); a domain lives in the LP of its
-NVSwitch, and :class:`~pwormhole.simulation.PacketRun` refuses a plan that splits a
-server (its NVLink links are shorter than the window), so the answer is the same on
-any LP count.
+counter of the server's lowest-numbered NVSwitch (DESIGN.md invariant 2); a domain
+lives in that NVSwitch's LP, and :func:`build_domains` refuses a plan that puts a
+fluid flow's hosts elsewhere, so the answer is the same on any LP count. Unlike the
+rest of Wormhole, these events act mid-window (a flow's start cannot wait for a
+boundary) and rates are floats (deterministic: every loop runs in a fixed order).
 """
 
 from __future__ import annotations
@@ -49,11 +54,11 @@ def _tx_ps(wire_bytes: int, rate_bps: int) -> int:
 
 
 class FluidDomain:
-    """The fluid flows of one NVSwitch domain.
+    """The fluid flows of one server (domain).
 
     Args:
-        nvswitch: the NVSwitch :class:`~pwormhole.net.nodes.Switch` (its heap and
-            event key counter are used).
+        nvswitch: the server's lowest-numbered NVSwitch (a
+            :class:`~pwormhole.net.nodes.Switch`: its heap and event key counter are used).
         net: the :class:`~pwormhole.net.build.Network`.
     """
 
@@ -65,7 +70,7 @@ class FluidDomain:
         self.hdr_bytes = host0.hdr_bytes
         self.ack_bytes = host0.ack_bytes
         self.ack_every = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
-        # fid -> [wire bytes left (float), rate (wire bytes/ps), data ports, ack ports, src host, start ps]
+        # fid -> [wire bytes left (float), rate (wire bytes/ps), data ports, ack ports, start ps]
         self.active: dict[int, list] = {}
         self.start_ps: dict[int, int] = {}  # fid -> start time, until the flow's ACK completes it
         self.ack_ports: dict[int, tuple] = {}  # fid -> its ACK ports, from its last byte to its delivery
@@ -86,7 +91,7 @@ class FluidDomain:
         packets = -(-flow.size_bytes // self.mtu)
         wire = flow.size_bytes + packets * self.hdr_bytes
         self._advance(t)
-        self.active[fid] = [float(wire), 0.0, (up, down), (ack_up, ack_down), host, t]
+        self.active[fid] = [float(wire), 0.0, (up, down), (ack_up, ack_down), t]
         self.version += 1  # the rates change: a pending completion event is stale
         if not self.dirty:  # recompute once for all the flows starting at t (a ring step's 8)
             self.dirty = True
@@ -165,7 +170,7 @@ class FluidDomain:
             at_nvs = max(at_nvs, t - _tx_ps(last_wire, up.rate_bps) + up.delay_ps
                          + _tx_ps(self.mtu + self.hdr_bytes, down.rate_bps))
         t_recv = at_nvs + _tx_ps(last_wire, down.rate_bps) + down.delay_ps
-        self.start_ps[fid] = st[5]
+        self.start_ps[fid] = st[4]
         self.ack_ports[fid] = st[3]
         self.net.nodes[flow.src].bytes_sent += flow.size_bytes  # all on the wire now (packet mode counts
         # as it sends; a run stopped mid-flow counts nothing of a fluid flow before this)
@@ -181,14 +186,14 @@ class FluidDomain:
         data_wire = self.mtu + self.hdr_bytes
         a = t
         for st in self.active.values():
-            if st[5] == t and st[2][0] is ack_up:
+            if st[4] == t and st[2][0] is ack_up:
                 a += _tx_ps(data_wire, ack_up.rate_bps)
                 break
         a += _tx_ps(self.ack_bytes, ack_up.rate_bps) + ack_up.delay_ps  # at the NVSwitch
         for st in self.active.values():  # a first data packet in transmission on the last hop
             up, down = st[2]
             if down is ack_down:
-                first_out = st[5] + _tx_ps(data_wire, up.rate_bps) + up.delay_ps
+                first_out = st[4] + _tx_ps(data_wire, up.rate_bps) + up.delay_ps
                 busy_until = first_out + _tx_ps(data_wire, down.rate_bps)
                 if first_out <= a < busy_until:
                     a = busy_until

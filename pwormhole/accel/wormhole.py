@@ -86,7 +86,7 @@ class AccelConfig:
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
-        fluid_nvlink: model the flows inside each NVSwitch domain by rates, not packets
+        fluid_nvlink: model the flows inside each server's NVSwitches by rates, not packets
             (:mod:`pwormhole.accel.fluid`; off by default: it departs from issue 4's rule
             that completions are simulated packet by packet).
     """
@@ -164,13 +164,15 @@ class FlowState:
 
 
 class Group:
-    __slots__ = ("gid", "flows", "ports", "formed_ps", "frozen", "memo_checked", "memo_key", "memo_base")
+    __slots__ = ("gid", "flows", "ports", "formed_ps", "newest_start_ps", "frozen", "memo_checked", "memo_key",
+                 "memo_base")
 
-    def __init__(self, gid, flows, ports, formed_ps):
+    def __init__(self, gid, flows, ports, formed_ps, newest_start_ps):
         self.gid = gid
         self.flows = flows  # set of flow ids
         self.ports = ports  # set of Port objects
-        self.formed_ps = formed_ps
+        self.formed_ps = formed_ps  # when it last changed (formed, merged, split or woken)
+        self.newest_start_ps = newest_start_ps  # the boundary that reported its latest flow start
         self.frozen = None  # Frozen while fast-forwarded
         self.memo_checked = False
         self.memo_key = None
@@ -388,7 +390,7 @@ class Wormhole:
     def _new_group(self, flows: set, ports: set, t: int) -> Group:
         gid = self.next_gid
         self.next_gid += 1
-        g = Group(gid, flows, ports, t)
+        g = Group(gid, flows, ports, t, max(self.flows[f].start_ps for f in flows))
         self.groups[gid] = g
         for p in ports:
             self.port_gid[p] = gid
@@ -482,9 +484,8 @@ class Wormhole:
             if g.frozen is not None:
                 continue
             goodput = {}
-            newest = max(self.flows[fid].start_ps for fid in g.flows)
             for fid in sorted(g.flows):
-                gp = self._goodput(self.flows[fid], g.formed_ps, newest)
+                gp = self._goodput(self.flows[fid], g.formed_ps, g.newest_start_ps)
                 if gp is None:
                     break
                 goodput[fid] = gp
