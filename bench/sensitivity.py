@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from wormhole import SCENARIOS  # noqa: E402
+from wormhole import ACCEL_OVERRIDES, SCENARIOS  # noqa: E402
 
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.report.compare import fct_errors, read_fct  # noqa: E402
@@ -57,8 +57,8 @@ def pct(v) -> str:
     return "-" if v is None else f"{v * 100:.2f}%"
 
 
-def config(field: str, value) -> AccelConfig:
-    cfg = AccelConfig()
+def config(field: str, value, scenario: str = "") -> AccelConfig:
+    cfg = AccelConfig(**ACCEL_OVERRIDES.get(scenario, {}))  # the *-fluid rows: --fluid-nvlink
     if field == "ablation":
         cfg.skip = value != "memo only"
         cfg.memo = value != "skip only"
@@ -97,7 +97,7 @@ def main() -> int:
     print(f"{name}: packet {ps['wall_s']:.1f} s, {ps['events']} events")
     print(HEADER)
     for field, value in settings:
-        cfg = config(field, value)
+        cfg = config(field, value, name)
         for kv in filter(None, a.base.split(",")):
             k, v = kv.split("=")
             if k != field:
