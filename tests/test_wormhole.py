@@ -112,6 +112,20 @@ def test_memo_hit_reproduces_the_first_instance():
         assert abs(fct(fast, b) - fct(ref, b)) / fct(ref, b) < 0.01
 
 
+def test_repeated_memo_hits_reuse_the_match():
+    """Three identical incasts (hosts 0,1 -> 2, then 3,4 -> 5, then 6,7 -> 8): the first
+    is recorded, the second matched by graph isomorphism, the third by the stored
+    signature of the same graph, and both replays reproduce the first instance."""
+    specs = pattern(0, 3_000 * US) + [(6, 8, 6_000_000, 6_000 * US), (7, 8, 6_000_000, 6_000 * US)]
+    memo = MemoCache("t")
+    ref, fast = both(star_topo(9), specs, memo=memo)
+    assert fast.accel.memo_hits == 2 and len(memo.matched) == 1
+    for a, b, c in ((0, 2, 4), (1, 3, 5)):
+        for x in (b, c):
+            assert abs(fct(fast, x) - fct(fast, a)) / fct(fast, a) < 0.005
+            assert abs(fct(fast, x) - fct(ref, x)) / fct(ref, x) < 0.01
+
+
 def _group_graph(topo):
     specs = [(0, 2, 6_000_000, 0), (1, 2, 6_000_000, 0)]
     cfg = config()
