@@ -45,12 +45,9 @@ from heapq import heappush
 
 from ..errors import InputError
 from ..net.packet import EV_FLUID
-
-PS_PER_S = 1_000_000_000_000
-
-
-def _tx_ps(wire_bytes: int, rate_bps: int) -> int:
-    return -(-wire_bytes * 8 * PS_PER_S // rate_bps)
+from ..units import PS_PER_S
+from ..units import serialization_ps as _tx_ps
+from .wormhole import route_path
 
 
 class FluidDomain:
@@ -307,14 +304,7 @@ def build_domains(net, flows, owner) -> tuple[dict, dict]:
     nodes = net.nodes
     for f in flows:
         h = nodes[f.src].flow_hash[f.flow_id]
-        legs = []
-        for a, b in ((f.src, f.dst), (f.dst, f.src)):
-            node, path = nodes[a], []
-            while node.node_id != b and len(path) < 64:
-                port = node.route_port(b, h)
-                path.append(port)
-                node = port.peer
-            legs.append(path)
+        legs = [route_path(nodes, f.src, f.dst, h), route_path(nodes, f.dst, f.src, h)]
         crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in nvs_ids}
         if not crossed:
             continue

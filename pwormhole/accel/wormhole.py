@@ -129,6 +129,20 @@ of rate is a CNP or a timer step, far larger than theta); HPCC adjusts its windo
 every ACK and needs 8 (4 gave 2-3% iteration error)."""
 
 
+def route_path(nodes, src: int, dst: int, h: int) -> list:
+    """The egress ports a packet of ECMP hash ``h`` crosses from node ``src`` to ``dst``
+    (the choices the per-packet path makes)."""
+    node = nodes[src]
+    out = []
+    while node.node_id != dst:
+        port = node.route_port(dst, h)
+        out.append(port)
+        node = port.peer
+        if len(out) > 64:
+            raise RuntimeError(f"routing loop from {src} to {dst}")
+    return out
+
+
 class FlowState:
     """Replicated facts of an active flow (no reference to rank-local objects)."""
 
@@ -355,16 +369,7 @@ class Wormhole:
 
     # -- flow table and groups -----------------------------------------------------------
     def _path(self, src: int, dst: int, h: int) -> list:
-        nodes = self.net.nodes
-        node = nodes[src]
-        out = []
-        while node.node_id != dst:
-            port = node.route_port(dst, h)
-            out.append(port)
-            node = port.peer
-            if len(out) > 64:
-                raise RuntimeError(f"routing loop from {src} to {dst}")
-        return out
+        return route_path(self.net.nodes, src, dst, h)
 
     def _flow_started(self, fid: int, t: int) -> None:
         f = self.net.flows[fid]
