@@ -10,9 +10,10 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.scenario import Scenario
+from pwormhole.scenario import Scenario, from_dag
 from pwormhole.simulation import PacketRun
 from pwormhole.topology.model import Link, Topology
+from pwormhole.workload.dag import Dag
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,16 +43,35 @@ def test_single_long_flow_is_skipped_within_half_a_percent(cc, has_win):
 
 
 def test_flow_joining_mid_skip_wakes_the_group_and_conserves_bytes():
-    # flow 0 alone for 400 us (frozen by then), flow 1 joins on the same receiver
-    specs = [(0, 2, 20_000_000, 0), (1, 2, 5_000_000, 400 * US)]
-    ref, fast = both(star_topo(3), specs)
+    """Flow 0 alone for 400.5 us (frozen by then); flow 1 joins on the same receiver when a
+    compute op of host 1 ends (a DAG: its start is not known before it happens)."""
+    dag = Dag()
+    dag.flow(0, 2, 20_000_000)
+    dag.flow(1, 2, 5_000_000, deps=[dag.compute(1, 400 * US + US // 2)])
+    runs = [PacketRun(from_dag("t", star_topo(3), dag, config()), accel=acc).run() for acc in (None, AccelConfig())]
+    ref, fast = runs
     wh = fast.accel
     assert wh.wakes_interrupted >= 1 and wh.skips >= 2
     c = fast.counters()
     assert c["bytes_sent"] == c["bytes_delivered"] == 25_000_000
-    assert fast.start_ps[1] == 400 * US  # the newcomer starts on time; the frozen group woke at the next boundary
+    assert fast.start_ps[1] == 400 * US + US // 2  # the newcomer starts on time; the group woke at the next boundary
     for fid in (0, 1):
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.01
+
+
+def test_known_flow_start_wakes_the_group_before_it():
+    """A flow list's starts are known in advance: flow 0 (0 -> 2, 20 MB) is frozen, and a
+    100 KB flow from the same NIC starts at 400.1 us. The group wakes at the 400 us boundary,
+    so the short flow starts on a running port; before, it waited at the frozen NIC until
+    the 401 us boundary and finished 4.5% late (2.5% when it started at 400.5 us)."""
+    specs = [(0, 2, 20_000_000, 0), (0, 1, 100_000, 400 * US + US // 10)]
+    ref, fast = both(star_topo(3), specs)
+    wh = fast.accel
+    assert wh.wakes_interrupted == 0 and wh.skips >= 2 and fast.events < ref.events / 20
+    assert abs(fct(fast, 1) - fct(ref, 1)) / fct(ref, 1) < 0.002
+    assert abs(fct(fast, 0) - fct(ref, 0)) / fct(ref, 0) < 0.005
+    c = fast.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == 20_100_000
 
 
 @pytest.mark.parametrize("has_win", [True, False])

@@ -4,7 +4,8 @@ Key of a conflict group: the flow-port graph (a vertex per flow and per
 egress port; an edge where a flow's data crosses a port, labelled with the
 hop index, or where its ACKs do) with, on each port, its rate, propagation
 delay and switch settings (buffer, ECN thresholds, PFC headroom), on each
-flow its initial rate quantized to a quarter of an octave, plus the
+flow its rate at the lookup quantized to a quarter of an octave and whether
+it is new (started as the group formed) or was already under way, plus the
 congestion-control parameters of the run. Entries are grouped by the
 Weisfeiler-Lehman hash of that graph (networkx) and confirmed by an exact
 isomorphism test (networkx VF2 ``GraphMatcher``), which also maps the flows
@@ -34,7 +35,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-5"
+FORMAT = "pwormhole-memo-6"
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -71,7 +72,9 @@ def group_key(wh, g):
     graph = nx.Graph()
     pid: dict = {}
     for i, fid in enumerate(order):
-        graph.add_node(i, label=f"f{_q_rate(wh.flows[fid].rate())}")
+        fs = wh.flows[fid]
+        age = "n" if fs.start_ps + wh.FRESH_WINDOWS * wh.window_ps >= g.formed_ps else "o"
+        graph.add_node(i, label=f"f{_q_rate(fs.rate())}{age}")
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
         if isinstance(p, SwitchPort):
