@@ -17,7 +17,7 @@ mode, in the same process) on:
   flows; NVLink carries 9% of the bytes instead of 14-23%);
 * the GPT-7B layer at sequence 2048 (a usual training length) on 16 and 64 GPUs,
   DCQCN: TP ring steps of 2 MB (5.8 us on NVLink, still under the 8-window minimum
-  skip), so NVLink carries most of the bytes and bounds the events ratio near 1.5x;
+  skip), so NVLink carries most of the bytes;
 * two what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
   events ratio would be if NVLink steps cost nothing;
@@ -31,7 +31,7 @@ mode, in the same process) on:
 For each it prints a markdown row: flows, mean and p99 per-flow FCT error,
 iteration time error, wall speedup (same process), events ratio, skipped
 flow-time fraction, memo hits/misses, and the share of bytes over NVLink with
-the events-ratio bound it sets (:func:`nvlink_byte_share`). Rows are appended to
+``1 / share`` (:func:`nvlink_byte_share`). Rows are appended to
 ``<out>/results.md`` as each comparison finishes, and every comparison keeps
 its folder (``packet/``, ``wormhole/``, ``compare.json``) under ``<out>``.
 
@@ -134,7 +134,7 @@ ACCEL_OVERRIDES = {_n + "-fluid": {"fluid_nvlink": True} for _n in FLUID_ROWS}
 QUICK = ["gpt7b-16-dcqcn", "s3-incast"]
 
 HEADER = ("| scenario | flows | FCT err mean | FCT err p99 | iter err | speedup wall | events ratio | "
-          "skipped flow-time | memo hit/miss | wall pkt / wh | NVLink bytes (cap) |\n"
+          "skipped flow-time | memo hit/miss | wall pkt / wh | NVLink bytes (1 / share) |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
@@ -157,10 +157,12 @@ def cap(share: float, fluid: bool = False) -> str:
 
 
 def nvlink_byte_share(scn) -> float:
-    """Fraction of the scenario's flow bytes that travel over an NVSwitch. Wormhole
-    never skips them (a TP ring step lasts less than one window), and packet events
-    per byte are about equal on both kinds of path, so 1 / share bounds the events
-    ratio."""
+    """Fraction of the scenario's flow bytes that travel over an NVSwitch. Fast-forwarding
+    never skips them (a TP ring step lasts less than the minimum skip), and packet events
+    per byte are about equal on both kinds of path, so 1 / share bounded the events ratio
+    until memo hits on groups that meet flows under way (a ring step joining the previous
+    step's last packets) replayed part of those steps; it still tells how much of the
+    work is NVLink."""
     from pwormhole.simulation import PacketRun
     nvs = set(getattr(scn.topology, "nvswitches", ()) or ())
     if not nvs:

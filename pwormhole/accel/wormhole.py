@@ -71,6 +71,7 @@ from heapq import heapify, heappush
 
 from ..errors import InputError
 from ..net.nodes import HostPort, SwitchPort
+from ..net.cc import TM_RP
 from ..net.packet import (
     EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, P_FLOW, P_INPORT, P_INT, P_SEQ, P_TYPE,
     T_PFC,
@@ -135,6 +136,14 @@ SAMPLES = {False: 4, True: 8}
 """Default ``samples`` by congestion control: 4 are enough under DCQCN (a change
 of rate is a CNP or a timer step, far larger than theta); HPCC adjusts its window
 every ACK and needs 8 (4 gave 2-3% iteration error)."""
+
+INFLIGHT_SLACK_PACKETS = 4
+"""Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the
+bytes acknowledged plus this many packets. Without a window (``HAS_WIN 0``) two DCQCN
+flows at the line rate into one port keep a constant rate and a constant goodput (half
+each) while the queue grows by the line rate, until ECN cuts them; frozen there, a 2 MB
+flow finished 25% early and another one 71% early
+(``test_growing_queue_is_not_steady``)."""
 
 
 def route_path(nodes, src: int, dst: int, h: int) -> list:
@@ -335,7 +344,7 @@ class Wormhole:
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids,
         samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps, highest
-        byte sent)`` of
+        byte sent, when a pending DCQCN rate-increase timer will change the rate or -1)`` of
         the unfrozen flows whose sender is local, taken every ``sample_ps``."""
         started = []
         for lp in self.lps:
@@ -355,12 +364,16 @@ class Wormhole:
                     continue
                 qp = nodes[fs.src].sqp.get(fid)
                 if qp is not None:
+                    rp_due = -1
                     if hpcc and qp.win_bytes:
                         rate = qp.cur_win * 8_000_000_000_000 // max(1, qp.base_rtt_ps)
                     else:
                         rate = qp.rate_bps
+                        line = qp.max_rate_bps
+                        if not hpcc and (rate < line or qp.target_rate_bps < line):
+                            rp_due = qp.rp_due_ps  # the DCQCN rate changes when this timer fires
                     # max_sent: after a go-back-N, packets up to it are still in the network
-                    samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent)))
+                    samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent), rp_due))
             samples.sort()
         return started, samples
 
@@ -389,12 +402,12 @@ class Wormhole:
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
-            for fid, rate, una, una_ps, nxt in samples:
+            for fid, rate, una, una_ps, nxt, rp_due in samples:
                 fs = self.flows.get(fid)
                 if fs is None or self.groups[fs.gid].frozen is not None:
                     continue
                 q = fs.samples
-                q.append((t, rate, una, una_ps, nxt))
+                q.append((t, rate, una, una_ps, nxt, rp_due))
                 if len(q) > keep:
                     q.popleft()
             if self.memo is not None:
@@ -406,6 +419,8 @@ class Wormhole:
                         continue
                     if self.hpcc and not self._fresh(g):
                         g.memo_checked = True  # HPCC flows already under way: their window's past is not in the key
+                    elif not self.hpcc and any(self.flows[f].rate() < self.flows[f].line_rate_bps for f in g.flows):
+                        g.memo_checked = True  # a DCQCN rate cut: its recovery timers are not in the key
                     elif all(self.flows[f].samples and self.flows[f].samples[-1][0] == t for f in g.flows):
                         if any(self.flows[f].samples[-1][4] >= self.flows[f].size for f in g.flows):
                             continue  # a flow has sent its last byte: look up what is left once it leaves
@@ -504,7 +519,7 @@ class Wormhole:
             return None
         # goodput over the last samples holding at least min_span_packets packets, timed by the
         # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
-        _, _, b1, t1, _ = last[0]
+        _, _, b1, t1, _, _ = last[0]
         want = self.min_span_bytes * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
@@ -518,13 +533,18 @@ class Wormhole:
         j = min(n - need, bisect_right(q, b1 - want, key=lambda x: x[2]) - 1)
         if j < lo:
             return None
-        _, _, b0, t0, _ = q[j]
-        _, _, bm, tm, _ = q[n - 1 - (n - j) // 2]
+        _, _, b0, t0, _, _ = q[j]
+        _, _, bm, tm, _, _ = q[n - 1 - (n - j) // 2]
         if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
             return None
         g1 = (bm - b0) / (tm - t0)
         g2 = (b1 - bm) / (t1 - tm)
         if abs(g1 - g2) / g2 >= self.cfg.theta:
+            return None
+        # the bytes in flight must hold too: a sender faster than its goodput (no window,
+        # DCQCN at the line rate into a shared port) fills a queue until ECN cuts it
+        grow = (last[0][4] - last[0][2]) - (q[j][4] - q[j][2])
+        if abs(grow) > self.cfg.theta * (b1 - b0) + INFLIGHT_SLACK_PACKETS * fs.mtu:
             return None
         return (b1 - b0) / (t1 - t0)
 
@@ -576,6 +596,9 @@ class Wormhole:
         for fid in g.flows:
             fs = self.flows[fid]
             done = self._wake_by(fs, t, fs.una(), goodput[fid])
+            rp_due = fs.samples[-1][5]
+            if 0 <= rp_due < done:  # the rate changes then: the steady state ends there
+                done = rp_due
             if wake is None or done < wake:
                 wake = done
         wake = self._cap_wake(g, t, (wake // self.window_ps) * self.window_ps)
@@ -640,7 +663,10 @@ class Wormhole:
         for ev in fz.events:
             tgt = ev[3]
             node = tgt.node if hasattr(tgt, "node") else tgt
-            heappush(heap_of[node.node_id], (ev[0] + d, ev[1], ev[2], tgt, ev[4]))
+            t_ev = ev[0] + d
+            if ev[2] == EV_TIMER and ev[4][1] == TM_RP:
+                t_ev = self._rp_time(ev[0], t)
+            heappush(heap_of[node.node_id], (t_ev, ev[1], ev[2], tgt, ev[4]))
         for p, was in fz.busy.items():
             p.busy = was
         for p in sorted(fz.busy, key=lambda p: (p.node.node_id, p.idx)):
@@ -706,6 +732,8 @@ class Wormhole:
                         qp.last_update_seq += b
                     if qp.next_avail_ps >= t0:
                         qp.next_avail_ps += d
+                    if qp.rp_due_ps >= t0:
+                        qp.rp_due_ps = self._rp_time(qp.rp_due_ps, t0 + d)
                     if qp.hops:
                         qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
             if fs.dst in local:
@@ -749,6 +777,16 @@ class Wormhole:
                 if p.wake_ps >= t0:
                     p.wake_ps += d
 
+    def _rp_time(self, t_ev: int, t: int) -> int:
+        """When a DCQCN rate-increase (RP) timer due at ``t_ev`` fires after a wake at ``t``:
+        at its own time (a timer runs on while the packets are frozen; a freeze ends before
+        one that would change the rate, see :meth:`_try_freeze`), or, if that passed, at its
+        next period."""
+        if t_ev >= t:
+            return t_ev
+        rp = self.net.cfg.rp_timer_ps
+        return t_ev + ((t - t_ev) // rp + 1) * rp
+
     @staticmethod
     def _shift_hops(hops, fs: FlowState, d: int, port_adv: dict) -> list:
         out = []
@@ -781,6 +819,10 @@ class Wormhole:
             return
         entry, idx_map = hit
         mapping = {order[i]: j for i, j in idx_map.items()}  # flow id -> recorded flow index
+        if not self.hpcc and any(rec["rate_bps"] < self.flows[fid].line_rate_bps
+                                 for fid, rec in ((f, entry.flows[mapping[f]]) for f in g.flows)):
+            g.memo_base = None  # DCQCN cut a recorded rate: its recovery timers are not recorded
+            return
         # refuse when a flow would finish inside the recorded transient: after the jump it must
         # still have its pipeline, a few packets and margin_rtts of its path's RTTs of data to send
         # (its completion is then simulated packet by packet)
@@ -812,6 +854,8 @@ class Wormhole:
             b = fs.una() - una0
             if b < 0 or b * 8_000_000_000_000 > fs.line_rate_bps * max(conv, 1):
                 return  # not a consistent recording (faster than the line): keep nothing
+            if not self.hpcc and fs.rate() < fs.line_rate_bps:
+                return  # DCQCN cut it: a replay could not restore its recovery timers (never used)
             growth = self._inflight(fs, t, goodput[fid]) - inflight0  # pipeline filled during the transient
             flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate(), "inflight_growth": growth}
         self.memo.insert(key, graph, conv, flows)

@@ -136,11 +136,13 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
             qp.rp_stage = 0
             qp.decrease_cnp = False
             qp.rp_gen += 1  # cancels the pending RP timer
-            host.timer(t_ps + cfg.rp_timer_ps, qp, TM_RP, qp.rp_gen)
+            qp.rp_due_ps = t_ps + cfg.rp_timer_ps
+            host.timer(qp.rp_due_ps, qp, TM_RP, qp.rp_gen)
     elif kind == TM_RP:
         if gen != qp.rp_gen:
             return
-        host.timer(t_ps + cfg.rp_timer_ps, qp, TM_RP, gen)
+        qp.rp_due_ps = t_ps + cfg.rp_timer_ps
+        host.timer(qp.rp_due_ps, qp, TM_RP, gen)
         line = qp.max_rate_bps
         if qp.rp_stage < cfg.fast_recovery_times:
             pass  # fast recovery: move halfway to the target

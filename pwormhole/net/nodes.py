@@ -269,7 +269,7 @@ class SendQP:
         "min_win_bytes",
         "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
         # DCQCN
-        "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen",
+        "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen", "rp_due_ps",
         # HPCC
         "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
         # loss recovery
@@ -313,6 +313,7 @@ class SendQP:
         self.first_cnp = True
         self.rp_stage = 0
         self.rp_gen = 0
+        self.rp_due_ps = -1  # when the pending DCQCN rate-increase (RP) timer fires (-1: none)
         self.last_update_seq = 0
         self.hops = []
         self.u = 1.0
