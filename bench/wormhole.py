@@ -160,9 +160,9 @@ def nvlink_byte_share(scn) -> float:
     """Fraction of the scenario's flow bytes that travel over an NVSwitch. Fast-forwarding
     never skips them (a TP ring step lasts less than the minimum skip), and packet events
     per byte are about equal on both kinds of path, so 1 / share bounded the events ratio
-    until memo hits on groups that meet flows under way (a ring step joining the previous
-    step's last packets) replayed part of those steps; it still tells how much of the
-    work is NVLink."""
+    until memo hits replayed part of those steps (a hit needs only the pipeline, 4 packets
+    and one RTT of data left after the jump, no longer two convergence times); it still
+    tells how much of the work is NVLink."""
     from pwormhole.simulation import PacketRun
     nvs = set(getattr(scn.topology, "nvswitches", ()) or ())
     if not nvs:

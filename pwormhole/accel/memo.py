@@ -60,7 +60,13 @@ def _q_rate(bps: int) -> int:
 
 
 def group_key(wh, g):
-    """``(wl_hash, graph, order)`` of group ``g`` of Wormhole ``wh``; ``order``
+    """``(wl_hash, graph, order)`` of group ``g`` of Wormhole ``wh`` (see :func:`group_graph`)."""
+    graph, order = group_graph(wh, g)
+    return wl_hash(graph), graph, order
+
+
+def group_graph(wh, g):
+    """``(graph, order)`` of group ``g`` of Wormhole ``wh``; ``order``
     lists its flow ids in the index order used by the graph's flow vertices.
 
     Vertices are ints (flows ``0..F-1``, ports ``F..``), never strings, so that
@@ -89,7 +95,7 @@ def group_key(wh, g):
         for p in fs.ack_ports:
             if not graph.has_edge(i, pid[p]):
                 graph.add_edge(i, pid[p], role="a")
-    return wl_hash(graph), graph, order
+    return graph, order
 
 
 def wl_hash(graph) -> str:

@@ -19,8 +19,10 @@ touches the per-event path.
   ``(max - min) / mean < theta`` for the rate, and over the goodput span (the
   last samples holding ``min_span_packets`` packets, ACK-timed from
   :data:`SETTLE_RTTS` path RTTs after the group's newest flow started) the
-  goodputs of its first and second halves differ by less than ``theta``. A
-  group is steady when all its flows are. ``samples`` and the span default by
+  goodputs of its first and second halves differ by less than ``theta``, and its
+  bytes in flight change by less than ``theta`` of the span's bytes (plus
+  :data:`INFLIGHT_SLACK_PACKETS`): a sender faster than its goodput fills a queue.
+  A group is steady when all its flows are. ``samples`` and the span default by
   congestion control (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`).
 * **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
   leave the heaps and its ports are held busy, so they keep their queues and
@@ -30,11 +32,16 @@ touches the per-event path.
   in flight (an advance then never falls short of ``goodput x D``), and never
   after a flow list's next known start on its ports (such a flow would wait at a
   frozen port until the boundary after its start), or at the first boundary
-  after a new flow touches its ports. On
+  after a new flow touches its ports. Under DCQCN it also wakes before a flow's
+  pending rate-increase (RP) timer when that would change the rate, and never
+  freezes a flow with a CNP awaiting its rate-decrease check. On
   waking after ``D`` ps every flow advances by ``goodput x D`` bytes rounded
   down to whole packets, in the sender, the receiver and the packets in flight
   (sequence numbers; HPCC INT records get ``+D`` and the bytes their ports
-  would have sent), and the frozen events return shifted by ``D``.
+  would have sent), and the frozen events return shifted by ``D``, except the
+  DCQCN RP timers, which keep their own time (a rate recovery runs on while the
+  packets are frozen); a frozen DCQCN flow received no CNP, so its alpha decays
+  once per ``ALPHA_RESUME_INTERVAL`` of ``D``.
 * **Memoization** (:mod:`pwormhole.accel.memo`): when a group forms, its key
   (canonical flow-port graph with port and CC settings, quantized rates, and
   which flows are new) is looked up; on a hit the group skips its transient: it
@@ -42,14 +49,19 @@ touches the per-event path.
   advanced (plus the growth of the recorded flows' in-flight bytes: a frozen
   pipeline holds only the packets it had) and the recorded steady rates. A jump
   cut short by a new flow advances in proportion to the time spent. Under DCQCN
-  every new group is looked up: a fresh one (all its flows started within
-  ``FRESH_WINDOWS`` windows: a collective step), and one that met flows under
-  way (a ring step joining the other ring's flows on shared NICs, or what is
-  left when a flow ends), whose flows sit at the rates the key records. Under
-  HPCC only fresh groups are: a window's history is not in the key (joins
-  replayed gave 2.2% p99 FCT error on the 64-GPU GPT layer). A group whose flow
-  has sent its last byte is looked up after that flow leaves (the group changes
-  within an RTT: a recording would never finish).
+  every new group is looked up, unless a flow's rate is below its line rate (a
+  DCQCN cut: its recovery timers are not in the key): a fresh one (all its
+  flows started within ``FRESH_WINDOWS`` windows: a collective step), and one
+  that met flows under way (a ring step joining the other ring's flows on shared
+  NICs, or what is left when a flow ends), whose flows sit at the rates the key
+  records. Under HPCC only fresh groups are: a window's history is not in the
+  key (joins replayed gave 8.5% p99 FCT error on the 64-GPU GPT layer). A group
+  whose flow has sent its last byte is looked up after that flow leaves (the
+  group changes within an RTT: a recording would never finish). A hit is
+  refused when a flow would not keep its pipeline, 4 packets and ``margin_rtts``
+  RTTs of data after the jump (its completion is simulated packet by packet),
+  when a flow list's known start would cut the jump short, and when a flow's
+  pipeline refill could be off by more than :data:`REFILL_BUDGET` of its size.
 
 **Same decisions on every rank** (DESIGN.md invariant 4). Decisions use only
 replicated data: the flow table (flows started and finished, exchanged at
@@ -136,6 +148,17 @@ SAMPLES = {False: 4, True: 8}
 """Default ``samples`` by congestion control: 4 are enough under DCQCN (a change
 of rate is a CNP or a timer step, far larger than theta); HPCC adjusts its window
 every ACK and needs 8 (4 gave 2-3% iteration error)."""
+
+REFILL_BUDGET = 0.01
+"""A memo replay advances each flow by the bytes the recorded flow had acknowledged plus
+the growth of its bytes in flight (a frozen pipeline keeps only its own packets). That is
+exact when every flow of the group refills alike, or at a round-robin NIC (a ring step
+joining the other ring's flows on a GPU's NIC: 0.03% mean error at 64 GPUs). A flow whose
+pipeline grew more than the others' and that shares a FIFO switch queue instead loses that
+excess's place in the queue, up to ``excess x (1 - goodput / line rate)`` bytes (a 2 MB
+flow joining a 20 MB one at a host: 0.75% early; 400 KB: 3.8% early). A hit is refused
+when that bound exceeds this fraction of a flow's size
+(``test_short_flow_joining_one_under_way_is_not_replayed``)."""
 
 INFLIGHT_SLACK_PACKETS = 4
 """Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the
@@ -278,7 +301,7 @@ class Wormhole:
         if cfg.fluid_nvlink:
             self._setup_fluid(owner)
         self.starts_on: dict = {}  # port -> sorted start times of the flow list's flows crossing it
-        if net.dag_rt is None and cfg.skip:
+        if net.dag_rt is None and (cfg.skip or cfg.memo):
             self._index_starts()
         ack_interval = max(1, net.cfg.l2_ack_interval)
         self.ack_every_pkts = max(1, -(-ack_interval // self.mtu))
@@ -370,8 +393,11 @@ class Wormhole:
                     else:
                         rate = qp.rate_bps
                         line = qp.max_rate_bps
-                        if not hpcc and (rate < line or qp.target_rate_bps < line):
-                            rp_due = qp.rp_due_ps  # the DCQCN rate changes when this timer fires
+                        if not hpcc:
+                            if qp.decrease_cnp:
+                                rp_due = t  # a CNP came: the next decrease check (<= 4 us) cuts the rate
+                            elif rate < line or qp.target_rate_bps < line:
+                                rp_due = qp.rp_due_ps  # the DCQCN rate changes when this timer fires
                     # max_sent: after a go-back-N, packets up to it are still in the network
                     samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent), rp_due))
             samples.sort()
@@ -715,6 +741,8 @@ class Wormhole:
             p.tx_bytes += a
         t0 = fz.t0
         nodes = self.net.nodes
+        cfg = self.net.cfg
+        decay = None if self.hpcc else (1 - cfg.ewma_gain) ** (d // cfg.alpha_resume_interval_ps)
         for fid in g.flows:
             fs = self.flows[fid]
             b = advance.get(fid, 0)
@@ -734,6 +762,10 @@ class Wormhole:
                         qp.next_avail_ps += d
                     if qp.rp_due_ps >= t0:
                         qp.rp_due_ps = self._rp_time(qp.rp_due_ps, t0 + d)
+                    if decay is not None and not qp.first_cnp:
+                        # a steady DCQCN flow gets no CNP (one would cut its rate within 4 us):
+                        # its alpha decays once per ALPHA_RESUME_INTERVAL while frozen
+                        qp.alpha *= decay
                     if qp.hops:
                         qp.hops = self._shift_hops(qp.hops, fs, d, port_adv)
             if fs.dst in local:
@@ -785,7 +817,7 @@ class Wormhole:
         if t_ev >= t:
             return t_ev
         rp = self.net.cfg.rp_timer_ps
-        return t_ev + ((t - t_ev) // rp + 1) * rp
+        return t_ev + -(-(t - t_ev) // rp) * rp
 
     @staticmethod
     def _shift_hops(hops, fs: FlowState, d: int, port_adv: dict) -> list:
@@ -807,11 +839,16 @@ class Wormhole:
     FRESH_WINDOWS = 4
 
     def _memo_lookup(self, g: Group, t: int) -> None:
-        from .memo import group_key, signature
+        from .memo import group_graph, signature, wl_hash
         g.memo_checked = True
-        key, graph, order = group_key(self, g)
+        graph, order = group_graph(self, g)
+        sig = signature(graph)
+        hit = self.memo.matched.get(sig)  # the same graph hit before: no hash, no matching
+        key = None
+        if hit is None:
+            key = wl_hash(graph)
+            hit = self.memo.find(key, graph, sig)
         g.memo_key = (key, graph, order)
-        hit = self.memo.find(key, graph, signature(graph))
         if hit is None:
             self.memo_misses += 1
             g.memo_base = {fid: (self.flows[fid].una(), self._inflight(self.flows[fid], t, 0.0)) for fid in g.flows}
@@ -819,10 +856,16 @@ class Wormhole:
             return
         entry, idx_map = hit
         mapping = {order[i]: j for i, j in idx_map.items()}  # flow id -> recorded flow index
-        if not self.hpcc and any(rec["rate_bps"] < self.flows[fid].line_rate_bps
-                                 for fid, rec in ((f, entry.flows[mapping[f]]) for f in g.flows)):
-            g.memo_base = None  # DCQCN cut a recorded rate: its recovery timers are not recorded
-            return
+        # refuse when the refill of a flow's pipeline (the replay advances it by the recorded
+        # growth of its bytes in flight; see REFILL_BUDGET) could be off by more than its budget
+        growth = {f: max(0, entry.flows[mapping[f]].get("inflight_growth", 0)) for f in g.flows}
+        shared = min(growth.values())
+        for fid in g.flows:
+            fs = self.flows[fid]
+            share = min(1.0, entry.flows[mapping[fid]]["goodput"] * 8e12 / fs.line_rate_bps)
+            if (growth[fid] - shared) * (1 - share) > REFILL_BUDGET * fs.size:
+                g.memo_base = None
+                return
         # refuse when a flow would finish inside the recorded transient: after the jump it must
         # still have its pipeline, a few packets and margin_rtts of its path's RTTs of data to send
         # (its completion is then simulated packet by packet)
