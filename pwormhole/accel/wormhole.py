@@ -55,7 +55,7 @@ touches the per-event path.
   that met flows under way (a ring step joining the other ring's flows on shared
   NICs, or what is left when a flow ends), whose flows sit at the rates the key
   records. Under HPCC only fresh groups are: a window's history is not in the
-  key (joins replayed gave 8.5% p99 FCT error on the 64-GPU GPT layer). A group
+  key (joins replayed gave 4.3% p99 FCT error on the 64-GPU GPT layer). A group
   whose flow has sent its last byte is looked up after that flow leaves (the
   group changes within an RTT: a recording would never finish). A hit is
   refused when a flow would not keep its pipeline, 4 packets and ``margin_rtts``
