@@ -78,9 +78,8 @@ def group_graph(wh, g):
     graph = nx.Graph()
     pid: dict = {}
     for i, fid in enumerate(order):
-        fs = wh.flows[fid]
-        age = "n" if fs.start_ps + wh.FRESH_WINDOWS * wh.window_ps >= g.formed_ps else "o"
-        graph.add_node(i, label=f"f{_q_rate(fs.rate())}{age}")
+        age = "n" if wh.is_new(fid, g) else "o"
+        graph.add_node(i, label=f"f{_q_rate(wh.flows[fid].rate())}{age}")
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
         if isinstance(p, SwitchPort):

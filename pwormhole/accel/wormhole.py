@@ -841,7 +841,11 @@ class Wormhole:
         transient starting from idle flows (a collective step). Under HPCC only such groups are
         looked up: a group that met flows already under way has a past (their windows) the key
         does not hold."""
-        return all(self.flows[f].start_ps + self.FRESH_WINDOWS * self.window_ps >= g.formed_ps for f in g.flows)
+        return all(self.is_new(f, g) for f in g.flows)
+
+    def is_new(self, fid: int, g: Group) -> bool:
+        """Flow ``fid`` started within ``FRESH_WINDOWS`` windows of group ``g``'s forming."""
+        return self.flows[fid].start_ps + self.FRESH_WINDOWS * self.window_ps >= g.formed_ps
 
     FRESH_WINDOWS = 4
 
