@@ -4,12 +4,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key
-from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.scenario import Scenario, from_dag
 from pwormhole.simulation import PacketRun
 from pwormhole.topology.model import Link, Topology
@@ -224,6 +225,14 @@ def test_alpha_decays_while_frozen():
     assert fast.accel.skips >= 2
     for fid in range(3):
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.015, fid
+
+
+def test_rp_timer_keeps_its_own_period_across_a_wake():
+    """A DCQCN RP timer due during a skip fires at the wake if that is on its period, else at
+    its next period; one due after the wake keeps its time (``Wormhole._rp_time``)."""
+    wh = SimpleNamespace(net=SimpleNamespace(cfg=SimpleNamespace(rp_timer_ps=900)))
+    assert [Wormhole._rp_time(wh, 100, t) for t in (50, 100, 999, 1000, 1001, 1900)] == [100, 100, 1000, 1000,
+                                                                                            1900, 1900]
 
 
 def test_growing_queue_is_not_steady():
