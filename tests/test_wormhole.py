@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from helpers import G100, US, config, flows_of, star_topo
-from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key
+from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.scenario import Scenario, from_dag
 from pwormhole.simulation import PacketRun
@@ -259,6 +259,10 @@ def test_repeated_memo_hits_reuse_the_match():
     memo = MemoCache("t")
     ref, fast = both(star_topo(9), specs, memo=memo)
     assert fast.accel.memo_hits == 2 and len(memo.matched) == 1
+    # the signature a lookup computes without a graph is the stored graph's own
+    (sig, _), = memo.matched.items()
+    (entry,) = [e for es in memo.entries.values() for e in es]
+    assert sig == signature(entry.graph)
     for a, b, c in ((0, 2, 4), (1, 3, 5)):
         for x in (b, c):
             assert abs(fct(fast, x) - fct(fast, a)) / fct(fast, a) < 0.005

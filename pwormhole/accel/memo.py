@@ -65,36 +65,59 @@ def group_key(wh, g):
     return wl_hash(graph), graph, order
 
 
-def group_graph(wh, g):
-    """``(graph, order)`` of group ``g`` of Wormhole ``wh``; ``order``
-    lists its flow ids in the index order used by the graph's flow vertices.
-
-    Vertices are ints (flows ``0..F-1``, ports ``F..``), never strings, so that
-    graph matching does not depend on Python's per-process string hashing
-    (the same run must make the same memo decisions in every process).
-    """
+def group_parts(wh, g):
+    """``(order, labels, edges)`` of group ``g`` of Wormhole ``wh``: ``order`` lists its flow
+    ids in the index order of the flow vertices (``0..F-1``; ports ``F..``), ``labels`` the
+    vertex labels by vertex, ``edges`` ``{(flow vertex, port vertex): role}`` (a flow's data
+    hop ``d<i>``, else ``a`` where only its ACKs cross the port)."""
     order = sorted(g.flows)
     nf = len(order)
-    graph = nx.Graph()
-    pid: dict = {}
-    for i, fid in enumerate(order):
+    labels = []
+    for fid in order:
         age = "n" if wh.is_new(fid, g) else "o"
-        graph.add_node(i, label=f"f{_q_rate(wh.flows[fid].rate())}{age}")
+        labels.append(f"f{_q_rate(wh.flows[fid].rate())}{age}")
+    pid: dict = {}
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
         if isinstance(p, SwitchPort):
             sw = p.node
             label += f"/s{p.kmin_bytes}/{p.kmax_bytes}/{p.pmax}/{p.headroom_bytes}/{p.pfc_shift}/{sw.buffer_bytes}"
         pid[p] = nf + len(pid)
-        graph.add_node(pid[p], label=label)
+        labels.append(label)
+    edges: dict = {}
     for i, fid in enumerate(order):
         fs = wh.flows[fid]
         for hop, p in enumerate(fs.data_ports):
-            graph.add_edge(i, pid[p], role=f"d{hop}")
+            edges[(i, pid[p])] = f"d{hop}"
         for p in fs.ack_ports:
-            if not graph.has_edge(i, pid[p]):
-                graph.add_edge(i, pid[p], role="a")
-    return graph, order
+            edges.setdefault((i, pid[p]), "a")
+    return order, labels, edges
+
+
+def parts_signature(labels, edges) -> tuple:
+    """:func:`signature` of the graph :func:`group_parts` describes, without building it."""
+    return tuple(labels), tuple(sorted((u, v, r) for (u, v), r in edges.items()))
+
+
+def group_graph(wh, g):
+    """``(graph, order)`` of group ``g`` of Wormhole ``wh`` (:func:`group_parts`).
+
+    Vertices are ints, never strings, so that graph matching does not depend on Python's
+    per-process string hashing (the same run must make the same memo decisions in every
+    process).
+    """
+    order, labels, edges = group_parts(wh, g)
+    return parts_graph(labels, edges), order
+
+
+def parts_graph(labels, edges):
+    """The networkx graph of :func:`group_parts`' ``labels`` and ``edges``."""
+    graph = nx.Graph()
+    for v, label in enumerate(labels):
+        graph.add_node(v, label=label)
+    for (u, v), role in edges.items():
+        graph.add_edge(u, v, role=role)
+    return graph
 
 
 def wl_hash(graph) -> str:
