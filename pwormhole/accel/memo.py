@@ -154,18 +154,9 @@ class MemoCache:
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
 
-    def find(self, key: str, graph, sig: tuple | None = None):
+    def find(self, key: str, graph):
         """``(entry, mapping)`` where ``mapping[i]`` is the recorded flow index of
-        this group's flow index ``i``, or None. With ``sig`` (:func:`signature` of
-        ``graph``) an earlier hit on the same graph is reused."""
-        if sig is not None:
-            hit = self.matched.get(sig)
-            if hit is not None:
-                return hit
-            hit = self.find(key, graph)
-            if hit is not None:
-                self.matched[sig] = hit
-            return hit
+        this group's flow index ``i``, or None."""
         for e in self.entries.get(key, ()):
             gm = GraphMatcher(graph, e.graph, node_match=lambda a, b: a["label"] == b["label"],
                               edge_match=lambda a, b: a["role"] == b["role"])
@@ -173,6 +164,21 @@ class MemoCache:
                 m = gm.mapping
                 return e, {n: m[n] for n, d in graph.nodes(data=True) if d["label"][0] == "f"}
         return None
+
+    def lookup(self, labels, edges):
+        """``(hit, key, graph)`` for a group described by :func:`group_parts`: ``hit`` is
+        :meth:`find`'s answer. A graph that hit before (same :func:`parts_signature`) is
+        answered from that hit without building it (``key`` and ``graph`` are then None)."""
+        sig = parts_signature(labels, edges)
+        hit = self.matched.get(sig)
+        if hit is not None:
+            return hit, None, None
+        graph = parts_graph(labels, edges)
+        key = wl_hash(graph)
+        hit = self.find(key, graph)
+        if hit is not None:
+            self.matched[sig] = hit
+        return hit, key, graph
 
     def insert(self, key: str, graph, convergence_ps: int, flows: dict) -> None:
         if self.find(key, graph) is None:

@@ -850,16 +850,10 @@ class Wormhole:
     FRESH_WINDOWS = 4
 
     def _memo_lookup(self, g: Group, t: int) -> None:
-        from .memo import group_parts, parts_graph, parts_signature, wl_hash
+        from .memo import group_parts
         g.memo_checked = True
         order, labels, edges = group_parts(self, g)
-        sig = parts_signature(labels, edges)
-        hit = self.memo.matched.get(sig)  # the same graph hit before: no graph, hash or matching
-        key = graph = None
-        if hit is None:
-            graph = parts_graph(labels, edges)
-            key = wl_hash(graph)
-            hit = self.memo.find(key, graph, sig)
+        hit, key, graph = self.memo.lookup(labels, edges)
         g.memo_key = (key, graph, order)
         if hit is None:
             self.memo_misses += 1
