@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -362,3 +363,59 @@ def test_memo_decisions_do_not_depend_on_the_process(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1]
+
+
+def test_slow_queue_growth_is_not_steady():
+    """``HAS_WIN 0`` with step ECN marking (every packet over 400 KB marked): four 10 MB
+    flows into one host, 100.3 us apart. After a rate recovery they send 4 x 26.3 Gb/s into
+    100 Gb/s: their goodputs hold and their bytes in flight grow by only 4 packets over a
+    100-packet span, but the queue reaches the marking threshold 700 us later. Frozen there,
+    they missed the cuts that followed and finished 13-19% late; a flow paced faster than
+    its goodput (its NIC not the bottleneck) is no longer steady: now within 1.8%."""
+    dag = Dag()
+    for i in range(4):
+        dag.flow(i, 4, 10_000_000, deps=[dag.compute(i, i * (100 * US + 3 * US // 10))])
+    cfg = config("dcqcn", has_win=False, kmin_map_bytes={G100: 400_000}, kmax_map_bytes={G100: 400_001},
+                 pmax_map={G100: 1.0})
+    ref, fast = [PacketRun(from_dag("t", star_topo(5), dag, cfg), accel=acc, memo=MemoCache("t")).run()
+                 for acc in (None, AccelConfig())]
+    assert fast.accel.skips >= 5 and fast.events < ref.events / 1.8
+    for fid in range(4):
+        assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.02, fid
+
+
+def _steady_flow(cnps):
+    """A Wormhole view of one flow acknowledged at 50 Gb/s (6.25 bytes/ns), sampled every
+    1 us for 40 us, with ``cnps[i]`` CNPs received by sample ``i``."""
+    wh = SimpleNamespace(samples=4, min_span_bytes=100, cfg=AccelConfig())
+    fs = SimpleNamespace(samples=deque(), mtu=1000, path_rtt_ps=4 * US)
+    for i in range(40):
+        t = (i + 1) * US
+        una = 6250 * i // 1000 * 1000  # whole packets acknowledged by sample i
+        fs.samples.append((t, 50 * 10**9, una, una * 160, una + 20_000, -1, cnps[i]))  # ACK i at una / 6.25 ns
+    return wh, fs
+
+
+def test_a_flow_getting_cnps_is_not_steady():
+    """A CNP during the goodput span makes the next decrease check cut the rate by alpha / 2,
+    less than theta once alpha has decayed, but cut after cut while the queue stays over the
+    ECN threshold: the span must be CNP-free. A CNP awaiting its decrease check is reported as
+    a rate change due now, so the flow is neither frozen nor looked up."""
+    wh, fs = _steady_flow([0] * 40)
+    gp = Wormhole._goodput(wh, fs, 0, 0)
+    assert gp is not None and abs(gp * 1000 - 6.25) < 0.1  # bytes per ns
+    wh, fs = _steady_flow([0] * 30 + [1] * 10)
+    assert Wormhole._goodput(wh, fs, 0, 0) is None
+    wh, fs = _steady_flow([3] * 40)  # CNPs before the span: steady
+    assert Wormhole._goodput(wh, fs, 0, 0) is not None
+    # the report: a QP with a CNP pending and its rate still at the line rate
+    topo = star_topo(2)
+    run = PacketRun(Scenario("t", topo, flows_of([(0, 1, 20_000_000, 0)]), config()), accel=AccelConfig())
+    run.run(until_ps=8 * US)  # before its first skip
+    w = run.accel
+    qp = run.net.nodes[0].sqp[0]
+    assert qp.rate_bps == qp.max_rate_bps and qp.rp_due_ps == -1
+    w.next_sample_ps = 0
+    assert w.local_report(8 * US)[1][0][5] == -1
+    qp.decrease_cnp = True
+    assert w.local_report(8 * US)[1][0][5] == 8 * US

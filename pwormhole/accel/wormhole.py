@@ -21,7 +21,10 @@ touches the per-event path.
   :data:`SETTLE_RTTS` path RTTs after the group's newest flow started) the
   goodputs of its first and second halves differ by less than ``theta``, and its
   bytes in flight change by less than ``theta`` of the span's bytes (plus
-  :data:`INFLIGHT_SLACK_PACKETS`): a sender faster than its goodput fills a queue.
+  :data:`INFLIGHT_SLACK_PACKETS`): a sender faster than its goodput fills a queue;
+  and it received no CNP over the span (each one leads to a cut). Without a window
+  (``HAS_WIN 0``) a flow paced more than ``theta`` above its goodput is not steady
+  either, unless its NIC is the bottleneck (:meth:`Wormhole._fills_a_queue`).
   A group is steady when all its flows are. ``samples`` and the span default by
   congestion control (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`).
 * **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
@@ -401,7 +404,8 @@ class Wormhole:
                             elif rate < line or qp.target_rate_bps < line:
                                 rp_due = qp.rp_due_ps  # the DCQCN rate changes when this timer fires
                     # max_sent: after a go-back-N, packets up to it are still in the network
-                    samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent), rp_due))
+                    samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent), rp_due,
+                                    qp.cnps_rx))
             samples.sort()
         return started, samples
 
@@ -430,12 +434,12 @@ class Wormhole:
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
-            for fid, rate, una, una_ps, nxt, rp_due in samples:
+            for fid, rate, una, una_ps, nxt, rp_due, cnps in samples:
                 fs = self.flows.get(fid)
                 if fs is None or self.groups[fs.gid].frozen is not None:
                     continue
                 q = fs.samples
-                q.append((t, rate, una, una_ps, nxt, rp_due))
+                q.append((t, rate, una, una_ps, nxt, rp_due, cnps))
                 if len(q) > keep:
                     q.popleft()
             if self.memo is not None:
@@ -551,7 +555,7 @@ class Wormhole:
             return None
         # goodput over the last samples holding at least min_span_packets packets, timed by the
         # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
-        _, _, b1, t1, _, _ = last[0]
+        b1, t1 = last[0][2], last[0][3]
         want = self.min_span_bytes * fs.mtu
         if b1 - q[0][2] < want:  # not enough bytes in the whole history: no need to scan it
             return None
@@ -565,8 +569,13 @@ class Wormhole:
         j = min(n - need, bisect_right(q, b1 - want, key=lambda x: x[2]) - 1)
         if j < lo:
             return None
-        _, _, b0, t0, _, _ = q[j]
-        _, _, bm, tm, _, _ = q[n - 1 - (n - j) // 2]
+        if q[j][6] != last[0][6]:
+            # a CNP came during the span: DCQCN cuts the rate by alpha / 2 at its next decrease
+            # check, by less than theta once alpha has decayed, but cut after cut while the
+            # queue stays over the ECN threshold (``test_a_flow_getting_cnps_is_not_steady``)
+            return None
+        b0, t0 = q[j][2], q[j][3]
+        bm, tm = q[n - 1 - (n - j) // 2][2:4]
         if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
             return None
         g1 = (bm - b0) / (tm - t0)
@@ -592,10 +601,43 @@ class Wormhole:
                     break
                 goodput[fid] = gp
             else:
+                if not self.net.cfg.has_win and self._fills_a_queue(g, goodput):
+                    continue
                 if self.memo is not None and g.memo_base is not None:
                     self._memo_record(g, t, goodput)
                 if self.cfg.skip:
                     self._try_freeze(g, t, goodput)
+
+    def _fills_a_queue(self, g: Group, goodput: dict) -> bool:
+        """Without a window (``HAS_WIN 0``), a flow paced faster than its goodput fills a queue
+        on its path, unless its NIC is the bottleneck (sending as much as it can: the QPs
+        share it round-robin and the surplus never leaves the host).
+
+        A slow surplus passes the bytes-in-flight check of :meth:`_goodput` (4 DCQCN flows at
+        26 Gb/s into a 100 Gb/s port grow the queue by 4 packets over a 100-packet span) but
+        reaches the ECN threshold during a skip: frozen there, the flows missed the cuts that
+        followed and finished 13-19% late (``test_slow_queue_growth_is_not_steady``).
+        """
+        theta = self.cfg.theta
+        nic_load: dict = {}  # bytes/ps the NIC sends: data at the goodputs, and the ACKs of reverse flows
+        for fid in g.flows:
+            fs = self.flows[fid]
+            gp = goodput[fid]
+            nic = fs.data_ports[0]
+            nic_load[nic] = nic_load.get(nic, 0.0) + gp * fs.wire_bytes / fs.mtu
+            ack_nic = fs.ack_ports[0]
+            nic_load[ack_nic] = nic_load.get(ack_nic, 0.0) + gp / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
+        rate_bound = self.net.cfg.rate_bound
+        for fid in sorted(g.flows):
+            fs = self.flows[fid]
+            rate_bps = fs.rate() if rate_bound else fs.line_rate_bps
+            paced = rate_bps / 8e12 * fs.mtu / fs.wire_bytes  # payload bytes/ps
+            if paced <= goodput[fid] * (1 + theta):
+                continue
+            nic = fs.data_ports[0]
+            if nic_load[nic] < (1 - theta) * nic.rate_bps / 8e12:
+                return True
+        return False
 
     @staticmethod
     def _inflight(fs: FlowState, t: int, goodput: float, known: dict | None = None) -> int:

@@ -270,6 +270,7 @@ class SendQP:
         "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
         # DCQCN
         "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen", "rp_due_ps",
+        "cnps_rx",
         # HPCC
         "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
         # loss recovery
@@ -314,6 +315,7 @@ class SendQP:
         self.rp_stage = 0
         self.rp_gen = 0
         self.rp_due_ps = -1  # when the pending DCQCN rate-increase (RP) timer fires (-1: none)
+        self.cnps_rx = 0  # CNPs this QP received (Wormhole: a flow getting CNPs is not steady)
         self.last_update_seq = 0
         self.hops = []
         self.u = 1.0
@@ -688,6 +690,7 @@ class Host(Node):
         if self.dcqcn:
             if pkt[P_ECN]:
                 self.cnps_rx += 1
+                qp.cnps_rx += 1
                 cc.dcqcn_on_cnp(qp, self, t)
         elif self.hpcc:
             cc.hpcc_on_ack(qp, pkt, self.cfg)
