@@ -52,7 +52,8 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     """A topology from ``--topology``: an existing file (HPCC, SimAI or htsim
     format, detected from its content) or a builder spec ``NAME:key=value,...``:
 
-    * ``rail-optimized:gpus=16[,gpus_per_server=8,nic=200Gbps,nvlink=2880Gbps,spines=8,uplink=400Gbps,oversub=1,delay=1us]``
+    * ``rail-optimized:gpus=16[,gpus_per_server=8,nic=200Gbps,nvlink=2880Gbps,nvswitches=1,spines=8,uplink=400Gbps,
+      oversub=1,delay=1us]`` (``nvswitches``: per server; with several, NVLink traffic spreads over them by ECMP)
     * ``fat-tree:k=4[,rate=100Gbps,delay=1us]``
     * ``leaf-spine:hosts=16,leaves=2,spines=2[,rate=100Gbps,oversub=1,delay=1us]``
 
@@ -94,6 +95,8 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
               "oversubscription": take("oversub", float, 1.0)}
         if "nvlink" in kv:
             kw["nvlink_rate_bps"] = take("nvlink", parse_rate_bps)
+        if "nvswitches" in kv:
+            kw["nvswitches_per_server"] = take("nvswitches", int)
         if "spines" in kv:
             kw["spines"] = take("spines", int)
         if "uplink" in kv:

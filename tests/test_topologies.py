@@ -440,3 +440,13 @@ def test_topology_model_fields():
     assert t2.nvswitches == frozenset({2}) and t2.is_nvswitch(2) and not t2.is_nvswitch(0)
     with pytest.raises(InputError, match=r"^NVSwitch ids \[1\] are not switches$"):
         Topology(3, frozenset({2}), t.links, nvswitches=frozenset({1}))
+
+
+def test_rail_optimized_spec_with_two_nvswitches_per_server():
+    from pwormhole.scenario import topology_from_arg
+    t = topology_from_arg("rail-optimized:gpus=16,nvswitches=2")
+    assert t.nvswitches == frozenset({16, 17, 18, 19})
+    nv_links = sorted((ln.a, ln.b) for ln in t.links if ln.b in t.nvswitches)
+    assert nv_links == sorted((g, 16 + 2 * (g // 8) + j) for g in range(16) for j in range(2))
+    with pytest.raises(InputError, match="nvswitches_per_server must be an integer >= 1, got 0"):
+        topology_from_arg("rail-optimized:gpus=16,nvswitches=0")

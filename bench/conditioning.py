@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""How much does the packet-level answer itself move under sub-microsecond timing noise?
+(a benchmark, not a test)
+
+Wormhole's errors are measured against one packet run. Fast-forwarding and memo jumps
+happen at window boundaries, so they shift some events by up to a window (1 us: a flow that
+starts at a frozen port waits for the next boundary). Where the packet answer is sensitive
+to such shifts, its per-flow FCTs are not a stable reference. This script measures that
+sensitivity: it reruns the packet model with every compute op's duration changed by a
+uniform jitter in ``[-J/2, +J/2]`` (``J`` = ``--jitter-ns``, one window by default; clipped
+at 0), for a few jitter seeds, and reports how far the per-flow FCTs and the iteration time
+move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.report.compare.compare`).
+
+Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized):
+
+* ``rail-1nvs``: one NVSwitch per server (the bench fabric): a TP ring step has its own
+  GPU-to-NVSwitch ports, so its flows never share a port;
+* ``rail-2nvs``: two NVSwitches per server (``rail-optimized:gpus=16,nvswitches=2``): NVLink
+  flows spread over them by ECMP, and which TP ring flows collide on a port depends on
+  when each starts.
+
+    python3 bench/conditioning.py [--seeds 3] [--jitter-ns 1000] [--only rail-2nvs] [--out bench-out/conditioning]
+
+Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.jsonl`` too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
+from pwormhole.config import ModelConfig  # noqa: E402
+from pwormhole.report.compare import compare  # noqa: E402
+from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E402
+from pwormhole.simulation import PacketRun  # noqa: E402
+from pwormhole.workload.dag import OP_COMPUTE  # noqa: E402
+from pwormhole.workload.models import build_model  # noqa: E402
+
+SCENARIOS = {
+    "rail-1nvs": "rail-optimized:gpus=16",
+    "rail-2nvs": "rail-optimized:gpus=16,nvswitches=2",
+}
+
+HEADER = ("| scenario | jitter | per-flow FCT change mean | p99 | max | iteration change (range over seeds) | "
+          "Wormhole: FCT err mean | p99 | iter err |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def scenario(topo_spec: str, jitter_ps: int = 0, seed: int = 0):
+    """The GPT-7B layer on ``topo_spec``, every compute op's duration changed by a uniform
+    jitter in ``[-jitter_ps / 2, +jitter_ps / 2]`` (clipped at 0) drawn with ``seed``."""
+    spec = build_model("gpt-7b", 16, tp=8, layers=1, seq_len=2048)
+    scn = training_scenario(spec, topology_from_arg(topo_spec), ModelConfig(cc_mode=1))
+    if jitter_ps:
+        rng = random.Random(seed)
+        dag = scn.dag
+        for op in range(len(dag)):
+            if dag.kind[op] == OP_COMPUTE and dag.arg[op] > 0:
+                dag.arg[op] = max(0, dag.arg[op] + rng.randrange(jitter_ps + 1) - jitter_ps // 2)
+    return scn
+
+
+def fcts(run) -> dict:
+    return {f: run.finish_ps[f] - run.start_ps[f] for f in run.finish_ps}
+
+
+def iteration_ps(run) -> int:
+    return max(t1 for _t0, t1 in run.op_times.values()) if run.op_times else max(run.finish_ps.values())
+
+
+def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
+    t = time.time()
+    ref = PacketRun(scenario(spec)).run()
+    f0, it0 = fcts(ref), iteration_ps(ref)
+    diffs, its = [], []
+    for s in range(1, seeds + 1):
+        r = PacketRun(scenario(spec, jitter_ps, s)).run()
+        f1 = fcts(r)
+        diffs.extend(abs(f1[f] - v) / v for f, v in f0.items() if f in f1)
+        its.append((iteration_ps(r) - it0) / it0)
+        print(f"  {name}: jitter seed {s}: iteration {its[-1] * 100:+.3f}%", flush=True)
+    d = np.array(diffs)
+    wh = compare(lambda: scenario(spec), str(out / name), AccelConfig(), quiet=True)
+    row = {"scenario": name, "topology": spec, "jitter_ps": jitter_ps, "seeds": seeds,
+           "fct_change_mean": float(d.mean()), "fct_change_p99": float(np.quantile(d, 0.99)),
+           "fct_change_max": float(d.max()), "iteration_change": its,
+           "wormhole_mean_fct_error": wh["mean_fct_error"], "wormhole_p99_fct_error": wh["p99_fct_error"],
+           "wormhole_iteration_time_error": wh["iteration_time_error"], "bench_wall_s": time.time() - t}
+    return row
+
+
+def md(r: dict) -> str:
+    def pct(v):
+        return f"{v * 100:.2f}%"
+    lo, hi = min(r["iteration_change"]), max(r["iteration_change"])
+    return (f"| {r['scenario']} | +-{r['jitter_ps'] / 2e6:g} us x {r['seeds']} seeds | {pct(r['fct_change_mean'])} | "
+            f"{pct(r['fct_change_p99'])} | {pct(r['fct_change_max'])} | {lo * 100:+.2f}% .. {hi * 100:+.2f}% | "
+            f"{pct(r['wormhole_mean_fct_error'])} | {pct(r['wormhole_p99_fct_error'])} | "
+            f"{pct(r['wormhole_iteration_time_error'])} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3, help="jittered packet runs per scenario")
+    ap.add_argument("--jitter-ns", type=int, default=1000, help="width of the uniform jitter (ns)")
+    ap.add_argument("--only", help="comma-separated scenario names: " + ", ".join(SCENARIOS))
+    ap.add_argument("--out", default=str(ROOT / "bench-out" / "conditioning"))
+    a = ap.parse_args()
+    names = a.only.split(",") if a.only else list(SCENARIOS)
+    for n in names:
+        if n not in SCENARIOS:
+            ap.error(f"unknown scenario {n!r}")
+    if a.seeds < 1 or a.jitter_ns < 1:
+        ap.error("--seeds and --jitter-ns must be at least 1")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res = out / "results.md"
+    if not res.exists():
+        res.write_text(HEADER + "\n")
+    print(HEADER, flush=True)
+    for n in names:
+        r = one(n, SCENARIOS[n], a.seeds, a.jitter_ns * 1000, out)
+        line = md(r)
+        print(line, flush=True)
+        with open(res, "a") as fh:
+            fh.write(line + "\n")
+        with open(out / "results.jsonl", "a") as fh:
+            fh.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
