@@ -74,11 +74,13 @@ def fcts(run) -> dict:
 
 
 def iteration_ps(run) -> int:
-    return max(t1 for _t0, t1 in run.op_times.values()) if run.op_times else max(run.finish_ps.values())
+    """When the run's last op or flow ended (ps)."""
+    return run.last_end_ps()
 
 
 def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
     t = time.time()
+    wh = compare(lambda: scenario(spec), str(out / name), AccelConfig(), quiet=True)
     ref = PacketRun(scenario(spec)).run()
     f0, it0 = fcts(ref), iteration_ps(ref)
     diffs, its = [], []
@@ -89,7 +91,6 @@ def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
         its.append((iteration_ps(r) - it0) / it0)
         print(f"  {name}: jitter seed {s}: iteration {its[-1] * 100:+.3f}%", flush=True)
     d = np.array(diffs)
-    wh = compare(lambda: scenario(spec), str(out / name), AccelConfig(), quiet=True)
     row = {"scenario": name, "topology": spec, "jitter_ps": jitter_ps, "seeds": seeds,
            "fct_change_mean": float(d.mean()), "fct_change_p99": float(np.quantile(d, 0.99)),
            "fct_change_max": float(d.max()), "iteration_change": its,
@@ -100,7 +101,7 @@ def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
 
 def md(r: dict) -> str:
     def pct(v):
-        return f"{v * 100:.2f}%"
+        return "-" if v is None else f"{v * 100:.2f}%"
     lo, hi = min(r["iteration_change"]), max(r["iteration_change"])
     return (f"| {r['scenario']} | +-{r['jitter_ps'] / 2e6:g} us x {r['seeds']} seeds | {pct(r['fct_change_mean'])} | "
             f"{pct(r['fct_change_p99'])} | {pct(r['fct_change_max'])} | {lo * 100:+.2f}% .. {hi * 100:+.2f}% | "

@@ -23,8 +23,8 @@ touches the per-event path.
   bytes in flight change by less than ``theta`` of the span's bytes (plus
   :data:`INFLIGHT_SLACK_PACKETS`): a sender faster than its goodput fills a queue;
   and it received no CNP over the span (each one leads to a cut). Without a window
-  (``HAS_WIN 0``) a flow paced more than ``theta`` above its goodput is not steady
-  either, unless its NIC is the bottleneck (:meth:`Wormhole._fills_a_queue`).
+  (``HAS_WIN 0``) a group is not steady while its paced rates overload one of its
+  switch ports (:meth:`Wormhole._fills_a_queue`).
   A group is steady when all its flows are. ``samples`` and the span default by
   congestion control (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`).
 * **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
@@ -164,6 +164,13 @@ when that bound exceeds this fraction of a flow's size
 (``test_short_flow_joining_one_under_way_is_not_replayed``). The bound is applied
 whatever the queue discipline, so it also refuses some hits that would be exact at a
 round-robin NIC (speed, not accuracy: the GPT rows keep their hits)."""
+
+OVERLOAD_SLACK = 0.005
+"""Without a window, a group is not steady when its flows' paced rates (and ACKs) send
+more than ``1 + OVERLOAD_SLACK`` times a switch port's rate into it
+(:meth:`Wormhole._fills_a_queue`). Paced rates are exact (the slack covers the per-packet
+rounding of the pacing); any overload grows a queue until ECN cuts the senders, so the
+slack is kept small: 1% more than the port's rate fills 120 KB in 800 us at 100 Gb/s."""
 
 INFLIGHT_SLACK_PACKETS = 4
 """Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the
@@ -372,7 +379,7 @@ class Wormhole:
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids,
         samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps, highest
-        byte sent, when a pending DCQCN rate-increase timer will change the rate or -1)`` of
+        byte sent, when a pending DCQCN rate-increase timer will change the rate or -1, CNPs received)`` of
         the unfrozen flows whose sender is local, taken every ``sample_ps``."""
         started = []
         for lp in self.lps:
@@ -609,35 +616,41 @@ class Wormhole:
                     self._try_freeze(g, t, goodput)
 
     def _fills_a_queue(self, g: Group, goodput: dict) -> bool:
-        """Without a window (``HAS_WIN 0``), a flow paced faster than its goodput fills a queue
-        on its path, unless its NIC is the bottleneck (sending as much as it can: the QPs
-        share it round-robin and the surplus never leaves the host).
+        """Without a window (``HAS_WIN 0``), the flows' paced rates send more into one of the
+        group's switch ports than it forwards: its queue grows until ECN cuts them.
 
-        A slow surplus passes the bytes-in-flight check of :meth:`_goodput` (4 DCQCN flows at
-        26 Gb/s into a 100 Gb/s port grow the queue by 4 packets over a 100-packet span) but
-        reaches the ECN threshold during a skip: frozen there, the flows missed the cuts that
-        followed and finished 13-19% late (``test_slow_queue_growth_is_not_steady``).
+        What a flow sends is its paced rate (wire bytes), or its max-min share of its NIC
+        when the NIC's QPs ask for more than the NIC's rate less the ACKs it sends; a switch
+        port receives the data of the flows crossing it and the ACKs of those whose ACKs
+        do. A queue grows where that exceeds the port's rate by more than
+        :data:`OVERLOAD_SLACK`. A slow growth passes the bytes-in-flight check of
+        :meth:`_goodput` (4 DCQCN flows at 26.3 Gb/s into a 100 Gb/s port grow the queue
+        by 4 packets over a 100-packet span) but reaches the ECN threshold during a skip:
+        frozen there, the flows missed the cuts that followed and finished 13-19% late
+        (``test_slow_queue_growth_is_not_steady``). Paced rates, not goodputs: QPs that
+        share a NIC lose pacing time to each other and get less than their rates, with
+        no queue anywhere.
         """
-        theta = self.cfg.theta
-        nic_load: dict = {}  # bytes/ps the NIC sends: data at the goodputs, and the ACKs of reverse flows
-        for fid in g.flows:
-            fs = self.flows[fid]
-            gp = goodput[fid]
-            nic = fs.data_ports[0]
-            nic_load[nic] = nic_load.get(nic, 0.0) + gp * fs.wire_bytes / fs.mtu
-            ack_nic = fs.ack_ports[0]
-            nic_load[ack_nic] = nic_load.get(ack_nic, 0.0) + gp / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
+        flows = [self.flows[f] for f in sorted(g.flows)]
+        load: dict = {}  # bytes/ps into each port: ACKs first (sent at the goodput's pace)
+        for fs in flows:
+            ack = goodput[fs.fid] / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
+            for p in fs.ack_ports:
+                load[p] = load.get(p, 0.0) + ack
+        by_nic: dict = {}
+        for fs in flows:
+            by_nic.setdefault(fs.data_ports[0], []).append(fs)
         rate_bound = self.net.cfg.rate_bound
-        for fid in sorted(g.flows):
-            fs = self.flows[fid]
-            rate_bps = fs.rate() if rate_bound else fs.line_rate_bps
-            paced = rate_bps / 8e12 * fs.mtu / fs.wire_bytes  # payload bytes/ps
-            if paced <= goodput[fid] * (1 + theta):
-                continue
-            nic = fs.data_ports[0]
-            if nic_load[nic] < (1 - theta) * nic.rate_bps / 8e12:
-                return True
-        return False
+        for nic, fss in by_nic.items():
+            room = nic.rate_bps / 8e12 - load.get(nic, 0.0)  # control packets go first
+            asks = sorted(((fs.rate() if rate_bound else fs.line_rate_bps) / 8e12, fs.fid, fs) for fs in fss)
+            for i, (ask, _fid, fs) in enumerate(asks):
+                sends = min(ask, max(0.0, room) / (len(asks) - i))  # max-min share of the NIC
+                room -= sends
+                for p in fs.data_hops:
+                    load[p] = load.get(p, 0.0) + sends
+        return any(isinstance(p, SwitchPort) and b > (1 + OVERLOAD_SLACK) * p.rate_bps / 8e12
+                   for p, b in load.items())
 
     @staticmethod
     def _inflight(fs: FlowState, t: int, goodput: float, known: dict | None = None) -> int:
