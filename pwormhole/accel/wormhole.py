@@ -19,12 +19,14 @@ touches the per-event path.
   ``(max - min) / mean < theta`` for the rate, and over the goodput span (the
   last samples holding ``min_span_packets`` packets, ACK-timed from
   :data:`SETTLE_RTTS` path RTTs after the group's newest flow started) the
-  goodputs of its first and second halves differ by less than ``theta``, and its
-  bytes in flight change by less than ``theta`` of the span's bytes (plus
-  :data:`INFLIGHT_SLACK_PACKETS`): a sender faster than its goodput fills a queue;
-  and it received no CNP over the span (each one leads to a cut). Without a window
-  (``HAS_WIN 0``) a group is not steady while its paced rates overload one of its
-  switch ports (:meth:`Wormhole._fills_a_queue`).
+  goodputs of its first and second halves differ by less than ``theta``, its
+  bytes in flight change by less than ``theta`` of the bytes acknowledged (plus
+  :data:`INFLIGHT_SLACK_PACKETS`) over the span and over up to
+  :data:`INFLIGHT_BASELINE_SPANS` spans of its history (a sender faster than its
+  goodput fills a queue), and it received no CNP over the span (each one leads to
+  a cut). A group whose flows send more into one of its switch ports than it
+  forwards is not steady either (:meth:`Wormhole._fills_a_queue`; DCQCN, and HPCC
+  without a window).
   A group is steady when all its flows are. ``samples`` and the span default by
   congestion control (:data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`).
 * **Fast-forward.** A steady group is frozen at boundary ``T0``: its events
@@ -166,11 +168,12 @@ whatever the queue discipline, so it also refuses some hits that would be exact 
 round-robin NIC (speed, not accuracy: the GPT rows keep their hits)."""
 
 OVERLOAD_SLACK = 0.005
-"""Without a window, a group is not steady when its flows' paced rates (and ACKs) send
-more than ``1 + OVERLOAD_SLACK`` times a switch port's rate into it
-(:meth:`Wormhole._fills_a_queue`). Paced rates are exact (the slack covers the per-packet
-rounding of the pacing); any overload grows a queue until ECN cuts the senders, so the
-slack is kept small: 1% more than the port's rate fills 120 KB in 800 us at 100 Gb/s."""
+"""A group is not steady when its flows (at their paced rates, or their goodputs when their
+windows are full) and their ACKs send more than ``1 + OVERLOAD_SLACK`` times a switch port's
+rate into it (:meth:`Wormhole._fills_a_queue`). Paced rates are exact (the slack covers
+the per-packet rounding of the pacing); any overload grows a queue until ECN cuts the
+senders or their windows fill, so the slack is kept small: 1% more than the port's rate
+fills 120 KB in 800 us at 100 Gb/s."""
 
 INFLIGHT_SLACK_PACKETS = 4
 """Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the
@@ -179,6 +182,12 @@ flows at the line rate into one port keep a constant rate and a constant goodput
 each) while the queue grows by the line rate, until ECN cuts them; frozen there, a 2 MB
 flow finished 25% early and another one 71% early
 (``test_growing_queue_is_not_steady``)."""
+
+INFLIGHT_BASELINE_SPANS = 4
+"""The bytes-in-flight check is also made over up to this many goodput spans of the
+flow's settled history: a pipeline growing by a few % of the goodput (4.5 packets per
+100-packet span: a flow's ACKs queued behind a port still filling) passes one span's slack
+but not four spans' (``test_flows_wait_for_a_filling_queue_to_stop_growing``)."""
 
 
 def route_path(nodes, src: int, dst: int, h: int) -> list:
@@ -594,6 +603,13 @@ class Wormhole:
         grow = (last[0][4] - last[0][2]) - (q[j][4] - q[j][2])
         if abs(grow) > self.cfg.theta * (b1 - b0) + INFLIGHT_SLACK_PACKETS * fs.mtu:
             return None
+        # and over a longer baseline where the history has one: a pipeline growing by a few % of
+        # the goodput (its ACKs queued behind a port still filling) hides in one span's slack
+        k = max(lo, n - 1 - INFLIGHT_BASELINE_SPANS * (n - 1 - j))
+        if k < j:
+            grow = (last[0][4] - last[0][2]) - (q[k][4] - q[k][2])
+            if abs(grow) > self.cfg.theta * (b1 - q[k][2]) + INFLIGHT_SLACK_PACKETS * fs.mtu:
+                return None
         return (b1 - b0) / (t1 - t0)
 
     def _decide(self, t: int) -> None:
@@ -608,7 +624,7 @@ class Wormhole:
                     break
                 goodput[fid] = gp
             else:
-                if not self.net.cfg.has_win and self._fills_a_queue(g, goodput):
+                if (not self.hpcc or not self.net.cfg.has_win) and self._fills_a_queue(g, goodput):
                     continue
                 if self.memo is not None and g.memo_base is not None:
                     self._memo_record(g, t, goodput)
@@ -616,20 +632,26 @@ class Wormhole:
                     self._try_freeze(g, t, goodput)
 
     def _fills_a_queue(self, g: Group, goodput: dict) -> bool:
-        """Without a window (``HAS_WIN 0``), the flows' paced rates send more into one of the
-        group's switch ports than it forwards: its queue grows until ECN cuts them.
+        """The group's flows send more into one of its switch ports than it forwards: its
+        queue grows (until ECN cuts the senders, or their windows fill), so the group is not
+        steady yet. Used under DCQCN, and under HPCC without a window (HPCC's window control
+        keeps its ports under their rate).
 
-        What a flow sends is its paced rate (wire bytes), or its max-min share of its NIC
-        when the NIC's QPs ask for more than the NIC's rate less the ACKs it sends; a switch
-        port receives the data of the flows crossing it and the ACKs of those whose ACKs
-        do. A queue grows where that exceeds the port's rate by more than
-        :data:`OVERLOAD_SLACK`. A slow growth passes the bytes-in-flight check of
-        :meth:`_goodput` (4 DCQCN flows at 26.3 Gb/s into a 100 Gb/s port grow the queue
-        by 4 packets over a 100-packet span) but reaches the ECN threshold during a skip:
-        frozen there, the flows missed the cuts that followed and finished 13-19% late
-        (``test_slow_queue_growth_is_not_steady``). Paced rates, not goodputs: QPs that
-        share a NIC lose pacing time to each other and get less than their rates, with
-        no queue anywhere.
+        What a flow sends: its goodput when its window is full (ACK-clocked), else its paced
+        rate (wire bytes), or its max-min share of its NIC when the NIC's QPs ask for more
+        than the NIC's rate less the ACKs it sends. A switch port receives the data of the
+        flows crossing it and the ACKs of those whose ACKs do. A queue grows where that
+        exceeds the port's rate by more than :data:`OVERLOAD_SLACK`. A slow growth passes
+        the bytes-in-flight check of :meth:`_goodput`: 4 DCQCN flows at 26.3 Gb/s into a
+        100 Gb/s port (``HAS_WIN 0``) grow the queue by 4 packets over a 100-packet span and
+        reach the ECN threshold during a skip; frozen there, they missed the cuts that
+        followed and finished 13-19% late (``test_slow_queue_growth_is_not_steady``). With
+        windows, a flow at the line rate into a port that also carries another flow's ACKs
+        fills it until its window is full, and the other flow's ACKs queue behind it: frozen
+        before, that flow finished 4.7% late
+        (``test_flows_wait_for_a_filling_queue_to_stop_growing``). Paced rates, not
+        goodputs: QPs that share a NIC lose pacing time to each other and get less than
+        their rates, with no queue anywhere.
         """
         flows = [self.flows[f] for f in sorted(g.flows)]
         load: dict = {}  # bytes/ps into each port: ACKs first (sent at the goodput's pace)
@@ -643,7 +665,15 @@ class Wormhole:
         rate_bound = self.net.cfg.rate_bound
         for nic, fss in by_nic.items():
             room = nic.rate_bps / 8e12 - load.get(nic, 0.0)  # control packets go first
-            asks = sorted(((fs.rate() if rate_bound else fs.line_rate_bps) / 8e12, fs.fid, fs) for fs in fss)
+            asks = []
+            for fs in fss:
+                last = fs.samples[-1]
+                if fs.win_bytes and last[4] - last[2] >= fs.win_bytes - 2 * fs.mtu:
+                    ask = goodput[fs.fid] * fs.wire_bytes / fs.mtu  # window-bound: ACK-clocked
+                else:
+                    ask = (fs.rate() if rate_bound else fs.line_rate_bps) / 8e12
+                asks.append((ask, fs.fid, fs))
+            asks.sort()
             for i, (ask, _fid, fs) in enumerate(asks):
                 sends = min(ask, max(0.0, room) / (len(asks) - i))  # max-min share of the NIC
                 room -= sends
