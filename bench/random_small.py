@@ -5,7 +5,7 @@ The bench rows of ``bench/wormhole.py`` are training iterations on rail-optimize
 this script looks elsewhere: each scenario ``i`` (drawn from ``random.Random(i)``) is a
 fat-tree k=4 or an 8-host leaf-spine (1 or 2 spines, oversubscription 1 or 2), DCQCN (2/3)
 or HPCC (1/3), with (60%) or without windows, and 3-8 flows of 2, 5, 10 or 20 MB, 40% of
-them into one host, half starting at 0 and the rest within 400 us. Each runs in packet
+them into one host, two thirds starting at 0 and the rest within 400 us. Each runs in packet
 mode with seeds 1 and 2, and in Wormhole mode with seed 1.
 
 Per scenario: mean and max per-flow FCT error of Wormhole against packet seed 1, the same

@@ -372,7 +372,7 @@ def test_slow_queue_growth_is_not_steady():
     100 Gb/s: their goodputs hold and their bytes in flight grow by only 4 packets over a
     100-packet span, but the queue reaches the marking threshold 700 us later. Frozen there,
     they missed the cuts that followed and finished 13-19% late. A group whose paced rates
-    send more into a switch port than it forwards is no longer steady: now within 1.8%."""
+    send more into a switch port than it forwards is no longer steady: now within 1.3%."""
     dag = Dag()
     for i in range(4):
         dag.flow(i, 4, 10_000_000, deps=[dag.compute(i, i * (100 * US + 3 * US // 10))])
@@ -382,7 +382,7 @@ def test_slow_queue_growth_is_not_steady():
                  for acc in (None, AccelConfig())]
     assert fast.accel.skips >= 5 and fast.events < ref.events / 1.8
     for fid in range(4):
-        assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.025, fid
+        assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.02, fid
 
 
 def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
