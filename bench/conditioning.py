@@ -27,7 +27,6 @@ Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.j
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -45,6 +44,7 @@ from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E40
 from pwormhole.simulation import PacketRun  # noqa: E402
 from pwormhole.workload.dag import OP_COMPUTE  # noqa: E402
 from pwormhole.workload.models import build_model  # noqa: E402
+from results_log import ResultsLog  # noqa: E402
 
 SCENARIOS = {
     "rail-1nvs": "rail-optimized:gpus=16",
@@ -122,20 +122,10 @@ def main() -> int:
             ap.error(f"unknown scenario {n!r}")
     if a.seeds < 1 or a.jitter_ns < 1:
         ap.error("--seeds and --jitter-ns must be at least 1")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    res = out / "results.md"
-    if not res.exists():
-        res.write_text(HEADER + "\n")
-    print(HEADER, flush=True)
+    log = ResultsLog(a.out, HEADER)
     for n in names:
-        r = one(n, SCENARIOS[n], a.seeds, a.jitter_ns * 1000, out)
-        line = md(r)
-        print(line, flush=True)
-        with open(res, "a") as fh:
-            fh.write(line + "\n")
-        with open(out / "results.jsonl", "a") as fh:
-            fh.write(json.dumps(r) + "\n")
+        r = one(n, SCENARIOS[n], a.seeds, a.jitter_ns * 1000, log.out)
+        log.add(md(r), r)
     return 0
 
 

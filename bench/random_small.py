@@ -22,7 +22,6 @@ then a summary by congestion control.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
@@ -40,6 +39,7 @@ from pwormhole.scenario import Scenario, number_sports  # noqa: E402
 from pwormhole.simulation import PacketRun  # noqa: E402
 from pwormhole.topology.builders import fat_tree, leaf_spine  # noqa: E402
 from pwormhole.workload.flows import Flow  # noqa: E402
+from results_log import ResultsLog  # noqa: E402
 
 US = 1_000_000
 HEADER = ("| # | cc | window | fabric | flows | Wormhole FCT err mean | max | packet seed 2 vs 1: mean | max | "
@@ -132,26 +132,13 @@ def main() -> int:
     a = ap.parse_args()
     if a.count < 1:
         ap.error("--count must be at least 1")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    res = out / "results.md"
-    if not res.exists():
-        res.write_text(HEADER + "\n")
-    print(HEADER, flush=True)
+    log = ResultsLog(a.out, HEADER)
     rows = []
     for i in range(a.first, a.first + a.count):
         r = one(i)
         rows.append(r)
-        line = md(r)
-        print(line, flush=True)
-        with open(res, "a") as fh:
-            fh.write(line + "\n")
-        with open(out / "results.jsonl", "a") as fh:
-            fh.write(json.dumps(r) + "\n")
-    s = summary(rows)
-    print(s, flush=True)
-    with open(res, "a") as fh:
-        fh.write(s + "\n")
+        log.add(md(r), r)
+    log.add(summary(rows))
     return 0
 
 
