@@ -642,10 +642,11 @@ class Wormhole:
         max-min share of its NIC when the NIC's QPs ask for more than the NIC's rate less
         the ACKs it sends. A switch port receives the data of the flows crossing it and the
         ACKs of those whose ACKs do. A queue grows where that exceeds the port's rate by
-        more than :data:`OVERLOAD_SLACK` and some flow crossing it is not window-bound. A slow growth passes
-        the bytes-in-flight check of :meth:`_goodput`: 4 DCQCN flows at 26.3 Gb/s into a
-        100 Gb/s port (``HAS_WIN 0``) grow the queue by 4 packets over a 100-packet span and
-        reach the ECN threshold during a skip; frozen there, they missed the cuts that
+        more than :data:`OVERLOAD_SLACK` and some flow crossing it is not window-bound.
+
+        A slow growth passes the bytes-in-flight check of :meth:`_goodput`: 4 DCQCN flows
+        at 26.3 Gb/s into a 100 Gb/s port (``HAS_WIN 0``) grow the queue by 4 packets over a
+        100-packet span and reach the ECN threshold during a skip; frozen there, they missed the cuts that
         followed and finished 13-19% late (``test_slow_queue_growth_is_not_steady``). With
         windows, a flow at the line rate into a port that also carries another flow's ACKs
         fills it until its window is full, and the other flow's ACKs queue behind it: frozen
@@ -672,8 +673,8 @@ class Wormhole:
             for fs in fss:
                 last = fs.samples[-1]
                 win = fs.win_bytes
-                if win and cfg.var_win:  # the window DCQCN enforces at this rate (cc.set_rate)
-                    win = max(min_win, win * fs.rate() // fs.line_rate_bps)
+                if win:  # the window the sender enforces (SendQP.cur_win; VAR_WIN scales it, cc.set_rate)
+                    win = max(min_win, win * fs.rate() // fs.line_rate_bps if cfg.var_win else win)
                 if (win and last[4] - last[2] >= win - 2 * fs.mtu) or last[4] >= fs.size:
                     # window full (ACK-clocked), or all sent (draining): bounded in-flight
                     ask = goodput[fs.fid] * fs.wire_bytes / fs.mtu
