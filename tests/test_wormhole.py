@@ -405,6 +405,21 @@ def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
     assert fills({0: 100, 1: 10})
     assert not fills({2: 100, 3: 100})  # one NIC: 50 Gb/s each, into different ports
     assert not fills({2: 45, 3: 30})
+    # with windows: a flow whose window (scaled by VAR_WIN to its rate) is full is capped; a
+    # port only fills when a flow crossing it is not (goodputs of window-full flows can read high)
+    run = PacketRun(Scenario("t", star_topo(5), flows_of(specs), config()), accel=AccelConfig())
+    run.run(until_ps=2 * US)
+    w = run.accel
+    win = w.flows[0].win_bytes
+
+    def fills_win(flows, goodput_gbps):
+        for fid, (r, inflight) in flows.items():
+            w.flows[fid].samples = deque([(0, r * 10**9, 0, 0, inflight, -1, 0)])
+        return w._fills_a_queue(SimpleNamespace(flows=set(flows)), {f: g / 8000 for f, g in goodput_gbps.items()})
+
+    assert not fills_win({0: (100, win), 1: (100, win)}, {0: 52, 1: 52})  # both capped
+    assert fills_win({0: (100, win), 1: (60, win // 2)}, {0: 52, 1: 52})  # flow 1 paced at 60 Gb/s
+    assert not fills_win({0: (100, win), 1: (50, win // 2)}, {0: 52, 1: 45})  # flow 1 full at its cut window
 
 
 def test_flows_wait_for_a_filling_queue_to_stop_growing():
