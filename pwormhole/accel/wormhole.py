@@ -82,7 +82,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import deque
-from itertools import islice
+from itertools import chain, islice
 from dataclasses import dataclass
 from heapq import heapify, heappush
 
@@ -175,6 +175,15 @@ rates are exact (the slack covers the per-packet rounding of the pacing); any ov
 a queue until ECN cuts the senders or their windows fill, so the slack is kept small: 1%
 more than the port's rate fills 120 KB in 800 us at 100 Gb/s."""
 
+FIFO_SATURATION = 0.02
+"""A switch port counts as saturated when the measured goodputs of the flows whose data
+cross it (in wire bytes) and their ACKs load it to at least ``1 - FIFO_SATURATION`` of its
+rate (:meth:`Wormhole._fifo_shares`)."""
+
+FIFO_SWEEPS = 50
+"""At most this many Gauss-Seidel sweeps over the saturated ports' queue delays
+(:meth:`Wormhole._fifo_shares`; they stop when no delay moves by 1 ps)."""
+
 INFLIGHT_SLACK_PACKETS = 4
 """Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the
 bytes acknowledged plus this many packets. Without a window (``HAS_WIN 0``) two DCQCN
@@ -207,13 +216,14 @@ def route_path(nodes, src: int, dst: int, h: int) -> list:
 class FlowState:
     """Replicated facts of an active flow (no reference to rank-local objects)."""
 
-    __slots__ = ("fid", "src", "dst", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
+    __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
                  "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps")
 
     def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps):
         self.fid = flow.flow_id
         self.src = flow.src
         self.dst = flow.dst
+        self.pg = flow.pg
         self.size = flow.size_bytes
         self.data_ports = data
         self.data_hops = [p for p in data if isinstance(p, SwitchPort)]  # the INT hops, in order
@@ -303,6 +313,7 @@ class Wormhole:
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
         self.hdr_bytes = host0.hdr_bytes if host0 is not None else 36
         self.ack_bytes = host0.ack_bytes if host0 is not None else 48
+        self.min_win_bytes = min_window_bytes(net.cfg)
         self.flows: dict[int, FlowState] = {}
         self.net_finished: set = set()  # flows finished (a start reported after its finish is ignored)
         self.groups: dict[int, Group] = {}
@@ -626,6 +637,8 @@ class Wormhole:
             else:
                 if (not self.hpcc or not self.net.cfg.has_win) and self._fills_a_queue(g, goodput):
                     continue
+                if not self.hpcc and self.net.cfg.has_win:
+                    self._fifo_shares(g, goodput)
                 if self.memo is not None and g.memo_base is not None:
                     self._memo_record(g, t, goodput)
                 if self.cfg.skip:
@@ -665,16 +678,13 @@ class Wormhole:
         for fs in flows:
             by_nic.setdefault(fs.data_ports[0], []).append(fs)
         cfg = self.net.cfg
-        min_win = min_window_bytes(cfg)
         fillers: set = set()  # ports crossed by the data of a flow whose window is not full
         for nic, fss in by_nic.items():
             room = nic.rate_bps / 8e12 - load.get(nic, 0.0)  # control packets go first
             asks = []
             for fs in fss:
                 last = fs.samples[-1]
-                win = fs.win_bytes
-                if win:  # the window the sender enforces (SendQP.cur_win; VAR_WIN scales it, cc.set_rate)
-                    win = max(min_win, win * fs.rate() // fs.line_rate_bps if cfg.var_win else win)
+                win = self._enforced_window(fs, fs.rate())
                 if (win and last[4] - last[2] >= win - 2 * fs.mtu) or last[4] >= fs.size:
                     # window full (ACK-clocked), or all sent (draining): bounded in-flight
                     ask = goodput[fs.fid] * fs.wire_bytes / fs.mtu
@@ -692,6 +702,106 @@ class Wormhole:
         # flows are capped, and a span's goodput can read a few % high: ACK-timed ends fall
         # inside bursts)
         return any(p in fillers and b > (1 + OVERLOAD_SLACK) * p.rate_bps / 8e12 for p, b in load.items())
+
+    def _enforced_window(self, fs: FlowState, rate_bps: int) -> int:
+        """The window the sender of ``fs`` enforces at ``rate_bps`` (bytes; 0: none):
+        ``SendQP.cur_win``, which ``VAR_WIN`` scales with the rate (``cc.set_rate``)."""
+        win = fs.win_bytes
+        if win and self.net.cfg.var_win:
+            win = max(self.min_win_bytes, win * rate_bps // fs.line_rate_bps)
+        elif win:
+            win = max(self.min_win_bytes, win)
+        return win
+
+    def _fifo_shares(self, g: Group, goodput: dict) -> None:
+        """Replace the measured goodputs of window-bound flows whose bottlenecks are FIFO
+        switch queues by their long-run shares (in place; DCQCN with windows).
+
+        A window-bound flow (the enforced window in flight at each of the last ``samples``
+        samples, bytes left to send) keeps ``W`` bytes in flight, so by Little's law it gets
+        ``W / (rtt + d)``, where ``d`` sums the queue delays of the saturated ports its data
+        and ACKs cross. At each such port the flows' shares fill its rate (less the ACKs it
+        carries): one equation per port, solved for the delays port by port until they hold
+        (Gauss-Seidel; each is monotone in its delay). The measured goodputs hold for a
+        100-packet span but not for long: the flows' packets keep their order in the queue
+        from one round trip to the next and drift apart only slowly, so each flow's share
+        swings by several % over hundreds of us, and a span catches each at a different
+        point of its swing. Six 10 MB flows into one host 50 us apart were frozen at 17.2 /
+        17.2 / 16.3 / 16.0 / 16.2 / 16.1 Gb/s (their sum 2.6% over the port's rate) while
+        packet mode gave each 16.08 Gb/s over the next 3.5 ms: they finished 1.6-5.4% early
+        (``test_window_bound_flows_get_their_fifo_share``).
+
+        Modelled: saturated switch ports (:data:`FIFO_SATURATION`) whose data are all of
+        window-bound flows of one priority, and the flows all of whose saturated ports are
+        modelled (a NIC serves its QPs round robin, not FIFO: a flow whose NIC is saturated
+        keeps its measured goodput, and so do the ports it crosses).
+        """
+        flows = [self.flows[f] for f in sorted(g.flows)]
+        bound = set()
+        for fs in flows:
+            win = self._enforced_window(fs, fs.rate())
+            if win and fs.samples[-1][4] < fs.size and all(
+                    x[4] - x[2] >= win - 2 * fs.mtu for x in islice(reversed(fs.samples), self.samples)):
+                bound.add(fs.fid)
+        if not bound:
+            return
+        load: dict = {}  # bytes/ps of the measured goodputs (wire bytes) and ACKs into each port
+        ack_load: dict = {}
+        crossing: dict = {}
+        for fs in flows:
+            ack = goodput[fs.fid] / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
+            for p in fs.ack_ports:
+                ack_load[p] = ack_load.get(p, 0.0) + ack
+            for p in fs.data_ports:
+                load[p] = load.get(p, 0.0) + goodput[fs.fid] * fs.wire_bytes / fs.mtu
+                crossing.setdefault(p, []).append(fs)
+        saturated = {p for p, b in load.items()
+                     if b + ack_load.get(p, 0.0) >= (1 - FIFO_SATURATION) * p.rate_bps / 8e12}
+        ports = [p for p in crossing if p in saturated and isinstance(p, SwitchPort)
+                 and all(fs.pg == crossing[p][0].pg for fs in crossing[p])]
+        if not ports:
+            return
+        modelled = [fs for fs in flows if fs.fid in bound]
+        while True:  # drop flows crossing a saturated port not modelled, and the ports they cross
+            keep = set(ports)
+            fss = [fs for fs in modelled
+                   if all(p in keep for p in chain(fs.data_ports, fs.ack_ports) if p in saturated)]
+            on = {fs.fid for fs in fss}
+            ports2 = [p for p in ports if all(fs.fid in on for fs in crossing[p])]
+            if len(ports2) == len(ports) and len(fss) == len(modelled):
+                break
+            ports, modelled = ports2, fss
+        if not ports:
+            return
+        delay = {p: 0.0 for p in ports}  # ps
+        win = {fs.fid: self._enforced_window(fs, fs.rate()) * fs.wire_bytes / fs.mtu for fs in modelled}
+
+        def extra(fs):
+            return sum(delay.get(x, 0.0) for x in chain(fs.data_ports, fs.ack_ports))
+
+        for _sweep in range(FIFO_SWEEPS):
+            moved = 0.0
+            for p in ports:
+                cap = p.rate_bps / 8e12 - ack_load.get(p, 0.0)
+                terms = [(win[fs.fid], fs.path_rtt_ps + extra(fs) - delay[p]) for fs in crossing[p]]
+                lo, hi = 0.0, float(max(r for _w, r in terms))
+                if sum(w / r for w, r in terms) <= cap:
+                    hi = 0.0  # the windows do not fill it: no queue
+                else:
+                    while sum(w / (r + hi) for w, r in terms) > cap:
+                        hi *= 2
+                    for _ in range(40):  # to 2^-40 of the bracket
+                        mid = (lo + hi) / 2
+                        if sum(w / (r + mid) for w, r in terms) > cap:
+                            lo = mid
+                        else:
+                            hi = mid
+                moved = max(moved, abs(hi - delay[p]))
+                delay[p] = hi
+            if moved < 1.0:
+                break
+        for fs in modelled:
+            goodput[fs.fid] = win[fs.fid] / (fs.path_rtt_ps + extra(fs)) * fs.mtu / fs.wire_bytes
 
     @staticmethod
     def _inflight(fs: FlowState, t: int, goodput: float, known: dict | None = None) -> int:
