@@ -35,12 +35,12 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-6"
+FORMAT = "pwormhole-memo-7"  # 7: recorded goodputs are FIFO shares (Wormhole._fifo_shares); ACK_HIGH_PRIO keyed
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
              "fast_react", "u_target", "mi_thresh", "int_multi", "rate_bound", "enable_pfc", "enable_qcn",
-             "buffer_size_bytes")
+             "buffer_size_bytes", "ack_high_prio")
 
 
 def config_fingerprint(cfg, accel_cfg) -> str:

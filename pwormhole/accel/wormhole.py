@@ -718,23 +718,28 @@ class Wormhole:
         switch queues by their long-run shares (in place; DCQCN with windows).
 
         A window-bound flow (the enforced window in flight at each of the last ``samples``
-        samples, bytes left to send) keeps ``W`` bytes in flight, so by Little's law it gets
-        ``W / (rtt + d)``, where ``d`` sums the queue delays of the saturated ports its data
-        and ACKs cross. At each such port the flows' shares fill its rate (less the ACKs it
-        carries): one equation per port, solved for the delays port by port until they hold
-        (Gauss-Seidel; each is monotone in its delay). The measured goodputs hold for a
-        100-packet span but not for long: the flows' packets keep their order in the queue
-        from one round trip to the next and drift apart only slowly, so each flow's share
-        swings by several % over hundreds of us, and a span catches each at a different
-        point of its swing. Six 10 MB flows into one host 50 us apart were frozen at 17.2 /
-        17.2 / 16.3 / 16.0 / 16.2 / 16.1 Gb/s (their sum 2.6% over the port's rate) while
-        packet mode gave each 16.08 Gb/s over the next 3.5 ms: they finished 1.6-5.4% early
+        samples, bytes left to send) keeps ``W`` bytes in flight (its window rounded up to
+        whole packets: it sends while less than the window is in flight; a DCQCN flow cut to
+        7 Gb/s has a 3640-byte window and 4 packets in flight), so by Little's law it gets
+        ``W / (rtt + d)``, never more than its paced rate, where ``d`` sums the queue delays
+        of the saturated ports its data cross, and those its ACKs cross when they wait in
+        the same queue (not with ``ACK_HIGH_PRIO``, nor in another priority). At each such
+        port the flows' shares fill its rate less the ACKs it carries: one equation per port,
+        each monotone in its delay, solved port by port (Gauss-Seidel, at most
+        :data:`FIFO_SWEEPS` sweeps). The measured goodputs hold for a 100-packet span but
+        not for long: the flows' packets keep their order in the queue from one round trip
+        to the next and drift apart only slowly, so each flow's share swings by several %
+        over hundreds of us, and a span catches each at a different point of its swing. Six
+        10 MB flows into one host 50 us apart were frozen at 17.2 / 17.2 / 16.3 / 16.0 /
+        16.2 / 16.1 Gb/s (their sum 2.6% over the port's rate) while packet mode gave each
+        16.08 Gb/s over the next 3.5 ms: they finished 1.6-5.4% early
         (``test_window_bound_flows_get_their_fifo_share``).
 
         Modelled: saturated switch ports (:data:`FIFO_SATURATION`) whose data are all of
-        window-bound flows of one priority, and the flows all of whose saturated ports are
-        modelled (a NIC serves its QPs round robin, not FIFO: a flow whose NIC is saturated
-        keeps its measured goodput, and so do the ports it crosses).
+        one priority, and the window-bound flows crossing one of them all of whose
+        saturated ports (ACK path included) are modelled; the ports crossed by a flow that
+        is not modelled are not either. A flow whose NIC is saturated keeps its measured
+        goodput (a NIC serves its QPs round robin, not FIFO), and so do the other flows.
         """
         flows = [self.flows[f] for f in sorted(g.flows)]
         bound = set()
@@ -758,11 +763,10 @@ class Wormhole:
         saturated = {p for p, b in load.items()
                      if b + ack_load.get(p, 0.0) >= (1 - FIFO_SATURATION) * p.rate_bps / 8e12}
         ports = [p for p in crossing if p in saturated and isinstance(p, SwitchPort)
+                 and p.rate_bps / 8e12 > ack_load.get(p, 0.0)
                  and all(fs.pg == crossing[p][0].pg for fs in crossing[p])]
-        if not ports:
-            return
         modelled = [fs for fs in flows if fs.fid in bound]
-        while True:  # drop flows crossing a saturated port not modelled, and the ports they cross
+        while ports:  # drop flows crossing a saturated port not modelled, and the ports they cross
             keep = set(ports)
             fss = [fs for fs in modelled
                    if all(p in keep for p in chain(fs.data_ports, fs.ack_ports) if p in saturated)]
@@ -774,25 +778,35 @@ class Wormhole:
         if not ports:
             return
         delay = {p: 0.0 for p in ports}  # ps
-        win = {fs.fid: self._enforced_window(fs, fs.rate()) * fs.wire_bytes / fs.mtu for fs in modelled}
+        pg = {p: crossing[p][0].pg for p in ports}  # the priority of each modelled port's data
+        ack_queued = not self.net.cfg.ack_high_prio  # ACKs wait in their flow's priority queue
+        win, pace, queues = {}, {}, {}
+        for fs in modelled:
+            # it sends while less than its window is in flight: up to the next whole packet
+            win[fs.fid] = -(-self._enforced_window(fs, fs.rate()) // fs.mtu) * fs.wire_bytes
+            pace[fs.fid] = (fs.rate() if self.net.cfg.rate_bound else fs.line_rate_bps) / 8e12
+            # the modelled queues this flow's packets wait in: its data's, and its ACKs' where they share them
+            queues[fs.fid] = [p for p in fs.data_ports if p in delay] + [
+                p for p in fs.ack_ports if p in delay and ack_queued and pg[p] == fs.pg]
+        modelled = [fs for fs in modelled if queues[fs.fid]]  # the others keep their measured goodputs
 
-        def extra(fs):
-            return sum(delay.get(x, 0.0) for x in chain(fs.data_ports, fs.ack_ports))
+        def share(fs, d_ps):  # wire bytes/ps at a total queue delay d_ps
+            return min(win[fs.fid] / (fs.path_rtt_ps + d_ps), pace[fs.fid])
 
         for _sweep in range(FIFO_SWEEPS):
             moved = 0.0
             for p in ports:
                 cap = p.rate_bps / 8e12 - ack_load.get(p, 0.0)
-                terms = [(win[fs.fid], fs.path_rtt_ps + extra(fs) - delay[p]) for fs in crossing[p]]
-                lo, hi = 0.0, float(max(r for _w, r in terms))
-                if sum(w / r for w, r in terms) <= cap:
-                    hi = 0.0  # the windows do not fill it: no queue
+                terms = [(fs, sum(delay[x] for x in queues[fs.fid]) - delay[p]) for fs in crossing[p]]
+                lo, hi = 0.0, float(max(fs.path_rtt_ps + d for fs, d in terms))
+                if sum(share(fs, d) for fs, d in terms) <= cap:
+                    hi = 0.0  # the windows (or the paced rates) do not fill it: no queue
                 else:
-                    while sum(w / (r + hi) for w, r in terms) > cap:
+                    while sum(share(fs, d + hi) for fs, d in terms) > cap:
                         hi *= 2
                     for _ in range(40):  # to 2^-40 of the bracket
                         mid = (lo + hi) / 2
-                        if sum(w / (r + mid) for w, r in terms) > cap:
+                        if sum(share(fs, d + mid) for fs, d in terms) > cap:
                             lo = mid
                         else:
                             hi = mid
@@ -801,7 +815,7 @@ class Wormhole:
             if moved < 1.0:
                 break
         for fs in modelled:
-            goodput[fs.fid] = win[fs.fid] / (fs.path_rtt_ps + extra(fs)) * fs.mtu / fs.wire_bytes
+            goodput[fs.fid] = share(fs, sum(delay[x] for x in queues[fs.fid])) * fs.mtu / fs.wire_bytes
 
     @staticmethod
     def _inflight(fs: FlowState, t: int, goodput: float, known: dict | None = None) -> int:
