@@ -470,6 +470,10 @@ def test_high_priority_acks_do_not_wait_in_the_data_queue():
         assert fast.accel.skips >= 2 and fast.events < ref.events / 10
         for fid in range(5):
             assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.005, (ack_high_prio, fid)
+    # the shares come from replicated state only: the same answer on 3 LPs
+    fast3 = PacketRun(Scenario("t", star_topo(6), flows_of(specs), config(ack_high_prio=True)), n_lps=3,
+                      accel=AccelConfig()).run()
+    assert fast3.finish_ps == fast.finish_ps and fast3.accel.skips == fast.accel.skips
 
 
 def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
