@@ -173,7 +173,8 @@ def test_memo_replays_a_flow_joining_one_under_way():
     ref, fast = joining(2_000_000, memo=memo)
     wh = fast.accel
     assert (wh.memo_hits, wh.memo_misses, wh.wakes_interrupted) == (3, 3, 2)
-    ages = sorted("".join(sorted(d["label"][-1] for _, d in e.graph.nodes(data=True) if d["label"][0] == "f"))
+    ages = sorted("".join(sorted(d["label"].split("/")[0][-1] for _, d in e.graph.nodes(data=True)
+                                 if d["label"][0] == "f"))
                   for es in memo.entries.values() for e in es)
     assert ages == ["n", "no", "o"]  # fresh, joined, left over
     for fid in range(4):
@@ -525,6 +526,31 @@ def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
     got = shares_at({0: 100, 1: 100, 2: 7}, {0: 46, 1: 46, 2: 5})
     assert w._enforced_window(w.flows[2], 7 * 10**9) == 3640
     assert abs(got[2] / got[0] - 4 / 52) < 1e-6 and abs(sum(got.values()) - 3 * share_gbps) < 1e-3
+
+
+def test_fifo_shares_over_two_ports_in_series():
+    """A parking lot: host 0 -> 3 crosses the link between the switches (shared with
+    1 -> 2) and the port to host 3 (shared with 4 -> 3). Both ports saturated: the delays
+    solved at both give the packet run's 37.07 / 59.45 / 59.45 Gb/s. A port read just under
+    saturation, thus not modelled at first, joins the model when the shares would overload
+    it (solved without it: 48.26 / 48.26 / 57.2 Gb/s, the port to host 3 at 109%)."""
+    topo = Topology(7, frozenset({5, 6}), [Link(0, 5, G100, US), Link(1, 5, G100, US), Link(5, 6, G100, US),
+                                           Link(2, 6, G100, US), Link(3, 6, G100, US), Link(4, 6, G100, US)])
+    specs = [(0, 3, 10**8, 0), (1, 2, 10**8, 0), (4, 3, 10**8, 0)]
+    run = PacketRun(Scenario("t", topo, flows_of(specs), config()), accel=AccelConfig())
+    run.run(until_ps=2 * US)
+    w = run.accel
+    for fid in range(3):
+        fs = w.flows[fid]
+        fs.samples = deque([(0, 10**11, 0, 0, w._enforced_window(fs, 10**11), -1, 0)] * 4)
+
+    def shares(goodput_gbps):
+        goodput = {f: g / 8000 for f, g in goodput_gbps.items()}
+        w._fifo_shares(SimpleNamespace(flows={0, 1, 2}), goodput)
+        return {f: round(g * 8000, 2) for f, g in goodput.items()}
+
+    assert shares({0: 37.29, 1: 59.4, 2: 59.75}) == {0: 37.07, 1: 59.45, 2: 59.45}
+    assert shares({0: 37.29, 1: 59.4, 2: 57.2}) == {0: 37.07, 1: 59.45, 2: 59.45}  # port to 3 read at 97.9%
 
 
 def _steady_flow(cnps):

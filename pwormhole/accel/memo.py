@@ -4,8 +4,9 @@ Key of a conflict group: the flow-port graph (a vertex per flow and per
 egress port; an edge where a flow's data crosses a port, labelled with the
 hop index, or where its ACKs do) with, on each port, its rate, propagation
 delay and switch settings (buffer, ECN thresholds, PFC headroom), on each
-flow its rate at the lookup quantized to a quarter of an octave and whether
-it is new (started as the group formed) or was already under way, plus the
+flow its rate at the lookup quantized to a quarter of an octave, whether
+it is new (started as the group formed) or was already under way, its window
+and its priority, plus the
 congestion-control parameters of the run. Entries are grouped by the
 Weisfeiler-Lehman hash of that graph (networkx) and confirmed by an exact
 isomorphism test (networkx VF2 ``GraphMatcher``), which also maps the flows
@@ -35,7 +36,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-7"  # 7: recorded goodputs are FIFO shares (Wormhole._fifo_shares); ACK_HIGH_PRIO keyed
+FORMAT = "pwormhole-memo-7"  # 7: goodputs are FIFO shares (Wormhole._fifo_shares); ACK_HIGH_PRIO, windows, priorities keyed
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -75,7 +76,8 @@ def group_parts(wh, g):
     labels = []
     for fid in order:
         age = "n" if wh.is_new(fid, g) else "o"
-        labels.append(f"f{_q_rate(wh.flows[fid].rate())}{age}")
+        fs = wh.flows[fid]  # its window bounds its transient and its FIFO share; its priority, its queue
+        labels.append(f"f{_q_rate(fs.rate())}{age}/w{fs.win_bytes}/g{fs.pg}")
     pid: dict = {}
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
