@@ -188,6 +188,8 @@ solves of 26, at most 40). Two ports carrying almost the same flows leave the de
 split between them nearly free and take hundreds; the measured goodputs then stand."""
 
 FIFO_TOLERANCE = 1e-6
+"""How closely each saturated port's equation must hold (a fraction of its rate) for
+:meth:`Wormhole._fifo_shares` to take the solved shares."""
 
 INFLIGHT_SLACK_PACKETS = 4
 """Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the
@@ -674,11 +676,7 @@ class Wormhole:
         their rates, with no queue anywhere.
         """
         flows = [self.flows[f] for f in sorted(g.flows)]
-        load: dict = {}  # bytes/ps into each port: ACKs first (sent at the goodput's pace)
-        for fs in flows:
-            ack = goodput[fs.fid] / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
-            for p in fs.ack_ports:
-                load[p] = load.get(p, 0.0) + ack
+        load = self._port_loads(flows, goodput)[1]  # bytes/ps into each port: ACKs first (at the goodput's pace)
         by_nic: dict = {}
         for fs in flows:
             by_nic.setdefault(fs.data_ports[0], []).append(fs)
@@ -735,10 +733,10 @@ class Wormhole:
         goodputs hold for a 100-packet span but not for long: the flows' packets keep their
         order in the queue from one round trip to the next and drift apart only slowly, so
         each flow's share swings by several % over hundreds of us, and a span catches each
-        at a different point of its swing. Six
-        10 MB flows into one host 50 us apart were frozen at 17.2 / 17.2 / 16.3 / 16.0 /
-        16.2 / 16.1 Gb/s (their sum 2.6% over the port's rate) while packet mode gave each
-        16.08 Gb/s over the next 3.5 ms: they finished 1.6-5.4% early
+        at a different point of its swing. Six 10 MB flows into one host 50 us apart were
+        frozen at 17.2 / 17.2 / 16.3 / 16.0 / 16.2 / 16.1 Gb/s (their sum 2.6% over the
+        port's rate) while packet mode gave each 16.08 Gb/s over the next 3.5 ms: they
+        finished 1.6-5.4% early
         (``test_window_bound_flows_get_their_fifo_share``).
 
         Modelled: saturated switch ports (:data:`FIFO_SATURATION`) whose data are all of
@@ -761,15 +759,10 @@ class Wormhole:
                 bound.add(fs.fid)
         if not bound:
             return
-        load: dict = {}  # bytes/ps of the measured goodputs (wire bytes) and ACKs into each port
-        ack_load: dict = {}
-        crossing: dict = {}
+        load, ack_load = self._port_loads(flows, goodput)
+        crossing: dict = {}  # port -> the flows whose data cross it
         for fs in flows:
-            ack = goodput[fs.fid] / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
-            for p in fs.ack_ports:
-                ack_load[p] = ack_load.get(p, 0.0) + ack
             for p in fs.data_ports:
-                load[p] = load.get(p, 0.0) + goodput[fs.fid] * fs.wire_bytes / fs.mtu
                 crossing.setdefault(p, []).append(fs)
         saturated = {p for p, b in load.items()
                      if b + ack_load.get(p, 0.0) >= (1 - FIFO_SATURATION) * p.rate_bps / 8e12}
@@ -777,20 +770,30 @@ class Wormhole:
             new = self._fifo_solve(flows, bound, crossing, saturated, ack_load)
             if new is None:
                 return  # the measured goodputs stand
-            after: dict = {}
-            for fs in flows:
-                gp = new.get(fs.fid, goodput[fs.fid])
-                for p in fs.data_ports:
-                    after[p] = after.get(p, 0.0) + gp * fs.wire_bytes / fs.mtu
-                for p in fs.ack_ports:
-                    after[p] = after.get(p, 0.0) + gp / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
-            over = {p for p, b in after.items() if b > (1 + OVERLOAD_SLACK) * p.rate_bps / 8e12}
+            load2, ack_load2 = self._port_loads(flows, {**goodput, **new})
+            over = {p for p, b in load2.items()
+                    if b + ack_load2.get(p, 0.0) > (1 + OVERLOAD_SLACK) * p.rate_bps / 8e12}
             if not over:
                 goodput.update(new)
                 return
             if over <= saturated:
                 return  # a port it overloads could not be modelled
             saturated |= over
+
+    def _port_loads(self, flows: list, goodput: dict) -> tuple:
+        """``(data, acks)``: bytes/ps into each port of the flows' data (wire bytes, at
+        ``goodput``) and of their ACKs (one per ``ack_every_pkts`` packets)."""
+        data: dict = {}
+        acks: dict = {}
+        for fs in flows:
+            gp = goodput[fs.fid]
+            ack = gp / (fs.mtu * self.ack_every_pkts) * self.ack_bytes
+            for p in fs.ack_ports:
+                acks[p] = acks.get(p, 0.0) + ack
+            wire = gp * fs.wire_bytes / fs.mtu
+            for p in fs.data_ports:
+                data[p] = data.get(p, 0.0) + wire
+        return data, acks
 
     def _fifo_solve(self, flows: list, bound: set, crossing: dict, saturated: set, ack_load: dict):
         """The shares of :meth:`_fifo_shares` given the ``saturated`` ports: ``{flow id:
@@ -827,7 +830,6 @@ class Wormhole:
         def share(fs, d_ps):  # wire bytes/ps at a total queue delay d_ps
             return min(win[fs.fid] / (fs.path_rtt_ps + d_ps), pace[fs.fid])
 
-        converged = False
         for sweep in range(FIFO_SWEEPS):
             for p in (ports if sweep % 2 == 0 else reversed(ports)):  # symmetric sweeps
                 cap = p.rate_bps / 8e12 - ack_load.get(p, 0.0)
@@ -854,11 +856,8 @@ class Wormhole:
                 if err > FIFO_TOLERANCE * cap or (delay[p] > 0 and err < -FIFO_TOLERANCE * cap):
                     break
             else:
-                converged = True
-                break
-        if not converged:
-            return None
-        return {fs.fid: share(fs, sum(delay[x] for x in queues[fs.fid])) * fs.mtu / fs.wire_bytes for fs in modelled}
+                return {fs.fid: total[fs.fid] * fs.mtu / fs.wire_bytes for fs in modelled}
+        return None
 
     @staticmethod
     def _inflight(fs: FlowState, t: int, goodput: float, known: dict | None = None) -> int:
