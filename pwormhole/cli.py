@@ -315,10 +315,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")
     w.add_argument("--memo-cache", metavar="FILE", help="load the memo cache from FILE and save it back")
-    from .accel.wormhole import AccelConfig
-    d = AccelConfig()
     w.add_argument("--theta", type=float,
-                   help=f"steadiness threshold on (max-min)/mean of the rates (default {d.theta})")
+                   help="steadiness threshold on (max-min)/mean of the rates (default 0.02 under DCQCN, "
+                        "0.005 under HPCC)")
     w.add_argument("--window", type=int,
                    help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")

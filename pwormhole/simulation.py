@@ -380,7 +380,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
                         "wakes_interrupted": st["wakes_interrupted"],
                         "fluid_flows": sum(1 for f in sim.finish_ps if f in sim.accel.fluid_fids),
                         "fluid_shared_flows": shared,
-                        "accel": {"theta": accel.theta, "window_samples": sim.accel.samples,
+                        "accel": {"theta": sim.accel.theta, "window_samples": sim.accel.samples,
                                   "sample_ps": sim.accel.sample_ps, "min_span_packets": sim.accel.min_span_bytes,
                                   "margin_rtts": accel.margin_rtts, "skip": accel.skip, "memo": accel.memo,
                                   "fluid_nvlink": accel.fluid_nvlink}})

@@ -16,7 +16,7 @@ entry.
 
 An entry holds the convergence time (group formed -> steady), and per
 recorded flow the acknowledged bytes over the transient, the steady goodput
-and the steady congestion-control rate (sampled values only, so every rank
+and the steady pacing rate of its QP (sampled values only, so every rank
 records the same entry).
 
 The cache can be saved (:meth:`MemoCache.save`) and loaded (:meth:`MemoCache.load`);
@@ -36,7 +36,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-7"  # 7: goodputs are FIFO shares (Wormhole._fifo_shares); ACK_HIGH_PRIO, windows, priorities keyed
+FORMAT = "pwormhole-memo-8"  # 8: recorded rates are pacing rates (HPCC); 7: FIFO shares, ACK_HIGH_PRIO, windows
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -47,11 +47,12 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    from .wormhole import MIN_SPAN_PACKETS, SAMPLES, SETTLE_RTTS
+    from .wormhole import MIN_SPAN_PACKETS, SAMPLES, SETTLE_RTTS, THETA
     hpcc = getattr(cfg, "cc_mode", None) == 3
     samples = accel_cfg.samples or SAMPLES[hpcc]  # the values in effect, not the 0 that picks them
     span = accel_cfg.min_span_packets or MIN_SPAN_PACKETS[hpcc]
-    parts.append(f"theta={accel_cfg.theta!r} samples={samples} sample_ps={accel_cfg.sample_ps} "
+    theta = accel_cfg.theta or THETA[hpcc]
+    parts.append(f"theta={theta!r} samples={samples} sample_ps={accel_cfg.sample_ps} "
                  f"min_span_packets={span} settle_rtts={SETTLE_RTTS!r}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 

@@ -104,7 +104,9 @@ class AccelConfig:
     """Wormhole parameters (defaults chosen by ``bench/sensitivity.py``; see bench/RESULTS.md).
 
     Attributes:
-        theta: steadiness threshold on ``(max - min) / mean`` of the sampled rates.
+        theta: steadiness threshold on ``(max - min) / mean`` of the sampled rates (and on the
+            goodput span's halves and the drift of the bytes in flight); 0 picks the measured
+            default of the congestion control (:data:`THETA`).
         samples: number of samples ``l`` a flow must be steady over; 0 picks the
             measured default of the congestion control (:data:`SAMPLES`).
         sample_ps: sampling period (0: one synchronization window ``L``).
@@ -120,7 +122,7 @@ class AccelConfig:
             that completions are simulated packet by packet).
     """
 
-    theta: float = 0.02
+    theta: float = 0.0
     samples: int = 0
     sample_ps: int = 0
     margin_rtts: int = 1
@@ -151,6 +153,16 @@ which a 580 us skip turned into a 556 KB lead, 48 us at the later shared rate: 5
 FCT error; 0.8% below in ``test_goodput_is_measured_after_the_reverse_acks_arrive``).
 Groups of flows with different RTTs can take longer to settle; the span's halves
 check covers them."""
+
+THETA = {False: 0.02, True: 0.005}
+"""Default ``theta`` by congestion control (``{hpcc?: threshold}``), from ``bench/sensitivity.py``
+and the HPCC rows of bench/RESULTS.md. DCQCN flows in a steady state hold their rate exactly,
+and theta from 0.01 to 0.2 changes nothing on its rows. An HPCC flow's window settles through a
+damped oscillation of its goodput (a DP ring step of GPT-7B on a GPU's NIC: 156-176 Gb/s over
+the first 60 us, then 164.7), and with 0.02 a 500-packet span read across its crest with halves
+agreeing to 1.2%: the DP flows of the 32-GPU distributed-optimizer iteration froze 1.4% fast and
+the iteration ended 1.16% early (64 GPUs: 1.11%). With 0.005: 0.26% and 0.09%; 0.01: 0.64% and
+0.60%. The price is on the one-layer rows (16 GPUs: 2.72x -> 1.64x events)."""
 
 SAMPLES = {False: 4, True: 8}
 """Default ``samples`` by congestion control: 4 are enough under DCQCN (a change
@@ -254,8 +266,15 @@ class FlowState:
         return self.samples[-1][2] if self.samples else 0
 
     def rate(self) -> int:
-        """Congestion-control rate at the last sample (the line rate before the first)."""
+        """Congestion-control rate at the last sample (the line rate before the first): DCQCN's
+        rate, HPCC's window over its base RTT."""
         return self.samples[-1][1] if self.samples else self.line_rate_bps
+
+    def pacing_rate(self) -> int:
+        """The QP's pacing rate at the last sample (the line rate before the first). Under HPCC
+        with ``GLOBAL_T`` the base RTT is the network's largest and the window the largest BDP, so
+        the window over the base RTT is not the rate: 84.7 against 174.3 Gb/s on a GPU's NIC."""
+        return self.samples[-1][7] if self.samples else self.line_rate_bps
 
 
 class Group:
@@ -318,6 +337,7 @@ class Wormhole:
         self.window_ps = net.window_ps
         self.min_span_bytes = cfg.min_span_packets or MIN_SPAN_PACKETS[net.cfg.cc_mode == 3]
         self.samples = cfg.samples or SAMPLES[net.cfg.cc_mode == 3]
+        self.theta = cfg.theta or THETA[net.cfg.cc_mode == 3]
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.hpcc = net.cfg.cc_mode == 3
         self.mtu = net.cfg.packet_payload_bytes
@@ -410,8 +430,8 @@ class Wormhole:
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids,
         samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps, highest
-        byte sent, when a pending DCQCN rate-increase timer will change the rate or -1, CNPs received)`` of
-        the unfrozen flows whose sender is local, taken every ``sample_ps``."""
+        byte sent, when a pending DCQCN rate-increase timer will change the rate or -1, CNPs received, pacing
+        rate bps)`` of the unfrozen flows whose sender is local, taken every ``sample_ps``."""
         started = []
         for lp in self.lps:
             if lp.started:
@@ -443,7 +463,7 @@ class Wormhole:
                                 rp_due = qp.rp_due_ps  # the DCQCN rate changes when this timer fires
                     # max_sent: after a go-back-N, packets up to it are still in the network
                     samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent), rp_due,
-                                    qp.cnps_rx))
+                                    qp.cnps_rx, qp.rate_bps))
             samples.sort()
         return started, samples
 
@@ -475,12 +495,12 @@ class Wormhole:
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
-            for fid, rate, una, una_ps, nxt, rp_due, cnps in samples:
+            for fid, *sample in samples:
                 fs = self.flows.get(fid)
                 if fs is None or self.groups[fs.gid].frozen is not None:
                     continue
                 q = fs.samples
-                q.append((t, rate, una, una_ps, nxt, rp_due, cnps))
+                q.append((t, *sample))
                 if len(q) > keep:
                     q.popleft()
             if self.memo is not None:
@@ -592,7 +612,7 @@ class Wormhole:
             return None
         rates = [x[1] for x in last]
         mean = sum(rates) / need
-        if mean <= 0 or (max(rates) - min(rates)) / mean >= self.cfg.theta:
+        if mean <= 0 or (max(rates) - min(rates)) / mean >= self.theta:
             return None
         # goodput over the last samples holding at least min_span_packets packets, timed by the
         # ACKs that advanced snd_una (exact event times), so a short span is not quantized by the boundaries
@@ -621,19 +641,19 @@ class Wormhole:
             return None
         g1 = (bm - b0) / (tm - t0)
         g2 = (b1 - bm) / (t1 - tm)
-        if abs(g1 - g2) / g2 >= self.cfg.theta:
+        if abs(g1 - g2) / g2 >= self.theta:
             return None
         # the bytes in flight must hold too: a sender faster than its goodput (no window,
         # DCQCN at the line rate into a shared port) fills a queue until ECN cuts it
         grow = (last[0][4] - last[0][2]) - (q[j][4] - q[j][2])
-        if abs(grow) > self.cfg.theta * (b1 - b0) + INFLIGHT_SLACK_PACKETS * fs.mtu:
+        if abs(grow) > self.theta * (b1 - b0) + INFLIGHT_SLACK_PACKETS * fs.mtu:
             return None
         # and over a longer baseline where the history has one: a pipeline growing by a few % of
         # the goodput (its ACKs queued behind a port still filling) hides in one span's slack
         k = max(lo, n - 1 - INFLIGHT_BASELINE_SPANS * (n - 1 - j))
         if k < j:
             grow = (last[0][4] - last[0][2]) - (q[k][4] - q[k][2])
-            if abs(grow) > self.cfg.theta * (b1 - q[k][2]) + INFLIGHT_SLACK_PACKETS * fs.mtu:
+            if abs(grow) > self.theta * (b1 - q[k][2]) + INFLIGHT_SLACK_PACKETS * fs.mtu:
                 return None
         return (b1 - b0) / (t1 - t0)
 
@@ -1190,7 +1210,7 @@ class Wormhole:
             if not self.hpcc and fs.rate() < fs.line_rate_bps:
                 return  # DCQCN cut it: a replay could not restore its recovery timers (never used)
             growth = self._inflight(fs, t, goodput[fid]) - inflight0  # pipeline filled during the transient
-            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.rate(), "inflight_growth": growth}
+            flows[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.pacing_rate(), "inflight_growth": growth}
         self.memo.insert(key, graph, conv, flows)
 
     def _memo_apply(self, g: Group, fz: Frozen, d: int) -> dict:
@@ -1216,7 +1236,7 @@ class Wormhole:
             advance[fid] = min(b // fs.mtu * fs.mtu, self._room(fs, fz.una0[fid], fz.inflight0[fid]))
             if fs.src in local and whole:
                 qp = self.net.nodes[fs.src].sqp.get(fid)
-                if qp is not None:  # jump to the recorded steady rate
+                if qp is not None:  # jump to the recorded steady rate (the pacing rate: HPCC's window follows it)
                     rate = int(rec["rate_bps"])
                     if self.hpcc:
                         qp.cur_rate_bps = min(rate, qp.max_rate_bps)
