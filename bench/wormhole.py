@@ -12,7 +12,8 @@ mode, in the same process) on:
 * the same GPT-7B with 2 layers and Megatron's distributed optimizer
   (``dist_opt``: one reduce-scatter of the gradients and one all-gather of the
   parameters over DP per iteration, as SimAI's ``workload_gpt7b_64g.txt`` has
-  it), so the DP ring steps are 8x longer flows, on 16, 32 and 64 GPUs, DCQCN;
+  it), so the DP ring steps are 8x longer flows, on 16, 32 and 64 GPUs, DCQCN
+  (and on 32 and 64 GPUs under HPCC);
 * one GPT-175B layer with the distributed optimizer on 16 GPUs (226 MB DP
   flows; NVLink carries 9% of the bytes instead of 14-23%);
 * the GPT-7B layer at sequence 2048 (a usual training length) on 16 and 64 GPUs,
@@ -22,7 +23,7 @@ mode, in the same process) on:
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
   events ratio would be if NVLink steps cost nothing;
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
-  so the expert all-to-alls cross the NICs;
+  so the expert all-to-alls cross the NICs, under DCQCN and under HPCC;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``);
 * ``*-fluid``: the DCQCN training rows again with ``--fluid-nvlink`` (opt-in:
   the flows inside each server's NVSwitch by rates, :mod:`pwormhole.accel.fluid`),
@@ -120,7 +121,10 @@ SCENARIOS = {
                                    gpt(64, "dcqcn", no_tp=True)),
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                         gpt(64, "dcqcn", layers=2, dist_opt=True, no_tp=True)),
+    "gpt7b-dopt-32-hpcc": ("gpt7b-dopt-32-dcqcn under HPCC", gpt(32, "hpcc", layers=2, dist_opt=True)),
+    "gpt7b-dopt-64-hpcc": ("gpt7b-dopt-64-dcqcn under HPCC", gpt(64, "hpcc", layers=2, dist_opt=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),
+    "moe-16-ep2-hpcc": ("moe-16-ep2 under HPCC", moe(16, 2, cc="hpcc")),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }
 # the same iterations with --fluid-nvlink (opt-in; accel/fluid.py): NVLink flows by rates in
