@@ -7,7 +7,7 @@ each Wormhole run with that one packet run exactly as
 :func:`pwormhole.report.compare.compare` does (per-flow FCT error, iteration
 time error, wall and events ratios). Settings (``--sweep``):
 
-* ``theta``: 0.01, 0.02, 0.05, 0.1, 0.2 (other fields at their defaults);
+* ``theta``: 0.005, 0.01, 0.02, 0.05, 0.1, 0.2 (other fields at their defaults);
 * ``window``: ``samples`` = 4, 8, 16 (0, the default, picks by CC);
 * ``span``: ``min_span_packets`` = 50, 100, 150, 500, 1000 (0, the default, picks by CC;
   a value set here also turns off the shorter span for flows held at the line rate);
@@ -43,7 +43,7 @@ from pwormhole.simulation import simulate  # noqa: E402
 import numpy as np  # noqa: E402
 
 SWEEPS = {
-    "theta": [("theta", v) for v in (0.01, 0.02, 0.05, 0.1, 0.2)],
+    "theta": [("theta", v) for v in (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)],
     "window": [("samples", v) for v in (4, 8, 16)],
     "span": [("min_span_packets", v) for v in (50, 100, 150, 500, 1000)],
     "margin": [("margin_rtts", v) for v in (1, 2, 4)],
