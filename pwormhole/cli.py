@@ -316,8 +316,8 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")
     w.add_argument("--memo-cache", metavar="FILE", help="load the memo cache from FILE and save it back")
     w.add_argument("--theta", type=float,
-                   help="steadiness threshold on (max-min)/mean of the rates (default 0.02 under DCQCN, "
-                        "0.005 under HPCC)")
+                   help="steadiness threshold on (max-min)/mean of the rates, on the goodput span's halves and "
+                        "on the drift of the bytes in flight (default 0.02 under DCQCN, 0.005 under HPCC)")
     w.add_argument("--window", type=int,
                    help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")

@@ -267,7 +267,7 @@ class FlowState:
 
     def rate(self) -> int:
         """Congestion-control rate at the last sample (the line rate before the first): DCQCN's
-        rate, HPCC's window over its base RTT."""
+        rate; HPCC's window over its base RTT (its pacing rate without a window)."""
         return self.samples[-1][1] if self.samples else self.line_rate_bps
 
     def pacing_rate(self) -> int:
@@ -668,13 +668,15 @@ class Wormhole:
                 # Frozen again at once, a flow woken by a join met it with that short pipeline
                 # and gave the joining flow more room than in the packet run (8.6% early in
                 # ``test_hpcc_memo_replay_refills_the_pipeline``); so the group runs one path
-                # RTT, then skips on with the recorded goodputs
+                # RTT, then skips on with the recorded goodputs (a flow joining within that RTT
+                # still meets a part-filled pipeline)
                 if t >= g.refill[1] and all(self.flows[f].samples and self.flows[f].samples[-1][0] == t
                                             for f in g.flows):
                     (entry, mapping), _ = g.refill
                     g.refill = None
-                    if self.cfg.skip:
-                        self._try_freeze(g, t, {f: entry.flows[mapping[f]]["goodput"] for f in g.flows})
+                    goodput = {f: entry.flows[mapping[f]]["goodput"] for f in g.flows}
+                    if min(goodput.values()) > 0:
+                        self._try_freeze(g, t, goodput)
                 continue
             goodput = {}
             for fid in sorted(g.flows):
