@@ -429,9 +429,10 @@ class Wormhole:
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids,
-        samples or None)``; samples are ``(flow id, cc rate bps, acked bytes, time of the last ACK advance ps, highest
-        byte sent, when a pending DCQCN rate-increase timer will change the rate or -1, CNPs received, pacing
-        rate bps)`` of the unfrozen flows whose sender is local, taken every ``sample_ps``."""
+        samples or None)``; samples are ``(flow id, (t, cc rate bps, acked bytes, time of the last ACK advance
+        ps, highest byte sent, when a pending DCQCN rate-increase timer will change the rate or -1, CNPs
+        received, pacing rate bps))`` of the unfrozen flows whose sender is local, taken every
+        ``sample_ps``; the inner tuple is what :attr:`FlowState.samples` keeps."""
         started = []
         for lp in self.lps:
             if lp.started:
@@ -446,9 +447,10 @@ class Wormhole:
             nodes = self.net.nodes
             local = self.heap_of
             for fid, fs in flows.items():  # the active flows (not every host): cost O(active flows)
-                if fs.src not in local or groups[fs.gid].frozen is not None:
+                src = fs.src
+                if src not in local or groups[fs.gid].frozen is not None:
                     continue
-                qp = nodes[fs.src].sqp.get(fid)
+                qp = nodes[src].sqp.get(fid)
                 if qp is not None:
                     rp_due = -1
                     if hpcc and qp.win_bytes:
@@ -462,8 +464,10 @@ class Wormhole:
                             elif rate < line or qp.target_rate_bps < line:
                                 rp_due = qp.rp_due_ps  # the DCQCN rate changes when this timer fires
                     # max_sent: after a go-back-N, packets up to it are still in the network
-                    samples.append((fid, rate, qp.snd_una, qp.una_ps, max(qp.snd_nxt, qp.max_sent), rp_due,
-                                    qp.cnps_rx, qp.rate_bps))
+                    nxt = qp.snd_nxt
+                    if qp.max_sent > nxt:
+                        nxt = qp.max_sent
+                    samples.append((fid, (t, rate, qp.snd_una, qp.una_ps, nxt, rp_due, qp.cnps_rx, qp.rate_bps)))
             samples.sort()
         return started, samples
 
@@ -495,12 +499,14 @@ class Wormhole:
         if samples is not None:
             self.next_sample_ps = t + self.sample_ps
             keep = self.keep_samples
-            for fid, *sample in samples:
-                fs = self.flows.get(fid)
-                if fs is None or self.groups[fs.gid].frozen is not None:
+            flows_get = self.flows.get
+            groups = self.groups
+            for fid, sample in samples:
+                fs = flows_get(fid)
+                if fs is None or groups[fs.gid].frozen is not None:
                     continue
                 q = fs.samples
-                q.append((t, *sample))
+                q.append(sample)
                 if len(q) > keep:
                     q.popleft()
             if self.memo is not None:
