@@ -234,8 +234,8 @@ def test_hpcc_memo_replay_refills_the_pipeline():
         dag.flow(a, c, 20_000_000, deps=[dag.compute(a, t0)])
         dag.flow(b, c, 2_000_000, deps=[dag.compute(b, t0 + 400 * US + 3 * US // 10)])
 
-    def run(acc, until_ps=None):
-        return PacketRun(from_dag("t", star_topo(6), dag, config("hpcc")), accel=acc,
+    def run(acc, until_ps=None, n_lps=1):
+        return PacketRun(from_dag("t", star_topo(6), dag, config("hpcc")), n_lps=n_lps, accel=acc,
                          memo=MemoCache("t")).run(until_ps=until_ps)
 
     in_flight = []
@@ -248,6 +248,7 @@ def test_hpcc_memo_replay_refills_the_pipeline():
     for fid in range(4):
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < (0.05 if fid in (1, 3) else 0.005), fid
     assert fast.events < ref.events / 3
+    assert run(AccelConfig(), n_lps=3).finish_ps == fast.finish_ps  # the refill decides on replicated data
 
 
 def test_lookup_waits_for_a_draining_flow_to_leave():
