@@ -54,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pwormhole.accel.wormhole import MIN_SPAN_PACKETS, SAMPLES, THETA, AccelConfig  # noqa: E402
+from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.config import ModelConfig  # noqa: E402
 from pwormhole.report.compare import compare  # noqa: E402
 from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario  # noqa: E402
@@ -184,9 +184,7 @@ def run_one(name: str, factory, out: Path, cfg: AccelConfig) -> dict:
     r = compare(factory, str(out / name), cfg, quiet=True)
     r["nvlink_byte_share"] = share
     r["bench_wall_s"] = time.time() - t
-    hpcc = scn.config.cc_mode == 3  # the values in effect, not the 0 that picks them by CC
-    r["accel"] = dict(dataclasses.asdict(cfg), theta=cfg.theta or THETA[hpcc], samples=cfg.samples or SAMPLES[hpcc],
-                      min_span_packets=cfg.min_span_packets or MIN_SPAN_PACKETS[hpcc])
+    r["accel"] = dataclasses.asdict(cfg.resolved(scn.config.cc_mode == 3))  # the values in effect, not the 0s
     return r
 
 

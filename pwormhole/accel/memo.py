@@ -47,13 +47,10 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    from .wormhole import MIN_SPAN_PACKETS, SAMPLES, SETTLE_RTTS, THETA
-    hpcc = getattr(cfg, "cc_mode", None) == 3
-    samples = accel_cfg.samples or SAMPLES[hpcc]  # the values in effect, not the 0 that picks them
-    span = accel_cfg.min_span_packets or MIN_SPAN_PACKETS[hpcc]
-    theta = accel_cfg.theta or THETA[hpcc]
-    parts.append(f"theta={theta!r} samples={samples} sample_ps={accel_cfg.sample_ps} "
-                 f"min_span_packets={span} settle_rtts={SETTLE_RTTS!r}")
+    from .wormhole import SETTLE_RTTS
+    eff = accel_cfg.resolved(getattr(cfg, "cc_mode", None) == 3)  # the values in effect, not the 0 that picks them
+    parts.append(f"theta={eff.theta!r} samples={eff.samples} sample_ps={eff.sample_ps} "
+                 f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

@@ -86,7 +86,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import deque
 from itertools import chain, islice
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from heapq import heapify, heappush
 
 from ..errors import InputError
@@ -131,6 +131,13 @@ class AccelConfig:
     skip: bool = True
     memo: bool = True
     fluid_nvlink: bool = False
+
+    def resolved(self, hpcc: bool) -> "AccelConfig":
+        """A copy with the fields whose 0 picks a default by congestion control (``theta``,
+        ``samples``, ``min_span_packets``) set to the values in effect under HPCC (``hpcc``)
+        or DCQCN: :data:`THETA`, :data:`SAMPLES`, :data:`MIN_SPAN_PACKETS`."""
+        return replace(self, theta=self.theta or THETA[hpcc], samples=self.samples or SAMPLES[hpcc],
+                       min_span_packets=self.min_span_packets or MIN_SPAN_PACKETS[hpcc])
 
 
 MIN_SPAN_PACKETS = {False: 100, True: 500}
@@ -335,9 +342,10 @@ class Wormhole:
         self.sample_ps = cfg.sample_ps or net.window_ps
         self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
         self.window_ps = net.window_ps
-        self.min_span_bytes = cfg.min_span_packets or MIN_SPAN_PACKETS[net.cfg.cc_mode == 3]
-        self.samples = cfg.samples or SAMPLES[net.cfg.cc_mode == 3]
-        self.theta = cfg.theta or THETA[net.cfg.cc_mode == 3]
+        eff = cfg.resolved(net.cfg.cc_mode == 3)
+        self.min_span_bytes = eff.min_span_packets  # packets (multiplied by the MTU where used)
+        self.samples = eff.samples
+        self.theta = eff.theta
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.hpcc = net.cfg.cc_mode == 3
         self.mtu = net.cfg.packet_payload_bytes
