@@ -11,7 +11,7 @@ import pytest
 
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
-from pwormhole.accel.wormhole import AccelConfig, Wormhole
+from pwormhole.accel.wormhole import BACKOFF_AFTER_SAMPLES, BACKOFF_EVERY, BACKOFF_MIN_FLOWS, AccelConfig, Wormhole
 from pwormhole.scenario import Scenario, from_dag
 from pwormhole.simulation import PacketRun
 from pwormhole.topology.builders import fat_tree, leaf_spine
@@ -284,6 +284,26 @@ def test_alpha_decays_while_frozen():
     assert fast.accel.skips >= 2
     for fid in range(3):
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.015, fid
+
+
+def test_a_long_unsteady_group_of_many_flows_is_sampled_less_often():
+    """Sixteen 500 KB flows into one host without a window (``HAS_WIN 0``), 3 us apart: ECN
+    cuts them all along (5501 CNPs) and the group is never steady. From 64 windows after it
+    formed (46 us) it is sampled and checked every 8th window only (samples at 110, 118, ..,
+    398 us), and the answer is the packet run's (on 3 LPs too). Eight such flows keep every check (a few
+    flows cost little to sample, and their short steady spells are caught)."""
+    assert (BACKOFF_AFTER_SAMPLES, BACKOFF_MIN_FLOWS, BACKOFF_EVERY) == (64, 16, 8)
+    cfg = config("dcqcn", has_win=False)
+    for n, size, expect in ((16, 500_000, range(110, 400, 8)), (8, 1_000_000, range(86, 401))):
+        specs = [(i, n, size, i * 3 * US) for i in range(n)]
+        mid = PacketRun(Scenario("t", star_topo(n + 1), flows_of(specs), cfg), accel=AccelConfig()).run(
+            until_ps=400 * US)
+        (g,) = mid.accel.groups.values()
+        assert g.formed_ps == (n - 2) * 3 * US + 4 * US and g.frozen is None
+        times = [s[0] for fid in g.flows for s in mid.accel.flows[fid].samples if s[0] >= g.formed_ps + 64 * US]
+        assert len(times) == n * len(expect) and set(times) == {t * US for t in expect}, n
+    ref, fast = both(star_topo(17), [(i, 16, 500_000, i * 3 * US) for i in range(16)], cfg=cfg, n_lps=3)
+    assert fast.finish_ps == ref.finish_ps and ref.counters()["cnps"] == 5501
 
 
 def test_rp_timer_keeps_its_own_period_across_a_wake():
