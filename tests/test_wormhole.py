@@ -306,6 +306,25 @@ def test_a_long_unsteady_group_of_many_flows_is_sampled_less_often():
     assert fast.finish_ps == ref.finish_ps and ref.counters()["cnps"] == 5501
 
 
+def test_hpcc_flows_far_from_their_fair_shares_are_not_steady():
+    """Random scenario 10 of ``bench/random_small.py`` (HPCC with windows, leaf-spine, 8
+    hosts): three flows into host 0, one of them also sharing host 7's NIC with a flow to
+    host 1. HPCC held them at 24.9 / 24.8 / 38.5 Gb/s, steady to theta over 500-packet spans,
+    while its additive increase moved them towards equal shares over milliseconds; frozen
+    there (twice), flows finished 2.3% late and 2.3% early. A flow more than
+    ``HPCC_FAIRNESS`` (20%) from its max-min share now keeps the group awake (here 31%): the
+    one freeze left is of the last two flows (45.8 / 42.4 Gb/s, 3.8% off their shares), and
+    every flow is within 0.01%."""
+    cfg = config("hpcc")
+    cfg.fill_k_maps({100 * 10**9, 400 * 10**9})
+    specs = [(7, 0, 20_000_000, 82_035_000), (5, 0, 20_000_000, 0), (2, 0, 10_000_000, 215_290_000),
+             (7, 1, 20_000_000, 0), (3, 7, 5_000_000, 0), (2, 1, 5_000_000, 0)]
+    ref, fast = both(leaf_spine(8, 2, 1), specs, cfg=cfg, memo=MemoCache("t"))
+    assert fast.accel.skips == 1 and fast.events < ref.events / 1.3
+    for fid in range(6):
+        assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.0001, fid
+
+
 def test_rp_timer_keeps_its_own_period_across_a_wake():
     """A DCQCN RP timer due during a skip fires at the wake if that is on its period, else at
     its next period; one due after the wake keeps its time (``Wormhole._rp_time``)."""
