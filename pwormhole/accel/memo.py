@@ -36,7 +36,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
 
-FORMAT = "pwormhole-memo-8"  # 8: recorded rates are pacing rates (HPCC); 7: FIFO shares, ACK_HIGH_PRIO, windows
+FORMAT = "pwormhole-memo-9"  # 9: HPCC fairness check, sampling backoff; 8: recorded rates are pacing rates (HPCC); 7: FIFO shares, ACK_HIGH_PRIO, windows
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",

@@ -185,8 +185,10 @@ periods after it formed (merged, split or woke) is sampled and checked only ever
 :data:`BACKOFF_EVERY` periods from then on. Sampling costs per flow and period, while a group's
 packets per period are bounded by its ports: HPCC's S3 (100 DCQCN flows into one host, a CNP
 every few us) is never steady and sends ~12 packets a window, and sampling its 100 flows at
-every boundary made Wormhole mode 21% slower than packet mode (now ~5%). A later check only
-delays a freeze (its spans are longer); it never lets an unsteady group freeze. Groups of a
+every boundary made Wormhole mode 21% slower than packet mode (now ~5-8%). The checks then
+read sparser samples (the rate test spans 8 times as long, and swings between samples go
+unseen; CNPs are still counted and DCQCN rate-timer steps still known), so a freeze comes
+later and on a longer view, not on less evidence of a change. Groups of a
 few flows keep every check: a DCQCN flow without a window is steady only between its
 rate-increase steps, and a check every 8 windows missed such a freeze and moved a joining
 flow's FCT by 2% (``test_alpha_decays_while_frozen``: a chaotic case). Training groups
@@ -474,8 +476,9 @@ class Wormhole:
         """What this process contributes at boundary ``t``: ``(started flow ids,
         samples or None)``; samples are ``(flow id, (t, cc rate bps, acked bytes, time of the last ACK advance
         ps, highest byte sent, when a pending DCQCN rate-increase timer will change the rate or -1, CNPs
-        received, pacing rate bps))`` of the unfrozen flows whose sender is local, taken every
-        ``sample_ps``; the inner tuple is what :attr:`FlowState.samples` keeps."""
+        received, pacing rate bps))`` of the flows whose sender is local, of the groups neither frozen nor
+        backed off (:data:`BACKOFF_AFTER_SAMPLES`), taken every ``sample_ps``; the inner tuple is what
+        :attr:`FlowState.samples` keeps."""
         started = []
         for lp in self.lps:
             if lp.started:
@@ -813,13 +816,16 @@ class Wormhole:
         HPCC's multiplicative step scales every window at a port by the same factor and its
         additive step adds the same ``W_AI`` to each, so flows that share a bottleneck drift
         towards equal rates (with ``GLOBAL_T`` their pacing rates are their windows over one
-        base RTT), but slowly: three flows into one host held at 23.2 / 25.6 / 39.5 Gb/s
-        were steady to theta 0.005 over 500-packet spans while their shares moved by 4-6%
-        over the next 900 us (random scenario 10 of ``bench/random_small.py``: 1.01% mean,
-        2.3% max FCT error). The max-min shares are water-filled over the group's saturated
-        ports (data and ACK load at least ``1 -`` :data:`HPCC_SATURATION` of ``U_TARGET``
-        times the rate), each port's capacity being the data load it carries now; a flow
-        more than :data:`HPCC_FAIRNESS` from its share keeps the group awake.
+        base RTT), but slowly: three flows into one host, frozen a second time at 23.2 /
+        25.6 / 39.5 Gb/s, were steady to theta 0.005 over 500-packet spans while their shares
+        moved by 4-6% over the next 900 us (random scenario 10 of ``bench/random_small.py``:
+        1.01% mean, 2.3% max FCT error). The max-min shares are water-filled over the group's
+        saturated ports (data and ACK load at least ``1 -`` :data:`HPCC_SATURATION` of
+        ``U_TARGET`` times the rate) whose flows are of one priority, each port's capacity
+        being the data load it carries now; a flow more than :data:`HPCC_FAIRNESS` from its
+        share keeps the group awake. Where HPCC does not end at max-min shares (without
+        ``GLOBAL_T``, flows of different RTTs), a group may stay awake for good: a cost in
+        speed, not in accuracy.
         """
         flows = [self.flows[f] for f in sorted(g.flows)]
         if len(flows) < 2:
@@ -830,8 +836,10 @@ class Wormhole:
         for fs in flows:
             for p in fs.data_ports:
                 crossing.setdefault(p, []).append(fs.fid)
+        pg = {fs.fid: fs.pg for fs in flows}
         room = {p: b for p, b in load.items()
-                if b + ack_load.get(p, 0.0) >= (1 - HPCC_SATURATION) * u * p.rate_bps / 8e12}
+                if b + ack_load.get(p, 0.0) >= (1 - HPCC_SATURATION) * u * p.rate_bps / 8e12
+                and len({pg[f] for f in crossing[p]}) == 1}  # strict priorities are not max-min
         if not any(len(crossing[p]) > 1 for p in room):
             return False
         share: dict = {}  # flow id -> max-min share (wire bytes/ps)
