@@ -562,7 +562,7 @@ class Wormhole:
                 # bytes are then exact, so a recording starts, and a replay jumps, from known state
                 for gid in sorted(self.groups):
                     g = self.groups[gid]
-                    if g.memo_checked or g.frozen is not None:
+                    if g.memo_checked or g.frozen is not None or g.next_check_ps > t:  # (not sampled now)
                         continue
                     if self.hpcc and not self._fresh(g):
                         g.memo_checked = True  # HPCC flows already under way: their window's past is not in the key
