@@ -223,6 +223,10 @@ def _run_mpi(comm, scn, out, until_ps, args, owner, accel) -> None:
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
                  progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
                  memo_cache=args.memo_cache)
+    except StuckError:  # every rank found it at the same boundary with the same report: rank 0 tells
+        if comm.rank == 0:
+            raise
+        sys.exit(3)
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
         msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)

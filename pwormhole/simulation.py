@@ -402,6 +402,11 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         summary["complete"] = False
         summary["interrupted"] = "SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"
     if sim.stuck is not None:
+        if comm is not None:  # every rank stops at the same boundary; each knows its own flows and ports
+            parts = comm.allgather((sim.stuck["flows"], sim.stuck["paused_ports"]))
+            sim.stuck["flows"] = sorted((f for fl, _ in parts for f in fl), key=lambda f: f["flow"])
+            sim.stuck["paused_ports"] = sorted((p for _, pp in parts for p in pp),
+                                               key=lambda p: (p["node"], p["port"]))
         summary["stuck"] = sim.stuck
     if rank0:
         if report is not None:

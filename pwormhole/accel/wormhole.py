@@ -93,6 +93,7 @@ from dataclasses import dataclass, replace
 from heapq import heapify, heappush
 
 from ..errors import InputError
+from ..lp.engine import INF_PS
 from ..net.nodes import HostPort, SwitchPort
 from ..net.cc import TM_RP, min_window_bytes
 from ..net.packet import (
@@ -1373,8 +1374,8 @@ class Wormhole:
         return advance
 
     def next_wake_ps(self) -> int:
-        """Earliest planned wake of a frozen group (``1 << 62`` when none)."""
-        w = 1 << 62
+        """Earliest planned wake of a frozen group (``INF_PS`` when none)."""
+        w = INF_PS
         for g in self.groups.values():
             if g.frozen is not None and g.frozen.wake_ps < w:
                 w = g.frozen.wake_ps

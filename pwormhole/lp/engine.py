@@ -17,7 +17,16 @@ from ..net.packet import (
     EV_TX_DONE, N_EVENT_KINDS,
 )
 
-INF_PS = 1 << 62
+INF_PS = 1 << 62  # "nothing pending": no event in a heap, no planned wake
+
+
+def next_due_ps(event_ps: int, wake_ps: int) -> int:
+    """Where the window loop must run to next: the earliest event ``event_ps``, or the
+    end of the window before a wake planned at boundary ``wake_ps`` (a wake at boundary
+    W is taken when the window ending at W closes). ``INF_PS`` in both: nothing pending."""
+    if wake_ps < INF_PS and wake_ps - 1 < event_ps:
+        return wake_ps - 1
+    return event_ps
 
 
 def handler_table() -> tuple:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from heapq import heappush
 
-from ..lp.engine import INF_PS, LogicalProcess
+from ..lp.engine import INF_PS, LogicalProcess, next_due_ps
 
 
 def exchange(lps: list[LogicalProcess]) -> None:
@@ -63,9 +63,7 @@ def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boun
     while True:
         t_min = min(lp.next_time() for lp in lps)
         if next_wake is not None:
-            w = next_wake() - 1  # a wake at boundary W is taken at the end of the window before it
-            if w < t_min:
-                t_min = w
+            t_min = next_due_ps(t_min, next_wake())
         if t_min >= stop_ps or t_min >= INF_PS:
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
         t_end = (t_min // window_ps + 1) * window_ps

@@ -19,7 +19,7 @@ import os
 import time
 from heapq import heappush
 
-from ..lp.engine import INF_PS
+from ..lp.engine import INF_PS, next_due_ps
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -116,7 +116,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     t0 = time.perf_counter()
     t_min = comm.allreduce(lp.next_time(), op=_min_op())
     if accel is not None:
-        t_min = min(t_min, accel.next_wake_ps() - 1)
+        t_min = next_due_ps(t_min, accel.next_wake_ps())
     sync_s += time.perf_counter() - t0
     windows = 0
     t_end = 0
@@ -182,7 +182,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
                 t0 = time.perf_counter()
                 t_min = comm.allreduce(mine, op=_min_op())
                 sync_s += time.perf_counter() - t0
-            t_min = min(t_min, accel.next_wake_ps() - 1)  # a frozen group's wake (same value on every rank)
+            t_min = next_due_ps(t_min, accel.next_wake_ps())  # a frozen group's wake (same value on every rank)
 
 
 def _min_op():

@@ -1,0 +1,74 @@
+"""Runs that used to end with exit 0 and a wrong answer (issue 20, cases 1, 3 and 4)."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pwormhole import cli
+from pwormhole.lp.engine import INF_PS, next_due_ps
+
+ROOT = Path(__file__).resolve().parents[1]
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+CONFIG = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"
+
+
+def _ring_deadlock(d: Path) -> list[str]:
+    """Five switches in a ring, two hosts on each; every host sends 100 MB to the host two
+    switches on (the shortest path crosses the next switch), no ECN, a 1 MB buffer: the
+    PFC pauses form a cycle of buffer dependencies. Returns the ``run`` arguments."""
+    n_sw, hosts = 5, 10
+    links = [(2 * i + j, hosts + i) for i in range(n_sw) for j in range(2)]
+    links += [(hosts + i, hosts + (i + 1) % n_sw) for i in range(n_sw)]
+    (d / "topo.txt").write_text(f"{hosts + n_sw} {n_sw} {len(links)}\n" + " ".join(str(hosts + i) for i in range(n_sw))
+                                + "\n" + "".join(f"{a} {b} 100Gbps 0.001ms 0\n" for a, b in links))
+    flows = [(2 * i + j, 2 * ((i + 2) % n_sw) + j) for i in range(n_sw) for j in range(2)]
+    (d / "flow.txt").write_text(f"{len(flows)}\n" + "".join(f"{s} {t} 3 100 100000000 0\n" for s, t in flows))
+    keep = [ln for ln in CONFIG.read_text().splitlines()
+            if not ln.startswith(("TOPOLOGY_FILE", "FLOW_FILE", "TRACE_", "FCT_OUTPUT", "PFC_OUTPUT", "QLEN_MON",
+                                  "BUFFER_SIZE", "ENABLE_QCN"))]
+    (d / "config.txt").write_text("\n".join(keep + ["ENABLE_QCN 0", "BUFFER_SIZE 1"]) + "\n")
+    return ["--topology", d / "topo.txt", "--flows", d / "flow.txt", "--config", d / "config.txt", "--no-progress"]
+
+
+def _assert_deadlock_reported(out: Path) -> None:
+    s = json.loads((out / "summary.json").read_text())
+    assert s["complete"] is False and s["flows_finished"] == 0
+    st = s["stuck"]
+    assert st["reason"] == "no event left to simulate" and st["at_ps"] < 100 * 10**6  # ~25 us, not the 4 s stop
+    assert [f["flow"] for f in st["flows"]] == list(range(10))
+    assert all(0 < f["acked_bytes"] < f["size_bytes"] for f in st["flows"])
+    # the ring's five switch-to-switch ports are paused at priority 3
+    assert len(st["paused_ports"]) == 5 and {p["node"] for p in st["paused_ports"]} == {10, 11, 12, 13, 14}
+
+
+def test_next_due_ps_tells_no_wake_from_a_wake():
+    assert next_due_ps(INF_PS, INF_PS) == INF_PS  # nothing pending: the loop must see it as such
+    assert next_due_ps(5_000, INF_PS) == 5_000
+    assert next_due_ps(INF_PS, 3_000) == 2_999  # a wake at boundary 3000 runs the window ending there
+    assert next_due_ps(1_000, 3_000) == 1_000
+
+
+@pytest.mark.parametrize("mode,extra", [("packet", []), ("wormhole", []), ("wormhole", ["--no-skip", "--no-memo"]),
+                                        ("packet", ["--lps", "3"]), ("wormhole", ["--lps", "3"])])
+def test_pfc_deadlock_is_reported_in_every_mode(tmp_path, capsys, mode, extra):
+    args = _ring_deadlock(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["run", *map(str, args), "--mode", mode, *extra, "--out", str(out)]) == 3
+    assert "pwormhole: stuck: no progress at 25.000 us" in capsys.readouterr().err
+    _assert_deadlock_reported(out)
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed")
+@pytest.mark.parametrize("mode", ["packet", "wormhole"])
+def test_pfc_deadlock_is_reported_under_mpiexec(tmp_path, mode):
+    args = _ring_deadlock(tmp_path)
+    out = tmp_path / "out"
+    r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "pwormhole", "run", *map(str, args), "--mode", mode,
+                        "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.count("pwormhole: stuck:") == 1 and "MPI_Abort" not in r.stderr
+    _assert_deadlock_reported(out)  # both ranks' stuck flows and paused ports, gathered
