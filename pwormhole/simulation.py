@@ -194,6 +194,8 @@ class PacketRun:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
+        if not self.complete and accel is not None:
+            accel.settle(self.t_end_ps)  # fast-forwarded bytes, counted up to the stop
         if not self.complete and self.stuck is None and self.t_end_ps < stop_ps:
             self.stuck = self._stuck_report(self.t_end_ps, "no event left to simulate")
         return self

@@ -72,3 +72,36 @@ def test_pfc_deadlock_is_reported_under_mpiexec(tmp_path, mode):
     assert r.returncode == 3, r.stderr
     assert r.stderr.count("pwormhole: stuck:") == 1 and "MPI_Abort" not in r.stderr
     _assert_deadlock_reported(out)  # both ranks' stuck flows and paused ports, gathered
+
+
+def _counters(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["s1_hpcc", "s2_dcqcn"])
+def test_until_counts_fast_forwarded_bytes(tmp_path, name):
+    """Stopped 1.5 ms into HPCC's reference incast (two 200 MB flows into one host, frozen by
+    then): the byte counters equal packet mode's over the same interval within 1%."""
+    d = ROOT / "tests" / "data" / "hpcc" / "reference" / name
+    args = ["--topology", d / "topology.txt", "--flows", d / "flow.txt", "--config", d / "config.txt",
+            "--until", "2.0015", "--no-progress"]
+    got = {}
+    for mode in ("packet", "wormhole"):
+        assert cli.main(["run", *map(str, args), "--mode", mode, "--out", str(tmp_path / mode)]) == 0
+        got[mode] = _counters(tmp_path / mode)
+    p, w = got["packet"], got["wormhole"]
+    assert w["skips"] >= 1 and w["events"] < p["events"] / 3 and not w["complete"]
+    assert p["bytes_sent"] > 10**7  # ~1.5 ms at 100 Gb/s into the receiver
+    for key in ("bytes_sent", "bytes_delivered"):
+        assert abs(w[key] - p[key]) <= 0.01 * p[key], (key, w[key], p[key])
+
+
+def test_until_counts_rate_level_nvlink_bytes(tmp_path):
+    """--fluid-nvlink flows stopped mid-way count the bytes their rates moved by then."""
+    args = ["--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1", "--until", "30us", "--no-progress"]
+    assert cli.main(["run", *args, "--mode", "packet", "--out", str(tmp_path / "p")]) == 0
+    assert cli.main(["run", *args, "--fluid-nvlink", "--out", str(tmp_path / "f")]) == 0
+    p, f = _counters(tmp_path / "p"), _counters(tmp_path / "f")
+    assert f["fluid_flows"] > 0 and p["flows_finished"] == f["flows_finished"] < p["flows"]
+    for key in ("bytes_sent", "bytes_delivered"):
+        assert abs(f[key] - p[key]) <= 0.01 * p[key], (key, f[key], p[key])

@@ -140,6 +140,18 @@ class FluidDomain:
         left = st[0] - st[1] * max(0, t - self.last_ps)
         return max(0, min(size, int((wire - left) * size / wire)))
 
+    def settle(self, t: int) -> None:
+        """Count the bytes of unfinished flows sent and delivered by ``t``, for a run that stops
+        at ``t`` (a flow's bytes are otherwise counted at its last byte and its delivery)."""
+        for fid, st in self.active.items():
+            flow = self.net.flows[fid]
+            up, down = st[2]
+            self.net.nodes[flow.src].bytes_sent += self.sent_bytes(fid, t)
+            self.net.nodes[flow.dst].bytes_delivered += self.sent_bytes(fid, t - up.delay_ps - down.delay_ps)
+        for fid in self.ack_ports:  # last byte sent, not yet delivered: one packet's flight from it
+            flow = self.net.flows[fid]
+            self.net.nodes[flow.dst].bytes_delivered += flow.size_bytes
+
     # -- model -------------------------------------------------------------------------
     def _post(self, t: int, arg) -> None:
         nvs = self.nvs

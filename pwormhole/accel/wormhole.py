@@ -1373,6 +1373,18 @@ class Wormhole:
                     set_rate(qp, min(rate, qp.max_rate_bps))
         return advance
 
+    def settle(self, t: int) -> None:
+        """For a run that stops at boundary ``t`` with flows unfinished: wake every frozen
+        group at ``t`` and count the bytes of rate-level NVLink flows sent by ``t``, so the
+        byte counters hold what the fast-forwarded flows moved by then."""
+        for gid in sorted(self.groups):
+            g = self.groups[gid]
+            if g.frozen is not None:
+                self._wake(g, t)
+        for dom in self.fluid_domains.values():
+            if dom.nvs.node_id in self.heap_of:
+                dom.settle(t)
+
     def next_wake_ps(self) -> int:
         """Earliest planned wake of a frozen group (``INF_PS`` when none)."""
         w = INF_PS
