@@ -19,6 +19,7 @@ from .net.build import Network
 from .report.fct import IncrementalFile, fct_line, pfc_line
 from .report.summary import percentiles, readable, write_json_atomic
 from .scenario import Scenario
+from .standalone import StandaloneFct
 from .sync.local import run_windows
 from .units import format_time
 
@@ -303,7 +304,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         memo = (MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr))
                 if memo_cache else MemoCache(fp))
     sim = PacketRun(scn, seed, n_lps, owner, comm, accel, memo)
-    standalone = [sim.net.standalone_fct_ns(f) for f in scn.flows]
+    standalone = StandaloneFct(sim.net).all_ns(scn.flows)
     fct_file = pfc_file = None
     if rank0:
         fct_file = IncrementalFile(os.path.join(out_dir, cfg.fct_output_name))

@@ -20,7 +20,7 @@ from ..workload.flows import Flow
 from ..workload.dag import Dag
 from .dagrun import DagRuntime
 from .nodes import Host, HostPort, Switch, SwitchPort
-from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_OP_START, STANDALONE_HEADER_BYTES, ecmp_hash
+from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_OP_START, ecmp_hash
 
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 
@@ -245,13 +245,6 @@ class Network:
             return self.max_rtt_ps, self.max_bdp_bytes
         rtt, _, bdp = self.pair(flow.src, flow.dst)
         return rtt, bdp
-
-    def standalone_fct_ns(self, flow: Flow) -> int:
-        """FCT of the flow alone on its path, as ``third.cc`` prints it (ns)."""
-        rtt_ps, bw, _ = self.pair(flow.src, flow.dst)
-        mtu = self.cfg.packet_payload_bytes
-        total = flow.size_bytes + ((flow.size_bytes - 1) // mtu + 1) * STANDALONE_HEADER_BYTES
-        return rtt_ps // 1000 + total * 8_000_000_000 // bw
 
     # -- scheduling -----------------------------------------------------------
     def initial_events(self) -> list[tuple]:

@@ -53,8 +53,6 @@ INT_HEADER_BYTES = 42
 ACK_MIN_BYTES = 48
 ACK_INT_BYTES = 76
 PFC_FRAME_BYTES = 64
-# third.cc's standalone FCT counts this many header bytes per packet
-STANDALONE_HEADER_BYTES = 48
 
 
 def ecmp_hash(src: int, dst: int, sport: int, dport: int) -> int:

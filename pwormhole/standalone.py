@@ -1,0 +1,134 @@
+"""Standalone FCT: how long a flow takes alone in the network (the ``fct.txt`` column
+and the denominator of the slowdown).
+
+A flow alone is simulated packet by packet on a copy of its route (a line of its
+links, with the real network's QP window and configuration), so a flow alone has
+slowdown 1 under either congestion control, whatever its size: HPCC slowing to
+``U_TARGET``, INT headers, a short last packet and the ACK's way back are all in it.
+HPCC's ``third.cc`` prints a formula instead (one RTT plus the bytes with 48-byte
+headers at the bottleneck rate), which a lone sub-packet flow beats.
+
+A flow of ``n`` packets (the last of ``L`` bytes) is simulated whole when short.
+Longer ones are composed: the FCT of ``TAIL_PACKETS`` packets ending with the same
+``L`` bytes, plus the time the lone flow on that route takes to deliver packets
+``TAIL_PACKETS - 1 .. n - 1`` (one reference run per route, the longest flow of
+that route or ``REFERENCE_PACKETS``, or, for DCQCN at line rate on a route no slower
+than its NIC, until ``STEADY_PACKETS`` deliveries in a row came at one spacing; past
+it, the last ``GAP_PACKETS`` spacings are extended). The sender does not know a flow's size until its last packet, so
+the two are the same flow up to its tail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from heapq import heappop
+
+from .config import CC_DCQCN
+from .lp.engine import LogicalProcess
+from .net.build import Network
+from .topology.model import Link, Topology
+from .workload.flows import Flow
+
+TAIL_PACKETS = 16
+REFERENCE_PACKETS = 4096
+GAP_PACKETS = 64
+STEADY_PACKETS = 256
+
+
+def route_links(net: Network, flow: Flow) -> list:
+    """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses."""
+    node = net.nodes[flow.src]
+    h = node.flow_hash[flow.flow_id]
+    out = []
+    while node.node_id != flow.dst:
+        port = node.route_port(flow.dst, h)
+        out.append((port.rate_bps, port.delay_ps, port.peer.node_id in net.topo.nvswitches))
+        node = port.peer
+    return out
+
+
+class StandaloneFct:
+    """Standalone FCTs (ns) of the flows of ``net``, memoized by route and size."""
+
+    def __init__(self, net: Network):
+        self.net = net
+        # alone: no loss; GLOBAL_T so that the copy's QPs take the real network's window
+        self.cfg = replace(net.cfg, error_rate_per_link=0.0, global_t=True)
+        self.mtu = net.cfg.packet_payload_bytes
+        self._fct: dict = {}  # (route key, size) -> FCT ps
+        self._gaps: dict = {}  # route key -> delivery times of a lone long flow's packets
+        self._longest: dict = {}  # route key -> packets of its longest flow
+
+    def all_ns(self, flows) -> list[int]:
+        """Standalone FCT (ns, rounded) of each flow, in order."""
+        keys = []
+        for f in flows:
+            key = (tuple(route_links(self.net, f)), self.net.qp_window(f))
+            keys.append(key)
+            n = -(-f.size_bytes // self.mtu)
+            self._longest[key] = max(self._longest.get(key, 0), n)
+        return [(self.fct_ps(key, f.size_bytes) + 500) // 1000 for key, f in zip(keys, flows)]
+
+    def fct_ps(self, key, size_bytes: int) -> int:
+        n = -(-size_bytes // self.mtu)
+        if n <= TAIL_PACKETS:
+            return self._alone_ps(key, size_bytes)
+        last = size_bytes - (n - 1) * self.mtu
+        tail = self._alone_ps(key, (TAIL_PACKETS - 1) * self.mtu + last)
+        d = self._delivered_ps(key)
+        return tail + self._at(d, n - 1) - self._at(d, TAIL_PACKETS - 1)
+
+    @staticmethod
+    def _at(d: list, i: int) -> int:
+        """Delivery time of full packet ``i`` (1-based) of the reference flow, extended past its end."""
+        if i <= len(d):
+            return d[i - 1]
+        k = min(GAP_PACKETS, len(d) - 1)
+        return d[-1] + (d[-1] - d[-1 - k]) * (i - len(d)) // k
+
+    def _alone_ps(self, key, size_bytes: int) -> int:
+        fct = self._fct.get((key, size_bytes))
+        if fct is None:
+            fct = self._fct[(key, size_bytes)] = self._simulate(key, size_bytes, None)
+        return fct
+
+    def _delivered_ps(self, key) -> list:
+        d = self._gaps.get(key)
+        if d is None:
+            n = min(self._longest.get(key, REFERENCE_PACKETS), REFERENCE_PACKETS)
+            d = []
+            self._simulate(key, max(n, TAIL_PACKETS) * self.mtu, d)
+            self._gaps[key] = d
+        return d
+
+    def _simulate(self, key, size_bytes: int, delivered: list | None) -> int:
+        """FCT (ps) of a lone flow on a line copy of route ``key``; with ``delivered``, also
+        appends the delivery time of each of its packets."""
+        hops, (rtt_ps, win_bytes) = key
+        n = len(hops) + 1  # node 0: source, 1..n-2: switches, n-1: destination
+        links = [Link(i, i + 1, rate, delay) for i, (rate, delay, _) in enumerate(hops)]
+        nv = frozenset(i + 1 for i, (_, _, is_nv) in enumerate(hops) if is_nv and i + 1 < n - 1)
+        topo = Topology(n, frozenset(range(1, n - 1)), links, name="alone", nvswitches=nv)
+        flow = Flow(0, 0, n - 1, 3, 100, size_bytes, 0)
+        net = Network(topo, [flow], self.cfg)
+        net.max_rtt_ps, net.max_bdp_bytes = rtt_ps, win_bytes  # the real network's QP window
+        lp = LogicalProcess(0, net.nodes, net.initial_events(), [0] * n)
+        heap, handlers, dst = lp.heap, lp.handlers, net.nodes[n - 1]
+        got = 0
+        same = 0  # deliveries in a row at the same spacing
+        # DCQCN alone at line rate, on a route no slower than the NIC, is stationary (no queue, no
+        # ECN mark, nothing to recover): its reference may stop once its spacing has settled
+        stationary = self.cfg.cc_mode == CC_DCQCN and min(r for r, _, _ in hops) == hops[0][0]
+        src = net.nodes[0]
+        while heap and not lp.finished:
+            t, _, kind, target, arg = heappop(heap)
+            handlers[kind](target, arg, t)
+            if delivered is not None and dst.bytes_delivered != got:
+                got = dst.bytes_delivered
+                same = same + 1 if len(delivered) > 1 and t - delivered[-1] == delivered[-1] - delivered[-2] else 0
+                delivered.append(t)
+                if same >= STEADY_PACKETS and stationary and src.sqp[0].rate_bps == src.sqp[0].max_rate_bps:
+                    return 0
+        if not lp.finished:
+            raise RuntimeError(f"a lone flow of {size_bytes} B did not finish on route {hops}")
+        return lp.finished[0][1]
