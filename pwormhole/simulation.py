@@ -2,9 +2,9 @@
 
 Outputs: ``fct.txt`` and ``pfc.txt`` (HPCC formats, written incrementally as
 ``*.part`` and renamed when the run ends), ``summary.json`` (keys in
-:mod:`pwormhole.report.summary`); all written by :mod:`pwormhole.outfiles`. Flow completions and PFC records are
-collected at window boundaries, in ``(time, flow id)`` order, so the files
-are the same whatever the number of LPs.
+:mod:`pwormhole.report.summary`), all by :mod:`pwormhole.outfiles`. Flow
+completions and PFC records are collected at window boundaries, in ``(time,
+flow id)`` order, so the files are the same whatever the number of LPs.
 """
 
 from __future__ import annotations

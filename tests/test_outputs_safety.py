@@ -189,8 +189,8 @@ def test_summary_is_written_before_a_failing_memo_cache_save(tmp_path, monkeypat
 
 def _config(tmp_path, *lines) -> Path:
     p = tmp_path / "config.txt"
-    p.write_text("\n".join([f"TOPOLOGY_FILE {INCAST / 'star9_topology.txt'}", f"FLOW_FILE {INCAST / 'incast8_flows.txt'}",
-                            "CC_MODE 1", "BUFFER_SIZE 1", *lines]) + "\n")
+    p.write_text("\n".join([f"TOPOLOGY_FILE {INCAST / 'star9_topology.txt'}",
+                            f"FLOW_FILE {INCAST / 'incast8_flows.txt'}", "CC_MODE 1", "BUFFER_SIZE 1", *lines]) + "\n")
     return p
 
 
@@ -324,4 +324,5 @@ def test_replacing_existing_outputs_is_said_in_one_line(tmp_path, capsys):
     assert not any("warning" in ln for ln in _stderr_lines(capsys))
     (tmp_path / "pfc.txt").unlink()
     assert cli.main(RUN + ["--out", str(tmp_path)]) == 0
-    assert _stderr_lines(capsys) == [f"pwormhole: warning: replacing existing files in {tmp_path}: fct.txt, summary.json"]
+    warning = f"pwormhole: warning: replacing existing files in {tmp_path}: fct.txt, summary.json"
+    assert _stderr_lines(capsys) == [warning]
