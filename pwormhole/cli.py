@@ -1,7 +1,8 @@
 """Command line: ``pwormhole run | ...``.
 
 User mistakes (``InputError``) print one line ``pwormhole: error: ...`` and
-exit with status 2, never a traceback.
+exit with status 2, never a traceback; so do output files that cannot be
+written (``OutputError``, status 4).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import os
 import sys
 
-from .errors import InputError, StuckError, Terminated
+from .errors import InputError, OutputError, StuckError, Terminated
 from .units import parse_time_ps
 
 
@@ -140,6 +141,7 @@ def _run(args) -> int:
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a bad folder is reported at once
+    _check_memo_cache(args)
     scn = _load_scenario(args)
     for w in scn.warnings:
         print(f"pwormhole: warning: {w}", file=sys.stderr)
@@ -173,6 +175,13 @@ def _run(args) -> int:
         return 0
     _run_mpi(comm, scn, out, until_ps, args, owner, accel)
     return 0
+
+
+def _check_memo_cache(args) -> None:
+    """A ``--memo-cache`` that cannot be saved is reported before any work (as ``--out`` is)."""
+    if args.memo_cache and not args.no_memo and (args.mode or "wormhole") == "wormhole":
+        from .outfiles import check_file_writable
+        check_file_writable(args.memo_cache, "--memo-cache")
 
 
 def _accel_config(args, comm):
@@ -228,9 +237,9 @@ def _run_mpi(comm, scn, out, until_ps, args, owner, accel) -> None:
             raise
         sys.exit(3)
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
-        msg = str(e) if isinstance(e, InputError) else f"{type(e).__name__}: {e}"
+        msg = str(e) if isinstance(e, (InputError, OutputError)) else f"{type(e).__name__}: {e}"
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
-        abort(comm, 2 if isinstance(e, InputError) else 1)
+        abort(comm, 2 if isinstance(e, InputError) else 4 if isinstance(e, OutputError) else 1)
     if comm.rank == 0:
         print(f"outputs in {out}/ ({comm.size} ranks)")
 
@@ -243,6 +252,7 @@ def _compare(args) -> int:
         raise InputError("compare runs both modes; drop --mode")
     if args.out:
         prepare_out_dir(args.out)
+    _check_memo_cache(args)
     scn = _load_scenario(args)
     for w in scn.warnings:
         print(f"pwormhole: warning: {w}", file=sys.stderr)
@@ -366,7 +376,9 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Exit status: 0 done, 2 input error, 3 no progress (stuck), 130 SIGINT, 143 SIGTERM."""
+    """Exit status: 0 done, 2 input error, 3 no progress (stuck), 4 an output file
+    could not be written (disk full; the others are written, unfinished ones left
+    as ``NAME.part``), 130 SIGINT, 143 SIGTERM."""
     import signal
 
     parser = build_parser()
@@ -383,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     except StuckError as e:
         print(f"pwormhole: stuck: {e}", file=sys.stderr)
         return 3
+    except OutputError as e:
+        print(f"pwormhole: error: {e}", file=sys.stderr)
+        return 4
     except KeyboardInterrupt:
         print("pwormhole: interrupted (SIGINT); outputs so far are written", file=sys.stderr)
         return 130

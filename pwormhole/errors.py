@@ -40,3 +40,10 @@ class StuckError(Exception):
 class Terminated(Exception):
     """SIGTERM arrived (e.g. Slurm's time limit); the CLI exits with status 143
     after the outputs so far are written (``summary.json`` says ``complete: false``)."""
+
+
+class OutputError(Exception):
+    """An output file could not be written (a full disk, a read-only folder);
+    the message is one line ``cannot write PATH: REASON``. The CLI prints it and
+    exits with status 4; the other outputs are still written, and the files not
+    finished are left as ``NAME.part``."""

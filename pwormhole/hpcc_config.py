@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
 from pwormhole.errors import InputError
+from pwormhole.outfiles import check_output_name
 from pwormhole.tokens import open_text, to_float, to_int
 from pwormhole.topology.model import Topology
 from pwormhole.units import PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
@@ -116,6 +117,8 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
       absolute paths [``topology_file``, ``flow_file``, ``trace_file``];
     * FCT_OUTPUT_FILE, PFC_OUTPUT_FILE: only the base name is kept
       [``fct_output_name``, ``pfc_output_name``]; outputs go under ``--out``;
+      a name of pwormhole's own outputs (``summary.json``...), ``..``, a
+      ``.part`` name, or the same name for both is an error;
     * accepted and ignored: TRACE_OUTPUT_FILE, ENABLE_TRACE, PINT_LOG_BASE,
       PINT_PROB, QLEN_MON_FILE, QLEN_MON_START, QLEN_MON_END; PAUSE_TIME,
       DATA_RATE and LINK_DELAY are ignored with a warning (not modelled).
@@ -244,6 +247,9 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 name = PurePosixPath(v.replace("\\", "/")).name
                 if not name:
                     raise err(f"{key} value {v!r} has no file name")
+                why = check_output_name(name)
+                if why:
+                    raise err(f"{key} value {v!r}: {name!r} {why}; choose another name")
                 setattr(cfg, _OUTPUT_NAMES[key], name)
             elif key in _ACCEPTED:
                 if not vals:
@@ -260,6 +266,11 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                                     f"the last value is used")
                 seen[key] = lineno
 
+    if cfg.fct_output_name == cfg.pfc_output_name:  # only set names can clash: the defaults differ
+        key, line = max(((k, seen[k]) for k in _OUTPUT_NAMES if k in seen), key=lambda kl: kl[1])
+        raise InputError(f"{key} names the file {cfg.fct_output_name!r} of both FCT_OUTPUT_FILE and "
+                         f"PFC_OUTPUT_FILE (only its base name is used, under --out); give them different names",
+                         spath, line)
     setattr(cfg, _KEY_LINES_ATTR, dict(seen))
     return cfg, warnings
 

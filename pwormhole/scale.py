@@ -49,7 +49,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .errors import InputError
+from .errors import InputError, OutputError
+from .outfiles import atomic, save_figure
 from .report.summary import write_csv_atomic
 
 COLUMNS = ("mode", "ranks", "status", "wall_s", "sync_wall_s", "events", "speedup", "efficiency", "identical",
@@ -205,7 +206,7 @@ def _run_local(runs: list[Run], run_args: list[str], args) -> None:
             output = out + output
         except OSError as e:
             rc, output = -1, f"error: cannot start {cmd[0]}: {e}"
-        with open(os.path.join(args.out, "logs", f"{run.mode}-ranks{run.ranks}.log"), "w") as fh:
+        with atomic(os.path.join(args.out, "logs", f"{run.mode}-ranks{run.ranks}.log")) as fh:
             fh.write(" ".join(shlex.quote(c) for c in cmd) + "\n" + output)
         _collect(run, rc, output)
         _progress(run, i, len(runs))
@@ -250,7 +251,7 @@ def _run_slurm(runs: list[Run], run_args: list[str], args) -> None:
     for run in runs:
         base = os.path.join(folder, f"{run.mode}-ranks{run.ranks}")
         log = base + ".log"
-        with open(base + ".sbatch", "w") as fh:
+        with atomic(base + ".sbatch") as fh:
             fh.write(sbatch_script(run, run_args, log, args.sbatch_arg, not args.shared))
         p = subprocess.run(["sbatch", "--parsable", base + ".sbatch"], capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
@@ -362,10 +363,7 @@ def plot(path: str, rows: list[dict], title: str) -> bool:
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    tmp = path + ".part.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)
     return True
 
 
@@ -430,6 +428,9 @@ def cli(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"pwormhole: error: {e}", file=sys.stderr)
         return 2
+    except OutputError as e:
+        print(f"pwormhole: error: {e}", file=sys.stderr)
+        return 4
     except KeyboardInterrupt:
         print("pwormhole: interrupted", file=sys.stderr)
         return 130

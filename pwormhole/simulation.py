@@ -2,9 +2,9 @@
 
 Outputs: ``fct.txt`` and ``pfc.txt`` (HPCC formats, written incrementally as
 ``*.part`` and renamed when the run ends), ``summary.json`` (keys in
-:mod:`pwormhole.report.summary`). Flow completions and PFC records are
-collected at window boundaries, in ``(time, flow id)`` order, so the files
-are the same whatever the number of LPs.
+:mod:`pwormhole.report.summary`), all by :mod:`pwormhole.outfiles`. Flow
+completions and PFC records are collected at window boundaries, in ``(time,
+flow id)`` order, so the files are the same whatever the number of LPs.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import os
 import sys
 import time
 
-from .errors import InputError, StuckError, Terminated
+from .errors import InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
+from .outfiles import check_file_writable, check_output_name, create_fresh, existing
 from .report.fct import IncrementalFile, fct_line, pfc_line
 from .report.summary import percentiles, readable, write_json_atomic
 from .scenario import Scenario
@@ -31,11 +32,53 @@ def prepare_out_dir(out_dir: str) -> None:
     try:
         os.makedirs(out_dir, exist_ok=True)
         probe = os.path.join(out_dir, f".pwormhole-write-test-{os.getpid()}")
-        with open(probe, "w") as fh:
-            fh.write("ok")
+        os.close(create_fresh(probe))
         os.remove(probe)
     except OSError as e:
         raise InputError(f"cannot write output folder {out_dir!r}: {e.strerror or e}") from None
+
+
+def output_names(scn: Scenario, plot: bool = False) -> list[str]:
+    """The files :func:`simulate` writes in its output folder."""
+    names = [scn.config.fct_output_name, scn.config.pfc_output_name, "summary.json"]
+    if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):
+        names.append("collectives.csv")
+        if plot:
+            names.append("timeline.png")
+    return names
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file (their folders resolved, their last parts not followed)."""
+    def norm(p):
+        p = os.path.abspath(p)
+        return os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p))
+    return norm(a) == norm(b)
+
+
+def check_outputs(out_dir: str, names: list[str], source: str | None = None, memo_cache: str | None = None) -> None:
+    """Before simulating: the output ``names`` (the first two from the config
+    ``source``) are plain distinct names, none is a folder in ``out_dir``, a
+    ``memo_cache`` can be written and is none of them (InputError otherwise);
+    a warning names the existing files that the run will replace."""
+    for name in names[:2]:
+        why = check_output_name(name)
+        if why:
+            raise InputError(f"output file name {name!r} {why}", source)
+    if names[0] == names[1]:
+        raise InputError(f"the FCT and PFC output files have the same name {names[0]!r}", source)
+    for name in names:
+        if os.path.isdir(os.path.join(out_dir, name)):
+            raise InputError(f"cannot write {os.path.join(out_dir, name)}: it is a folder")
+    if memo_cache:
+        check_file_writable(memo_cache, "--memo-cache")
+        for name in names:
+            for p in (os.path.join(out_dir, name), os.path.join(out_dir, name + ".part")):
+                if _same_file(memo_cache, p) or _same_file(memo_cache + ".part", p):
+                    raise InputError(f"--memo-cache {memo_cache!r} is the run's output {p}; give another file")
+    replaced = existing(out_dir, names)
+    if replaced:
+        print(f"pwormhole: warning: replacing existing files in {out_dir}: {', '.join(replaced)}", file=sys.stderr)
 
 
 class _Progress:
@@ -282,12 +325,22 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     communication and exposed communication, ns) to the summary
     (:mod:`pwormhole.report.training`).
 
+    Output names are checked before simulating (:func:`check_outputs`).
+    ``summary.json`` is written before the optional outputs (``collectives.csv``,
+    ``timeline.png``, the memo cache); a write error does not stop the run nor
+    the other outputs: the file stays as ``NAME.part`` and ``summary.json``
+    lists the errors known when it is written in ``output_errors``.
+
     Raises:
-        InputError: unwritable output folder or an inconsistent scenario.
+        InputError: unwritable output folder, clashing output names or an inconsistent scenario.
+        OutputError: an output could not be written (after everything else was).
     """
     rank0 = comm is None or comm.rank == 0
+    if accel is None or not accel.memo:
+        memo_cache = None
     if rank0:
         prepare_out_dir(out_dir)
+        check_outputs(out_dir, output_names(scn, plot), scn.config.source, memo_cache)
     parts = comm.size if comm is not None else n_lps
     plan = None
     if owner is None and parts > 1:
@@ -332,10 +385,14 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         sim.run(until_ps, on_flows, on_pfc, progress if rank0 else False)
     except (KeyboardInterrupt, Terminated) as e:
         interrupted = e  # write what we have, then let the CLI exit 130 / 143
-    finally:
-        if rank0:
-            fct_file.commit()
-            pfc_file.commit()
+    except BaseException:
+        if rank0:  # a failed run: its files stay as .part
+            fct_file.close_partial()
+            pfc_file.close_partial()
+        raise
+    write_errors: list[str] = []  # one line per output not written (a write error does not stop the run)
+    if rank0:
+        write_errors += [f.error for f in (fct_file, pfc_file) if not f.commit()]
     counters = sim.counters()
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]
@@ -387,8 +444,6 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
                                   "sample_ps": sim.accel.sample_ps, "min_span_packets": sim.accel.min_span_bytes,
                                   "margin_rtts": accel.margin_rtts, "skip": accel.skip, "memo": accel.memo,
                                   "fluid_nvlink": accel.fluid_nvlink}})
-        if memo is not None and memo_cache and rank0:
-            memo.save(memo_cache)
     report = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         from .report.training import training_report
@@ -411,13 +466,23 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             sim.stuck["paused_ports"] = sorted((p for _, pp in parts for p in pp),
                                                key=lambda p: (p["node"], p["port"]))
         summary["stuck"] = sim.stuck
+    if write_errors:
+        summary["output_errors"] = list(write_errors)
     if rank0:
+        def attempt(write, *args):  # write what we can: a failed output does not stop the others
+            try:
+                write(*args)
+            except OutputError as e:
+                write_errors.append(str(e))
+
+        attempt(write_json_atomic, os.path.join(out_dir, "summary.json"), summary)  # first: the main result
         if report is not None:
             from .report.training import plot_timeline, write_collectives_csv
-            write_collectives_csv(os.path.join(out_dir, "collectives.csv"), report["collectives"])
+            attempt(write_collectives_csv, os.path.join(out_dir, "collectives.csv"), report["collectives"])
             if plot:
-                plot_timeline(os.path.join(out_dir, "timeline.png"), report, scn.name)
-        write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
+                attempt(plot_timeline, os.path.join(out_dir, "timeline.png"), report, scn.name)
+        if memo is not None and memo_cache:
+            attempt(memo.save, memo_cache)
         if not quiet:
             print(readable(summary))
             if summary["ranks"] > 1:
@@ -427,6 +492,10 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             if not sim.complete:
                 print(f"stopped at {format_time(summary['sim_time_ps'])} with "
                       f"{len(scn.flows) - len(fcts_ns)} flows unfinished")
+    if write_errors:
+        write_error = OutputError("; ".join(write_errors))
+        if interrupted is not None or sim.stuck is not None:  # their exit status wins; the error is still said
+            print(f"pwormhole: error: {write_error}", file=sys.stderr)
     if interrupted is not None:
         raise interrupted
     if sim.stuck is not None:
@@ -438,4 +507,6 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         more = "" if len(st["flows"]) <= 10 else f" (+{len(st['flows']) - 10} more)"
         raise StuckError(f"no progress at {format_time(st['at_ps'])}: {st['reason']}; stuck flows: {fl}{more}; "
                          f"paused ports: {pp}; partial outputs kept in {out_dir}")
+    if write_errors:
+        raise write_error
     return summary

@@ -198,11 +198,10 @@ class MemoCache:
         return {"format": FORMAT, "fingerprint": self.fingerprint, "entries": out}
 
     def save(self, path: str) -> None:
-        """Write the cache as JSON (atomically)."""
-        tmp = path + ".part"
-        with open(tmp, "w") as fh:
+        """Write the cache as JSON (as ``PATH.part``, renamed; OutputError on a write error)."""
+        from ..outfiles import atomic
+        with atomic(path) as fh:
             json.dump(self._data(), fh)
-        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str, fingerprint: str, warn) -> "MemoCache":

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
 from ..net.packet import ACK_INT_BYTES, DATA_HEADER_BYTES
+from ..outfiles import atomic
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops
 
@@ -54,7 +55,8 @@ class PartitionPlan:
     part_weights: list[int] = field(default_factory=list)
 
     def to_json(self, path: str) -> None:
-        with open(path, "w") as fh:
+        """The plan as JSON (as ``PATH.part``, renamed; OutputError on a write error)."""
+        with atomic(path) as fh:
             json.dump(asdict(self), fh, indent=1)
             fh.write("\n")
 

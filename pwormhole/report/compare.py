@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 
 import numpy as np
 
+from ..outfiles import existing, save_figure
 from .summary import write_json_atomic
 
 
@@ -59,6 +61,9 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
     from ..simulation import simulate
 
     os.makedirs(out, exist_ok=True)
+    replaced = existing(out, ("compare.json", "fct_error_cdf.png"))
+    if replaced:
+        print(f"pwormhole: warning: replacing existing files in {out}: {', '.join(replaced)}", file=sys.stderr)
     pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
     ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
     ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
@@ -137,7 +142,4 @@ def _plot_cdf(path: str, err: np.ndarray, title: str) -> None:
     ax.set_title(f"{title}: Wormhole FCT error")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    tmp = path + ".part.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)

@@ -10,7 +10,8 @@ node_type(1 switch, 0 host) if_index(1-based port) kind(1 pause, 0 resume)``.
 
 from __future__ import annotations
 
-import os
+from ..errors import OutputError
+from ..outfiles import PartFile, write_error
 
 
 def hpcc_ip(node_id: int) -> str:
@@ -33,22 +34,45 @@ def pfc_line(rec) -> str:
 
 
 class IncrementalFile:
-    """A text file written as results come in, as ``NAME.part``, renamed to
-    ``NAME`` by :meth:`commit` (so a finished name is never half-written)."""
+    """A text file written as results come in, as ``NAME.part`` (created fresh,
+    never through a link), renamed to ``NAME`` by :meth:`commit` only when every
+    write and the close succeeded (so a finished name is never half-written).
+
+    A write error does not stop the run: its one-line message is kept in
+    ``error``, later lines are dropped and the ``.part`` stays. Creating the
+    file raises OutputError (nothing was simulated yet).
+    """
 
     def __init__(self, path: str):
         self.path = path
         self.part = path + ".part"
-        self.fh = open(self.part, "w")
+        self.error: str | None = None
+        try:
+            self._file = PartFile(path)
+        except OSError as e:
+            raise OutputError(write_error(path, e)) from None
 
     def write_lines(self, lines) -> None:
-        self.fh.writelines(lines)
-        self.fh.flush()
+        if self.error is not None:
+            return
+        try:
+            self._file.fh.writelines(lines)
+            self._file.fh.flush()
+        except OSError as e:
+            self.error = write_error(self.path, e)
+            self._file.abandon()
 
-    def commit(self) -> None:
-        self.fh.close()
-        os.replace(self.part, self.path)
+    def commit(self) -> bool:
+        """Rename to ``NAME``; False (``error`` says why, the ``.part`` stays) after a write error."""
+        if self.error is None:
+            try:
+                self._file.commit()
+                return True
+            except OSError as e:
+                self.error = write_error(self.path, e)
+                self._file.abandon()
+        return False
 
     def close_partial(self) -> None:
-        """Close without renaming (interrupted run): the ``.part`` file is kept."""
-        self.fh.close()
+        """Close without renaming (a failed run): the ``.part`` file is kept."""
+        self._file.abandon()

@@ -9,16 +9,19 @@ max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 ``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
 errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``; for
 training workloads also ``iterations``, ``iteration_time_ns``,
-``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`).
+``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`);
+``output_errors`` (one line per output file that could not be written) only
+when there were some.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 
 import numpy as np
+
+from ..outfiles import atomic
 
 
 def percentiles(values) -> dict:
@@ -31,21 +34,18 @@ def percentiles(values) -> dict:
 
 
 def write_json_atomic(path: str, data: dict) -> None:
-    tmp = path + ".part"
-    with open(tmp, "w") as fh:
+    """``data`` as indented JSON, written as ``PATH.part`` and renamed (OutputError on a write error)."""
+    with atomic(path) as fh:
         json.dump(data, fh, indent=2, sort_keys=False)
         fh.write("\n")
-    os.replace(tmp, path)
 
 
 def write_csv_atomic(path: str, columns, rows: list[dict]) -> None:
-    """Rows as CSV with a header of ``columns``, written as ``PATH.part`` and renamed."""
-    tmp = path + ".part"
-    with open(tmp, "w", newline="") as fh:
+    """Rows as CSV with a header of ``columns``, written as ``PATH.part`` and renamed (OutputError on a write error)."""
+    with atomic(path) as fh:
         w = csv.DictWriter(fh, fieldnames=columns)
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
 
 
 def readable(summary: dict) -> str:

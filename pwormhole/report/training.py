@@ -16,11 +16,10 @@ Definitions:
 
 from __future__ import annotations
 
-import os
-
+from ..outfiles import save_figure
 from ..workload.collectives import BUS_FACTOR
-from .summary import write_csv_atomic
 from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
+from .summary import write_csv_atomic
 
 
 def op_interval(dag: Dag, op: int, op_times: dict, flow_start: dict, flow_finish: dict):
@@ -160,7 +159,4 @@ def plot_timeline(path: str, report: dict, title: str = "", max_gpus: int = 64) 
     ax.set_title(title or "per-GPU timeline")
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    tmp = path + ".part.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)

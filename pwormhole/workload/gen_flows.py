@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pwormhole.errors import InputError
+from pwormhole.outfiles import atomic
 from pwormhole.tokens import open_text, to_float
 from pwormhole.topology.model import Topology
 from pwormhole.units import PS_PER_S, format_rate, parse_rate_bps, parse_time_ps
@@ -255,22 +256,12 @@ def write_hpcc_flows(path: str | os.PathLike, flows: list[Flow]) -> None:
 
     Start times are written as exact decimal seconds, so reading the file back
     gives the same picoseconds. The file is written to ``PATH.part`` and renamed
-    when complete. Raises InputError when the file cannot be written.
+    when complete. Raises OutputError when the file cannot be written.
     """
-    path = str(path)
-    part = path + ".part"
-    try:
-        with open(part, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(f"{len(flows)}\n")
-            for f in flows:
-                fh.write(f"{f.src} {f.dst} {f.pg} {f.dport} {f.size_bytes} {_format_seconds(f.start_ps)}\n")
-        os.replace(part, path)
-    except OSError as e:
-        try:
-            os.remove(part)
-        except OSError:
-            pass
-        raise InputError(f"cannot write flow file: {e.strerror or e}", path) from None
+    with atomic(str(path)) as fh:
+        fh.write(f"{len(flows)}\n")
+        for f in flows:
+            fh.write(f"{f.src} {f.dst} {f.pg} {f.dport} {f.size_bytes} {_format_seconds(f.start_ps)}\n")
 
 
 # -- command line ---------------------------------------------------------------

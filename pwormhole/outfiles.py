@@ -1,0 +1,169 @@
+"""Writing output files safely: every writer of pwormhole goes through here.
+
+Rules:
+
+* a file is written as ``NAME.part`` and renamed to ``NAME`` only after every
+  write and the close succeeded, so a final name never holds an empty or
+  truncated file; on a write error the ``.part`` is kept;
+* ``NAME.part`` is created fresh (``O_CREAT | O_EXCL | O_NOFOLLOW``) after any
+  stale entry of that name is removed, so a link planted there is removed,
+  never followed; ``os.replace`` onto ``NAME`` replaces a link at ``NAME``
+  itself, never its target;
+* a write error becomes :class:`~pwormhole.errors.OutputError` with one line
+  ``cannot write PATH: REASON``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from contextlib import contextmanager
+
+from .errors import InputError, OutputError
+
+_CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+
+# names pwormhole writes itself (run, compare, scale); config-file output names may not take them
+OWN_OUTPUT_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "compare.json",
+                              "fct_error_cdf.png", "packet", "wormhole", "scaling.csv", "scaling.png",
+                              "logs", "slurm"})
+PART_SUFFIX = ".part"
+
+
+def write_error(path: str, e: OSError) -> str:
+    """The one-line message of a failed write of ``path``."""
+    return f"cannot write {path}: {e.strerror or e}"
+
+
+def create_fresh(path: str) -> int:
+    """A new file at ``path`` opened for writing (a file descriptor), created
+    with ``O_EXCL | O_NOFOLLOW``; an existing entry there (a stale file or a
+    link) is removed first, never written through. OSError when impossible."""
+    for _ in range(4):
+        try:
+            return os.open(path, _CREATE_FLAGS, 0o666)
+        except FileExistsError:
+            try:
+                os.unlink(path)  # a link is removed itself
+            except FileNotFoundError:
+                pass
+    raise OSError(errno.EEXIST, "the file keeps being re-created by someone else", path)
+
+
+class PartFile:
+    """``PATH.part`` open for writing (text in UTF-8, or bytes with ``binary``);
+    :meth:`commit` closes it and renames it to ``PATH``. Errors are OSError."""
+
+    def __init__(self, path: str, binary: bool = False):
+        self.path = str(path)
+        self.part = self.path + PART_SUFFIX
+        fd = create_fresh(self.part)
+        try:
+            self.fh = self._open(fd, binary)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    @staticmethod
+    def _open(fd: int, binary: bool):
+        if binary:
+            return os.fdopen(fd, "wb")
+        return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+    def commit(self) -> None:
+        """Close and rename to ``PATH`` (on an OSError the ``.part`` stays)."""
+        self.fh.close()
+        os.replace(self.part, self.path)
+
+    def abandon(self) -> None:
+        """Close without renaming: the ``.part`` is kept (close errors are ignored)."""
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+
+
+@contextmanager
+def atomic(path: str, binary: bool = False):
+    """``with atomic(path) as fh:`` writes ``PATH.part`` and renames it to
+    ``PATH`` when the block ends; an OSError becomes OutputError (the ``.part``
+    is kept)."""
+    path = str(path)
+    try:
+        f = PartFile(path, binary)
+    except OSError as e:
+        raise OutputError(write_error(path, e)) from None
+    try:
+        yield f.fh
+        f.commit()
+    except OSError as e:
+        f.abandon()
+        raise OutputError(write_error(path, e)) from None
+    except BaseException:
+        f.abandon()
+        raise
+
+
+def write_text(path: str, text: str) -> None:
+    """``text`` to ``path`` by :func:`atomic`."""
+    with atomic(path) as fh:
+        fh.write(text)
+
+
+def save_figure(fig, path: str, dpi: int = 110) -> None:
+    """A matplotlib figure as a PNG at ``path`` by :func:`atomic`; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic(path, binary=True) as fh:
+            fig.savefig(fh, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
+
+
+def check_folder_writable(folder: str, what: str, create: bool = False) -> None:
+    """InputError unless a file can be created in ``folder`` (made first with
+    ``create``); checked with a probe file that is removed again."""
+    folder = folder or "."
+    try:
+        if create:
+            os.makedirs(folder, exist_ok=True)
+        elif not os.path.isdir(folder):
+            raise InputError(f"cannot write {what}: folder {folder!r} does not exist")
+        probe = os.path.join(folder, f".pwormhole-write-test-{os.getpid()}")
+        os.close(create_fresh(probe))
+        os.remove(probe)
+    except OSError as e:
+        raise InputError(f"cannot write {what}: folder {folder!r}: {e.strerror or e}") from None
+
+
+def check_file_writable(path: str, what: str) -> None:
+    """InputError unless ``path`` can be written: its folder exists and is
+    writable, and ``path`` is not a folder (checked before any work)."""
+    if os.path.isdir(path):
+        raise InputError(f"cannot write {what} {path!r}: it is a folder")
+    check_folder_writable(os.path.dirname(os.path.abspath(path)), f"{what} {path!r}")
+
+
+def check_output_name(name: str) -> str | None:
+    """Why ``name`` cannot be an output file name inside ``--out`` (None when it can):
+    it must be one plain name, not one of pwormhole's own outputs nor a ``.part``."""
+    if name in ("", ".", "..") or "/" in name or "\\" in name:
+        return "is not a file name inside --out"
+    if any(ord(c) < 32 for c in name):
+        return "has control characters"
+    if name in OWN_OUTPUT_NAMES:
+        return f"is the name of pwormhole's own {name}"
+    if name.endswith(PART_SUFFIX):
+        return f"ends with {PART_SUFFIX}, the suffix of unfinished outputs"
+    return None
+
+
+def existing(folder: str, names) -> list[str]:
+    """The ``names`` that already exist in ``folder`` (files or links)."""
+    return [n for n in names if os.path.lexists(os.path.join(folder, n))]
+
+
+__all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error",
+           "check_folder_writable", "check_file_writable", "check_output_name", "existing"]
