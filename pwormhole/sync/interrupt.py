@@ -30,6 +30,9 @@ GRACE_PEER_S = 6.0
 
 _signum = 0  # the signal recorded (0: none)
 _settled = threading.Event()  # the ranks agreed to stop, or left the window loop together
+_armed = threading.Event()  # the watchdog knows what to do (arm), or has nothing to do (stop_recording)
+_give_up = None  # give_up(signum), from arm
+_grace_s = GRACE_PEER_S
 _partial_writer = None  # rank 0's writer of what it has, for the watchdog
 _recording = False
 
@@ -79,11 +82,6 @@ def stop_recording(on_sigterm) -> None:
     _armed.set()
     if _signum:
         raise exception_for(_signum)
-
-
-_give_up = None
-_grace_s = GRACE_PEER_S
-_armed = threading.Event()
 
 
 def arm(give_up, rank: int) -> None:
