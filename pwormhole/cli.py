@@ -136,15 +136,35 @@ def _load_scenario(args):
 
 def _run(args) -> int:
     from .simulation import simulate
+    from .sync import interrupt
+    from .sync.mpi import world
 
+    comm = world()
+    if comm is not None:
+        return _run_mpi(comm, args)
+    interrupt.stop_recording(_on_sigterm)  # one process (mpiexec -n 1): signals raise again
+    scn, out, until_ps, owner, accel = _run_setup(args, None)
+    simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
+             progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
+             memo_cache=args.memo_cache)
+    print(f"outputs in {out}/")
+    return 0
+
+
+def _run_setup(args, comm):
+    """Read and check the inputs of ``run`` (InputError on a mistake, before any simulation).
+
+    Returns ``(scenario, out folder, until_ps, owner, accel config)``.
+    """
     from .simulation import prepare_out_dir
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a bad folder is reported at once
     _check_memo_cache(args)
     scn = _load_scenario(args)
-    for w in scn.warnings:
-        print(f"pwormhole: warning: {w}", file=sys.stderr)
+    if comm is None or comm.rank == 0:
+        for w in scn.warnings:
+            print(f"pwormhole: warning: {w}", file=sys.stderr)
     until_ps = None
     if args.until:
         try:
@@ -152,8 +172,6 @@ def _run(args) -> int:
         except ValueError as e:
             raise InputError(f"--until: {e}") from None
     out = args.out or os.path.join("pwormhole-out", scn.name)
-    from .sync.mpi import world
-    comm = world()
     if comm is not None and args.lps != 1:
         raise InputError("--lps is for in-process LPs; under mpirun the rank count sets the LPs")
     owner = None
@@ -164,17 +182,13 @@ def _run(args) -> int:
         if plan.parts != want:
             raise InputError(f"plan has {plan.parts} parts but the run has {want} LPs", args.plan)
         owner = plan.owner
+    elif comm is not None:
+        from .partition.plan import check_parts
+        check_parts(scn.topology, comm.size)  # on every rank (rank 0 alone makes the plan)
     if args.lps < 1:
         raise InputError(f"--lps must be >= 1, got {args.lps}")
     accel = _accel_config(args, comm)
-    if comm is None:
-        simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
-                 progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
-                 memo_cache=args.memo_cache)
-        print(f"outputs in {out}/")
-        return 0
-    _run_mpi(comm, scn, out, until_ps, args, owner, accel)
-    return 0
+    return scn, out, until_ps, owner, accel
 
 
 def _check_memo_cache(args) -> None:
@@ -221,27 +235,78 @@ def _accel_config(args, comm):
     return cfg
 
 
-def _run_mpi(comm, scn, out, until_ps, args, owner, accel) -> None:
-    """Run under MPI: a failure on any rank ends every rank with that rank's message."""
+def _run_mpi(comm, args) -> int:
+    """Run under MPI (one LP per rank; rank 0 prints and writes); returns the exit status of every rank.
+
+    A mistake in the inputs, on any rank, is agreed on before the run's first
+    collective: rank 0 prints one line and every rank exits 2. A failure
+    mid-run ends every rank with that rank's message (MPI_Abort). A signal
+    stops every rank at the same window boundary (:mod:`pwormhole.sync.interrupt`):
+    rank 0 writes the outputs so far and every rank exits 143 (SIGTERM) or 130 (SIGINT).
+    """
     from .simulation import simulate
+    from .sync import interrupt
     from .sync.mpi import abort
 
+    interrupt.arm(lambda signum: _give_up(comm, signum), comm.rank)
+    err = None
+    try:
+        scn, out, until_ps, owner, accel = _run_setup(args, comm)
+    except InputError as e:
+        err = (2, str(e))
+    except Exception as e:  # noqa: BLE001 - agreed below: a rank that left alone would hang the others
+        err = (1, f"{type(e).__name__}: {e}")
+    failed = [(r, e) for r, e in enumerate(comm.allgather(err)) if e is not None]
+    if failed:
+        if comm.rank == 0:
+            r, (_, msg) = failed[0]
+            everywhere = len(failed) == comm.size and all(e == failed[0][1] for _, e in failed)
+            print(f"pwormhole: error: {msg if everywhere else f'rank {r}: {msg}'}", file=sys.stderr)
+        return max(code for _, (code, _) in failed)
     try:
         if os.environ.get("PWORMHOLE_FAIL_RANK") == str(comm.rank):  # fault-injection hook for the tests
             raise RuntimeError("injected failure (PWORMHOLE_FAIL_RANK)")
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
                  progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
                  memo_cache=args.memo_cache)
-    except StuckError:  # every rank found it at the same boundary with the same report: rank 0 tells
+    except (Terminated, KeyboardInterrupt) as e:  # raised on every rank at the same boundary
+        code = 143 if isinstance(e, Terminated) else 130
         if comm.rank == 0:
-            raise
-        sys.exit(3)
+            print(f"pwormhole: {_SIGNAL_WORDS[code]}; outputs so far are written in {out}/", file=sys.stderr)
+        return code
+    except StuckError as e:  # every rank, after rank 0 wrote the outputs
+        if comm.rank == 0:
+            print(f"pwormhole: stuck: {e}", file=sys.stderr)
+        return 3
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
         msg = str(e) if isinstance(e, (InputError, OutputError)) else f"{type(e).__name__}: {e}"
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
         abort(comm, 2 if isinstance(e, InputError) else 4 if isinstance(e, OutputError) else 1)
     if comm.rank == 0:
         print(f"outputs in {out}/ ({comm.size} ranks)")
+    signum = interrupt.pending()
+    if signum:  # after the last boundary: the run had ended, its outputs are complete
+        print(f"pwormhole: {_SIGNAL_WORDS[128 + signum]} after the run ended; the outputs are complete",
+              file=sys.stderr)
+        return 128 + signum
+    return 0
+
+
+_SIGNAL_WORDS = {130: "interrupted (SIGINT)", 143: "terminated (SIGTERM)"}
+
+
+def _give_up(comm, signum: int) -> None:
+    """The stop watchdog's action (its own thread): the ranks did not stop together in time; never returns."""
+    from .sync import interrupt
+    from .sync.mpi import abort
+
+    grace = interrupt.GRACE_RANK0_S if comm.rank == 0 else interrupt.GRACE_PEER_S
+    why = f"the ranks did not stop together within {grace:g} s"
+    print(f"pwormhole: {_SIGNAL_WORDS[128 + signum]}: {why}; ending every rank (outputs so far as *.part)",
+          file=sys.stderr, flush=True)
+    if comm.rank == 0:
+        interrupt.write_partial(signum, why)
+    abort(comm, 128 + signum)
 
 
 def _compare(args) -> int:
@@ -281,6 +346,8 @@ def _partition(args) -> int:
         scn = default_scenario()
         topo, flows = scn.topology, scn.flows
     plan = make_plan(topo, args.parts, flows)
+    if plan.warning():
+        print(f"pwormhole: warning: {plan.warning()}", file=sys.stderr)
     print(plan.describe())
     if args.save:
         plan.to_json(args.save)
@@ -381,10 +448,16 @@ def main(argv: list[str] | None = None) -> int:
     as ``NAME.part``), 130 SIGINT, 143 SIGTERM."""
     import signal
 
+    from .sync.mpi import launched_under_mpi
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        if args.func is _run and launched_under_mpi():  # signals are recorded: every rank stops together
+            from .sync import interrupt
+            interrupt.record_signals()
+        else:
+            signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (embedded use)
         pass
     try:
@@ -399,10 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pwormhole: error: {e}", file=sys.stderr)
         return 4
     except KeyboardInterrupt:
-        print("pwormhole: interrupted (SIGINT); outputs so far are written", file=sys.stderr)
+        print(f"pwormhole: {_SIGNAL_WORDS[130]}; outputs so far are written", file=sys.stderr)
         return 130
     except Terminated:
-        print("pwormhole: terminated (SIGTERM); outputs so far are written", file=sys.stderr)
+        print(f"pwormhole: {_SIGNAL_WORDS[143]}; outputs so far are written", file=sys.stderr)
         return 143
 
 

@@ -10,7 +10,9 @@ flow id)`` order, so the files are the same whatever the number of LPs.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 
 from .errors import InputError, OutputError, StuckError, Terminated
@@ -346,6 +348,9 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     if owner is None and parts > 1:
         from .partition.plan import make_plan
         plan = make_plan(scn.topology, parts, scn.flows, scn.config.packet_payload_bytes) if rank0 else None
+        idle = plan.warning("ranks" if comm is not None else "LPs") if rank0 else None
+        if idle:
+            print(f"pwormhole: warning: {idle}", file=sys.stderr)
         if comm is not None:
             plan = comm.bcast(plan, root=0)
         owner = plan.owner
@@ -364,6 +369,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         pfc_file = IncrementalFile(os.path.join(out_dir, cfg.pfc_output_name))
     fcts_ns: list[int] = []
     slowdowns: list[float] = []
+    writing = threading.Lock()  # whole lines only, also when the MPI stop watchdog ends the job (another thread)
 
     def on_flows(done):
         lines = []
@@ -374,11 +380,31 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             fcts_ns.append(fct_ns)
             slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
         if fct_file:
-            fct_file.write_lines(lines)
+            with writing:
+                fct_file.write_lines(lines)
 
     def on_pfc(recs):
         if pfc_file:
-            pfc_file.write_lines(pfc_line(r) for r in recs)
+            with writing:
+                pfc_file.write_lines(pfc_line(r) for r in recs)
+
+    if comm is not None and rank0:
+        from .sync import interrupt
+
+        def write_partial(signum: int, reason: str) -> None:
+            """Rank 0's summary when the ranks cannot stop together (the watchdog's thread, just before it ends
+            every rank): the completions up to the last boundary, no counters (they are per rank);
+            ``fct.txt.part`` and ``pfc.txt.part`` stay as written."""
+            if not writing.acquire(timeout=2):  # never released: the job ends next
+                return
+            write_json_atomic(os.path.join(out_dir, "summary.json"), {
+                "mode": "packet" if accel is None else "wormhole", "ranks": comm.size, "scenario": scn.name,
+                "cc": cfg.cc_name, "seed": seed, "complete": False, "sim_time_ps": sim.t_end_ps,
+                "flows": len(scn.flows), "flows_finished": len(fcts_ns), "fct_ns": percentiles(fcts_ns),
+                "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"},
+                "interrupted": signal.Signals(signum).name, "aborted": reason})
+
+        interrupt.set_partial_writer(write_partial)
 
     interrupted = None
     try:
@@ -387,12 +413,14 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         interrupted = e  # write what we have, then let the CLI exit 130 / 143
     except BaseException:
         if rank0:  # a failed run: its files stay as .part
-            fct_file.close_partial()
-            pfc_file.close_partial()
+            with writing:
+                fct_file.close_partial()
+                pfc_file.close_partial()
         raise
     write_errors: list[str] = []  # one line per output not written (a write error does not stop the run)
     if rank0:
-        write_errors += [f.error for f in (fct_file, pfc_file) if not f.commit()]
+        with writing:
+            write_errors += [f.error for f in (fct_file, pfc_file) if not f.commit()]
     counters = sim.counters()
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]

@@ -12,12 +12,17 @@ into ``parts`` with
   at least 1;
 
 so heavy traffic stays inside one LP and the load is balanced. The seed is
-fixed, so plans are reproducible.
+fixed, so plans are reproducible. METIS's own messages (printed from C) are
+kept off the terminal; a plan with more parts than units that carry traffic
+says so in :meth:`PartitionPlan.warning`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
@@ -43,6 +48,7 @@ class PartitionPlan:
         edge_cut_bytes: expected bytes over cut links.
         imbalance: ``max part weight / mean part weight - 1`` on vertex weight.
         part_weights: expected events per rank.
+        traffic_units: units some flow crosses (0 when no flows were given).
     """
 
     parts: int
@@ -53,6 +59,15 @@ class PartitionPlan:
     edge_cut_bytes: int = 0
     imbalance: float = 0.0
     part_weights: list[int] = field(default_factory=list)
+    traffic_units: int = 0
+
+    def warning(self, what: str = "parts") -> str | None:
+        """One line when some of the ``what`` (ranks, LPs) can have no events: more of them than units with traffic."""
+        if not 0 < self.traffic_units < self.parts:
+            return None
+        idle = self.parts - self.traffic_units
+        return (f"{self.parts} {what} but the flows cross only {self.traffic_units} of the {self.units} indivisible "
+                f"units: {idle} {what} or more will have no events; use at most {self.traffic_units}")
 
     def to_json(self, path: str) -> None:
         """The plan as JSON (as ``PATH.part``, renamed; OutputError on a write error)."""
@@ -138,6 +153,48 @@ def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[l
     return node_w, link_b
 
 
+def check_parts(topo: Topology, parts: int) -> None:
+    """InputError unless ``1 <= parts <=`` the topology's units (no plan can have an empty part otherwise)."""
+    unit = units_of(topo)
+    _check_parts(parts, max(unit) + 1 if unit else 0, topo.n_nodes)
+
+
+def _check_parts(parts: int, n_units: int, n_nodes: int) -> None:
+    if parts < 1:
+        raise InputError(f"rank count must be >= 1, got {parts}")
+    if parts > n_units:
+        raise InputError(f"{parts} ranks for a topology of {n_units} indivisible units ({n_nodes} nodes): "
+                         f"use at most {n_units} ranks")
+
+
+def _part_graph_quietly(parts: int, xadj, adjncy, vweights, eweights) -> list[int]:
+    """METIS's partition; what it prints on file descriptors 1 and 2 (from C, past ``sys.stdout``) is dropped."""
+    import ctypes
+
+    import pymetis
+
+    libc = ctypes.CDLL(None)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            try:
+                opts = pymetis.Options(seed=METIS_SEED, ufactor=METIS_UFACTOR)
+                res = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights,
+                                         eweights=eweights, options=opts)
+            finally:
+                libc.fflush(None)  # C stdio buffers, while fd 1 still points to the sink
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+    return list(res.vertex_part)
+
+
 def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -> PartitionPlan:
     """Split ``topo`` into ``parts`` LPs (see module docstring).
 
@@ -145,17 +202,13 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
     """
     unit = units_of(topo)
     n_units = max(unit) + 1 if unit else 0
-    if parts < 1:
-        raise InputError(f"rank count must be >= 1, got {parts}")
-    if parts > n_units:
-        raise InputError(f"{parts} ranks for a topology of {n_units} indivisible units ({topo.n_nodes} nodes): "
-                         f"use at most {n_units} ranks")
+    _check_parts(parts, n_units, topo.n_nodes)
     node_w, link_b = traffic_weights(topo, flows, payload_bytes)
     if parts == 1:
         owner_unit = [0] * n_units
+    elif parts == n_units:  # one unit per part: nothing to choose
+        owner_unit = list(range(n_units))
     else:
-        import pymetis
-
         vw = [0] * n_units
         for n, w in enumerate(node_w):
             vw[unit[n]] += w
@@ -171,16 +224,15 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
                 adjncy.append(v)
                 ew.append(max(1, int(nbrs[u][v] // 1000)))
             xadj.append(len(adjncy))
-        opts = pymetis.Options(seed=METIS_SEED, ufactor=METIS_UFACTOR)
-        res = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, adjncy), vweights=[max(1, int(w)) for w in vw],
-                                 eweights=ew, options=opts)
-        owner_unit = list(res.vertex_part)
+        owner_unit = _part_graph_quietly(parts, xadj, adjncy, [max(1, int(w)) for w in vw], ew)
     owner = [int(owner_unit[unit[n]]) for n in range(topo.n_nodes)]
     cut = [(li, ln) for li, ln in enumerate(topo.links) if owner[ln.a] != owner[ln.b]]
     weights = [0] * parts
     for n, w in enumerate(node_w):
         weights[owner[n]] += int(w)
     mean = sum(weights) / parts
+    adj = adjacency(topo)
+    busy = {unit[n] for n in range(topo.n_nodes) if node_w[n] > len(adj[n])}  # beyond the per-port weight
     return PartitionPlan(
         parts=parts,
         owner=owner,
@@ -190,4 +242,5 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
         edge_cut_bytes=int(sum(link_b[li] for li, _ in cut)),
         imbalance=max(weights) / mean - 1 if mean else 0.0,
         part_weights=weights,
+        traffic_units=len(busy),
     )

@@ -6,11 +6,13 @@ bound for that peer's nodes (with their original keys; node objects travel
 as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
 collective), the flow completions and DAG op records of the window and, to rank 0,
-its PFC records. Every rank then knows the same completions and the same next window,
+its PFC records, and the signal it received (:mod:`pwormhole.sync.interrupt`).
+Every rank then knows the same completions and the same next window,
 so all take the same decisions; empty windows are skipped by jumping to the
 window of the global minimum. Termination: every flow finished, or no event
 before the stop time on any rank (nothing can be in flight: in-flight
-packets are events in some rank's heap or in the exchange itself).
+packets are events in some rank's heap or in the exchange itself), or a
+signal on any rank (every rank raises the same exception at that boundary).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from heapq import heappush
 
 from ..lp.engine import INF_PS, next_due_ps
+from . import interrupt
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -94,8 +97,10 @@ def world():
 
 
 def abort(comm, code: int) -> None:
-    """End every rank now (used when one rank fails mid-run)."""
+    """End every rank now (used when one rank fails mid-run); never returns
+    (MPICH's ``MPI_Abort`` returns before the launcher ends the processes)."""
     comm.Abort(code)
+    os._exit(code)
 
 
 def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None) -> tuple[int, int, float]:
@@ -106,6 +111,11 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     samples of its senders) travels in the same exchange, and
     ``on_boundary`` receives every rank's reports merged, so all ranks take
     the same decisions; frozen groups' wake times count as pending events.
+
+    A signal recorded on any rank (:func:`pwormhole.sync.interrupt.pending`)
+    travels in the exchange; every rank handles that window's completions,
+    then raises :func:`~pwormhole.sync.interrupt.exception_for` the highest
+    signal number at the same boundary.
 
     Returns ``(last boundary, windows run, seconds spent in the exchange)``.
     """
@@ -122,6 +132,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     t_end = 0
     while True:
         if t_min >= stop_ps or t_min >= INF_PS:
+            interrupt.settle()  # every rank leaves here: only matched collectives follow
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows, sync_s
         t_end = (t_min // window_ps + 1) * window_ps
         if t_end > stop_ps:
@@ -144,7 +155,8 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         lp.pfc_log.clear()
         ops = lp.op_log[:]
         lp.op_log.clear()
-        payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops, rep) for p in range(size)]
+        sig = interrupt.pending()
+        payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops, rep, sig) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
         sync_s += time.perf_counter() - t0
@@ -153,8 +165,10 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         recs = []
         op_recs = []
         reps = []
-        for evs, peer_min, peer_fin, peer_pfc, peer_ops, peer_rep in got:
+        for evs, peer_min, peer_fin, peer_pfc, peer_ops, peer_rep, peer_sig in got:
             reps.append(peer_rep)
+            if peer_sig > sig:
+                sig = peer_sig
             for t, k, kind, nid, arg in evs:
                 heappush(heap, (t, k, kind, nodes[nid], arg))
             if peer_min < t_min:
@@ -170,7 +184,11 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         merged = accel.merge_reports(reps) if accel is not None else None
         stop = on_boundary(t_end, done, recs if rank == 0 else [], op_recs, merged)
         if stop:
+            interrupt.settle()
             return t_end, windows, sync_s
+        if sig:  # some rank was signalled: every rank stops here
+            interrupt.settle()
+            raise interrupt.exception_for(sig)
         if accel is not None:
             if accel.woke:  # woken groups put events back (and kicked ports): find the new global minimum
                 accel.woke = False
