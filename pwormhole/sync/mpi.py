@@ -98,7 +98,8 @@ def abort(comm, code: int) -> None:
     comm.Abort(code)
 
 
-def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None) -> tuple[int, int, float]:
+def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None,
+                    cut_ps=()) -> tuple[int, int, float]:
     """The window loop of :func:`pwormhole.sync.local.run_windows` across MPI ranks.
 
     With Wormhole acceleration (``accel``), each rank's
@@ -106,6 +107,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     samples of its senders) travels in the same exchange, and
     ``on_boundary`` receives every rank's reports merged, so all ranks take
     the same decisions; frozen groups' wake times count as pending events.
+    ``cut_ps``: times that must be boundaries (as in ``run_windows``).
 
     Returns ``(last boundary, windows run, seconds spent in the exchange)``.
     """
@@ -120,10 +122,14 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     sync_s += time.perf_counter() - t0
     windows = 0
     t_end = 0
+    cuts = sorted(set(cut_ps))
     while True:
         if t_min >= stop_ps or t_min >= INF_PS:
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows, sync_s
         t_end = (t_min // window_ps + 1) * window_ps
+        cut = bool(cuts) and cuts[0] <= t_end
+        if cut:
+            t_end = cuts.pop(0)
         if t_end > stop_ps:
             t_end = stop_ps
         lp.run_until(t_end)
@@ -171,6 +177,15 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         stop = on_boundary(t_end, done, recs if rank == 0 else [], op_recs, merged)
         if stop:
             return t_end, windows, sync_s
+        if cut:  # the boundary changed the network (a link failure added events): the new global minimum
+            mine = lp.next_time()
+            for box in lp.outboxes.values():
+                for ev in box:
+                    if ev[0] < mine:
+                        mine = ev[0]
+            t0 = time.perf_counter()
+            t_min = comm.allreduce(mine, op=_min_op())
+            sync_s += time.perf_counter() - t0
         if accel is not None:
             if accel.woke:  # woken groups put events back (and kicked ports): find the new global minimum
                 accel.woke = False
