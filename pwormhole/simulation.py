@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from itertools import chain
 
 from .errors import InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
@@ -187,6 +188,7 @@ class PacketRun:
         bar = _Progress(stop_ps, progress)
         accel = self.accel
         lps = self.lps
+        failures = [f for f in self.net.failures if f[0] < stop_ps]  # (t_ps, a, b): boundaries of their own
 
         def on_boundary(t_ps: int, done, recs, op_recs, accel_report=None) -> bool:
             self.t_end_ps = t_ps  # kept if the run is interrupted
@@ -207,6 +209,8 @@ class PacketRun:
             else:
                 for lp in lps:
                     lp.started.clear()
+            while failures and failures[0][0] <= t_ps:
+                self._link_down(t_ps, *failures.pop(0)[1:])
             bar.update(t_ps, self.events)
             return len(finish) == n_flows and len(op_times) == n_ops
 
@@ -231,20 +235,35 @@ class PacketRun:
         try:
             if self.comm is None:
                 self.t_end_ps, self.windows = run_windows(self.lps, self.net.window_ps, stop_ps, on_boundary_watch,
-                                                          accel.next_wake_ps if accel is not None else None)
+                                                          accel.next_wake_ps if accel is not None else None,
+                                                          [f[0] for f in failures])
             else:
                 from .sync.mpi import run_windows_mpi
                 self.t_end_ps, self.windows, self.sync_wall_s = run_windows_mpi(
-                    self.lps[0], self.comm, self.net.nodes, self.net.window_ps, stop_ps, on_boundary, accel)
+                    self.lps[0], self.comm, self.net.nodes, self.net.window_ps, stop_ps, on_boundary, accel,
+                    [f[0] for f in failures])
         finally:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
         if not self.complete and accel is not None:
             accel.settle(self.t_end_ps)  # fast-forwarded bytes, counted up to the stop
+        cut_off = sorted(f for f in self.net.no_path if f not in finish)
+        if not self.complete and self.stuck is None and cut_off:
+            down = "; ".join(f"link {a}-{b} down at {t / 10**6:.3f} us" for t, a, b, _ in self.net.failed)
+            ids = ", ".join(map(str, cut_off[:10])) + (f" (+{len(cut_off) - 10} more)" if len(cut_off) > 10 else "")
+            self.stuck = self._stuck_report(self.t_end_ps, f"no path left for flow {ids} ({down})")
         if not self.complete and self.stuck is None and self.t_end_ps < stop_ps:
             self.stuck = self._stuck_report(self.t_end_ps, "no event left to simulate")
         return self
+
+    def _link_down(self, t_ps: int, a: int, b: int) -> None:
+        """Fail link ``a``-``b`` at boundary ``t_ps`` on this process's LPs; under Wormhole
+        every frozen group wakes first and the groups follow the new routes."""
+        if self.accel is not None:
+            self.accel.reroute(t_ps, lambda: self.net.fail_link(a, b, t_ps))
+        else:
+            self.net.fail_link(a, b, t_ps)
 
     # -- progress watchdog -------------------------------------------------------------
     def _progress_mark(self):
@@ -255,7 +274,7 @@ class PacketRun:
         for ``--fluid-nvlink`` flows, the bytes sent by their rate so far)."""
         out = []
         for h in self._hosts:
-            for fid, qp in h.sqp.items():
+            for fid, qp in chain(h.sqp.items(), h.parked.items()):
                 out.append((fid, qp.host.node_id, qp.dst, qp.snd_una, qp.size))
         if self.accel is not None:  # --fluid-nvlink flows have no QP: bytes sent so far, by their rate
             for dom in self.accel.fluid_domains.values():

@@ -403,6 +403,7 @@ class Wormhole:
         self.memo_hits = 0
         self.memo_misses = 0
         self.wakes_interrupted = 0
+        self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}
         self.fluid_domains: dict = {}
@@ -425,6 +426,8 @@ class Wormhole:
             raise InputError("--fluid-nvlink needs DCQCN (CC_MODE 1): its NVLink rates leave out HPCC's window "
                              "control, which slows overlapping TP ring steps (5.5% mean FCT error measured on a "
                              "GPT-7B layer); use --cc dcqcn or leave --fluid-nvlink off")
+        if net.failures:
+            raise InputError("--fluid-nvlink does not model link failures (LINK_DOWN); drop the flag or the LINK_DOWN")
         owner = owner if owner is not None else [0] * len(net.nodes)
         self.fluid_domains, anchor_of = build_domains(net, net.flows, owner)
         self.fluid_fids = set(anchor_of)
@@ -447,7 +450,7 @@ class Wormhole:
         nodes = self.net.nodes
         by_port: dict = {}
         for f in self.net.flows:
-            if f.flow_id in self.fluid_fids:
+            if f.flow_id in self.fluid_fids or f.flow_id in self.net.no_path:
                 continue
             h = nodes[f.src].flow_hash[f.flow_id]
             for p in set(self._path(f.src, f.dst, h)) | set(self._path(f.dst, f.src, h)):
@@ -565,7 +568,9 @@ class Wormhole:
                     g = self.groups[gid]
                     if g.memo_checked or g.frozen is not None or g.next_check_ps > t:  # (not sampled now)
                         continue
-                    if self.hpcc and not self._fresh(g):
+                    if not self.rerouted.isdisjoint(g.flows):
+                        g.memo_checked = True  # flows recovering from a link failure: their losses are not in the key
+                    elif self.hpcc and not self._fresh(g):
                         g.memo_checked = True  # HPCC flows already under way: their window's past is not in the key
                     elif not self.hpcc and any(self.flows[f].rate() < self.flows[f].line_rate_bps
                                                or (self.flows[f].samples and self.flows[f].samples[-1][5] >= 0)
@@ -645,6 +650,61 @@ class Wormhole:
                             seen.add(y)
                             stack.append(y)
             self._new_group(comp, ports, t)
+
+    def reroute(self, t: int, apply) -> None:
+        """A link failure at boundary ``t`` (an interrupt): every frozen group wakes,
+        ``apply()`` fails the link, then each active flow follows its new route
+        (flows left without a path leave the table) and the groups are rebuilt from
+        those routes, with no samples from before ``t`` and no memo lookup (their
+        flows recover from the losses)."""
+        for gid in sorted(self.groups):
+            g = self.groups[gid]
+            if g.frozen is not None:
+                self.wakes_interrupted += 1
+                self._wake(g, t)
+        apply()
+        no_path = self.net.no_path
+        nodes = self.net.nodes
+        bits = self.mtu * 8 * 10**12
+        for fid in sorted(self.flows):
+            fs = self.flows[fid]
+            if fid in no_path:
+                del self.flows[fid]
+                continue
+            h = nodes[fs.src].flow_hash[fid]
+            data, ack = self._path(fs.src, fs.dst, h), self._path(fs.dst, fs.src, h)
+            fs.data_ports, fs.ack_ports = data, ack
+            fs.data_hops = [p for p in data if isinstance(p, SwitchPort)]
+            fs.ports = set(data) | set(ack)
+            fs.path_rtt_ps = 2 * sum(p.delay_ps for p in data) + sum(bits // p.rate_bps for p in data)
+            fs.samples.clear()
+        self.rerouted.update(self.flows)
+        self.groups.clear()
+        self.port_gid.clear()
+        by_port: dict = {}
+        for fid in sorted(self.flows):
+            for p in self.flows[fid].ports:
+                by_port.setdefault(p, []).append(fid)
+        seen: set = set()
+        for fid in sorted(self.flows):
+            if fid in seen:
+                continue
+            comp, ports, stack = set(), set(), [fid]
+            seen.add(fid)
+            while stack:
+                x = stack.pop()
+                comp.add(x)
+                for p in self.flows[x].ports:
+                    ports.add(p)
+                    for y in by_port[p]:
+                        if y not in seen:
+                            seen.add(y)
+                            stack.append(y)
+            g = self._new_group(comp, ports, t)
+            g.newest_start_ps = t  # rerouted flows settle as new ones do
+            g.memo_checked = True
+        if self.starts_on:
+            self._index_starts()
 
     # -- steady state ------------------------------------------------------------------
     def _goodput(self, fs: FlowState, since: int, newest_start_ps: int):

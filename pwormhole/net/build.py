@@ -11,6 +11,8 @@ pairs.
 
 from __future__ import annotations
 
+from heapq import heapify
+
 from ..config import ModelConfig
 from ..errors import InputError
 from ..hpcc_config import check_k_maps
@@ -19,8 +21,8 @@ from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.flows import Flow
 from ..workload.dag import Dag
 from .dagrun import DagRuntime
-from .nodes import Host, HostPort, Switch, SwitchPort
-from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_OP_START, ecmp_hash
+from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
+from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_OP_START, EV_TX_DONE, P_INPORT, ecmp_hash
 
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 
@@ -70,9 +72,15 @@ class Network:
         dag: a workload DAG whose flows are ``flows`` (None: ``flows`` start
             at their own ``start_ps``).
 
+    Link failures (``cfg.link_down``) are listed in ``failures`` as ``(t_ps,
+    node_a, node_b)``; the run applies each with :meth:`fail_link` at a window
+    boundary at that time. Afterwards ``down_links`` holds the failed link
+    indices and ``no_path`` the flows whose ends they disconnected.
+
     Raises:
         InputError: a flow endpoint is not a host, a switch port rate has no
-            K-map entry while ECN is on, or a flow's endpoints are disconnected.
+            K-map entry while ECN is on, a flow's endpoints are disconnected, or
+            ``cfg.link_down`` names two nodes no link joins.
     """
 
     def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None):
@@ -84,6 +92,11 @@ class Network:
         self.adj = adjacency(topo)
         self.window_ps = window_ps(topo)
         self._check_flows()
+        self.failures = self._check_link_down()
+        self.down_links: set[int] = set()
+        self.no_path: set[int] = set()
+        self.failed: list[tuple] = []  # (t_ps, a, b, [(link index, tx_bytes at a, tx_bytes at b) when it failed])
+        self.link_ports: list[tuple] = []  # link index -> (port at link.a, port at link.b)
         check_k_maps(cfg, topo)
         self.nodes = []
         for n in range(topo.n_nodes):
@@ -130,6 +143,16 @@ class Network:
             if f.size_bytes <= 0:
                 raise InputError(f"flow {f.flow_id}: size must be positive, got {f.size_bytes}")
 
+    def _check_link_down(self) -> list[tuple[int, int, int]]:
+        """``[(t_ps, a, b)]`` of ``cfg.link_down`` (empty when none); InputError when no link joins a and b."""
+        t_ps, a, b = self.cfg.link_down
+        if not t_ps:
+            return []
+        if not any({ln.a, ln.b} == {a, b} for ln in self.topo.links):
+            raise InputError(f"LINK_DOWN {a} {b}: no link joins nodes {a} and {b} in {self.topo.name}",
+                             self.cfg.source)
+        return [(t_ps, a, b)]
+
     def _nic_rate_bps(self) -> int:
         rates = [ln.rate_bps for ln in self.topo.links if ln.a not in self.topo.switches or ln.b not in self.topo.switches]
         return min(rates) if rates else max(ln.rate_bps for ln in self.topo.links)
@@ -148,6 +171,7 @@ class Network:
                 node.ports.append(port)
                 ends.append(port)
             pa, pb = ends
+            self.link_ports.append((pa, pb))
             pa.peer, pa.peer_idx = self.nodes[ln.b], pb.idx
             pb.peer, pb.peer_idx = self.nodes[ln.a], pa.idx
             for p, other in ((pa, ln.b), (pb, ln.a)):
@@ -178,7 +202,7 @@ class Network:
         if dst in self._routed:
             return
         self._routed.add(dst)
-        for u, ks in next_hops(self.topo, self.adj, dst).items():
+        for u, ks in next_hops(self.topo, self.adj, dst, self.down_links).items():
             node = self.nodes[u]
             if type(node.routes) is OnePortRoutes:
                 continue  # a single-port host stores nothing (memory stays linear in nodes + flows)
@@ -190,9 +214,92 @@ class Network:
         would cost nodes x destinations."""
         node = self.nodes[src]
         if type(node.routes) is OnePortRoutes:
-            peer = node.ports[0].peer
-            return peer.node_id == dst or (peer.is_switch and dst in peer.routes)
+            port = node.ports[0]
+            peer = port.peer
+            return port.up and (peer.node_id == dst or (peer.is_switch and dst in peer.routes))
         return dst in node.routes
+
+    # -- link failures (HPCC third.cc TakeDownLink) -------------------------------------
+    def fail_link(self, a: int, b: int, t_ps: int) -> list[int]:
+        """Take down every link joining nodes ``a`` and ``b`` at ``t_ps``, a window
+        boundary (every event before it done, every event from it on pending).
+
+        On the nodes attached to an event heap (this process's): packets on the
+        wire (their arrivals) and queued at its ports are lost, its ports never
+        send again and hold no PFC pause (the buffer the queued packets held is
+        released, so pauses they caused upstream resume). On every node: the
+        ECMP tables are recomputed without the link (a destination no longer
+        reached maps to a port that drops), and ``no_path`` gets the flows whose
+        ends it disconnected. Then each host moves its QPs to their new NIC port
+        and parks those without a path (:meth:`Host.reroute`). The same on any
+        LP split: only per-node state changes, in node order.
+
+        Returns the indices of the links taken down (none when already down).
+        """
+        ids = [li for li, ln in enumerate(self.topo.links)
+               if {ln.a, ln.b} == {a, b} and li not in self.down_links]
+        if not ids:
+            return []
+        self.down_links.update(ids)
+        dead = [p for li in ids for p in self.link_ports[li]]
+        self.failed.append((t_ps, a, b, [(li, self.link_ports[li][0].tx_bytes, self.link_ports[li][1].tx_bytes)
+                                         for li in ids]))
+        dead_in = {(p.node.node_id, p.idx) for p in dead}  # arrivals on these (node, port) are lost
+        heaps = {}
+        for p in dead:
+            if p.node.heap is not None:
+                heaps[id(p.node.heap)] = p.node.heap
+        for heap in heaps.values():
+            keep = []
+            for ev in heap:
+                kind = ev[2]
+                if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
+                    if (ev[3].node_id, ev[4][P_INPORT]) in dead_in:
+                        ev[3].lost += 1
+                        continue
+                elif (kind == EV_TX_DONE or kind == EV_NIC_WAKE) and ev[3] in dead:
+                    continue
+                keep.append(ev)
+            if len(keep) != len(heap):
+                heap[:] = keep
+                heapify(heap)
+        for p in sorted(dead, key=lambda p: p.node.node_id):
+            if p.node.heap is not None:
+                p.take_down(t_ps)
+            else:
+                p.up = False
+                p.busy = True
+        self._recompute_routes(dead)
+        flows = self.flows
+        self.no_path = {f.flow_id for f in flows if not self._reaches(f.src, f.dst)}
+        for node in self.nodes:
+            if not node.is_switch and node.heap is not None:
+                node.reroute(t_ps, self.no_path)
+        return ids
+
+    def _recompute_routes(self, dead) -> None:
+        """ECMP tables without ``down_links``, for the destinations whose next hops used
+        a ``dead`` port (removing a link no route uses changes no distance); every one
+        with NVSwitches (their routing rule is not plain shortest paths)."""
+        for node in self.nodes:
+            if type(node.routes) is dict:
+                drop = [DropPort(node)] if node.is_switch else [drop_host_port(node)]
+                node.routes = RouteTable(node.routes, drop)
+        every = bool(self.topo.nvswitches)
+        for dst in sorted(self._routed):
+            if not every and not any(type(p.node.routes) is RouteTable and p in p.node.routes.get(dst, ())
+                                     for p in dead):
+                continue
+            hops = next_hops(self.topo, self.adj, dst, self.down_links)
+            for node in self.nodes:
+                routes = node.routes
+                if type(routes) is OnePortRoutes:
+                    continue
+                ks = hops.get(node.node_id)
+                if ks:
+                    routes[dst] = [node.ports[k] for k in ks]
+                else:
+                    routes.pop(dst, None)
 
     # -- pair facts (third.cc pairDelay / pairTxDelay / pairBw) -------------------
     def _facts_from(self, src: int) -> dict[int, tuple[int, int, int]]:

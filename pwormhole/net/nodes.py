@@ -65,12 +65,14 @@ class Port:
     object at the far end), ``peer_idx`` (this link's port index at the peer),
     ``arrive_kind`` (event kind of an arrival at the peer), ``remote`` (outbox
     list when the peer is in another LP, else None), ``paused`` (per priority:
-    paused by the peer's PFC), ``error_rate`` (per-packet loss on this link).
+    paused by the peer's PFC), ``error_rate`` (per-packet loss on this link),
+    ``tx_bytes`` (bytes started on the wire so far: the per-link byte counter),
+    ``up`` (False once the link failed: the port is then held busy for good).
     """
 
     __slots__ = (
         "node", "idx", "rate_bps", "delay_ps", "peer", "peer_idx", "arrive_kind", "remote", "heap",
-        "busy", "paused", "error_rate", "tx_bytes", "qbytes",
+        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "up",
     )
 
     def __init__(self, node, idx: int, rate_bps: int, delay_ps: int, error_rate: float):
@@ -88,6 +90,7 @@ class Port:
         self.error_rate = error_rate
         self.tx_bytes = 0  # cumulative bytes started on the wire (INT txBytes)
         self.qbytes = 0  # bytes waiting in this port's queues
+        self.up = True
 
     def transmit(self, pkt, t: int) -> None:
         """Start serializing ``pkt`` at ``t``: schedule tx-done here and the arrival at the peer."""
@@ -125,6 +128,15 @@ class Port:
             node.pfc_pauses_rx += 1
         elif not self.busy:
             self.kick(t)
+
+    def take_down(self, t: int) -> int:
+        """The link failed at ``t``: this port never sends again (held busy; its
+        tx-done event is removed by the caller), holds no pause, and drops what
+        is queued. Returns the packets dropped."""
+        self.up = False
+        self.busy = True
+        self.paused = [False] * N_PRIORITIES
+        return 0
 
 
 class SwitchPort(Port):
@@ -203,6 +215,65 @@ class SwitchPort(Port):
         if inp.pfc_sent[qi]:
             sw.check_resume(inp, qi, t)
 
+    def take_down(self, t: int) -> int:
+        """As :meth:`Port.take_down`; each queued packet releases its buffer as a
+        dequeue does, so an ingress port that paused its peer resumes it."""
+        super().take_down(t)
+        sw = self.node
+        lost = 0
+        for qi, q in enumerate(self.qs):
+            while q:
+                pkt = q.popleft()
+                lost += 1
+                size = pkt[P_SIZE]
+                self.qbytes -= size
+                if not qi:
+                    continue  # control queue: no buffer accounting (Switch.on_arrive)
+                inp = sw.ports[pkt[P_INPORT]]
+                if sw.pfc:  # the ingress release of kick()
+                    from_hdrm = min(inp.hdrm_bytes[qi], size)
+                    rest = size - from_hdrm
+                    shared = inp.in_bytes[qi] - RESERVE_BYTES
+                    if shared > 0:
+                        sw.shared_used -= min(rest, shared)
+                    inp.hdrm_bytes[qi] -= from_hdrm
+                    inp.in_bytes[qi] -= rest
+                sw.used_bytes -= size
+                self.eg_bytes[qi] -= size
+                if inp.pfc_sent[qi]:
+                    sw.check_resume(inp, qi, t)
+        self.qs = [deque(maxlen=0) for _ in range(N_PRIORITIES)]  # frames queued here later are discarded
+        sw.lost += lost
+        return lost
+
+
+class DropPort(SwitchPort):
+    """Where a switch sends packets for a destination it no longer reaches
+    (after a link failure): each is dropped (counted in ``lost``) as it is
+    dequeued, its buffer released as if sent."""
+
+    __slots__ = ()
+
+    def __init__(self, node):
+        super().__init__(node, -1, 1, 0, 0.0)
+
+    def transmit(self, pkt, t: int) -> None:
+        self.node.lost += 1
+
+
+class RouteTable(dict):
+    """A node's routes once a link has failed: a destination it no longer
+    reaches maps to ``drop`` (a list holding a port that discards)."""
+
+    __slots__ = ("drop",)
+
+    def __init__(self, routes, drop):
+        super().__init__(routes)
+        self.drop = drop
+
+    def __missing__(self, dst):
+        return self.drop
+
 
 class HostPort(Port):
     """A NIC port: a control queue (ACK/NACK, served first) and round robin over QPs."""
@@ -258,6 +329,23 @@ class HostPort(Port):
             self.wake_ps = -1
         if not self.busy:
             self.kick(t)
+
+    def take_down(self, t: int) -> int:
+        """As :meth:`Port.take_down`: queued ACK/NACKs are lost, later ones discarded
+        (the host moves or stops its QPs: :meth:`Host.reroute`)."""
+        super().take_down(t)
+        lost = len(self.ctrl)
+        self.ctrl = deque(maxlen=0)
+        self.wake_ps = -1
+        self.node.lost += lost
+        return lost
+
+
+def drop_host_port(node) -> HostPort:
+    """The port a host "sends" by toward a destination it no longer reaches: down, so it discards."""
+    port = HostPort(node, -1, 1, 0, 0.0)
+    port.take_down(0)
+    return port
 
 
 class SendQP:
@@ -486,6 +574,7 @@ class Host(Node):
         self.hdr_bytes = DATA_HEADER_BYTES + (INT_HEADER_BYTES if self.hpcc else 0)
         self.ack_bytes = ACK_INT_BYTES if self.hpcc else ACK_MIN_BYTES
         self.sqp = {}  # flow id -> SendQP (active senders)
+        self.parked = {}  # flow id -> SendQP of flows left without a path by a link failure (never send)
         self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
         self.flow_hash = {}
         self.finished = []  # (flow id, finish_ps, start_ps) appended on completion; drained at boundaries
@@ -527,6 +616,10 @@ class Host(Node):
         qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, self.hdr_bytes)
         qp.next_avail_ps = t
         qp.start_ps = t
+        if self.net.no_path and fid in self.net.no_path:  # a link failure left it no path: it never sends
+            qp.done = True
+            self.parked[fid] = qp
+            return
         self.started.append(fid)
         self.sqp[fid] = qp
         port.qps.append(qp)
@@ -701,13 +794,50 @@ class Host(Node):
     def complete(self, qp, t: int) -> None:
         qp.done = True
         del self.sqp[qp.fid]
-        qps = qp.port.qps
-        i = qps.index(qp)
-        del qps[i]
-        if qp.port.rr > i:
-            qp.port.rr -= 1
+        self._detach(qp)
         self.finished.append((qp.fid, t, qp.start_ps))
         if self.dag is not None:
             ch = self.dag.at_src[self.dag.flow_op[qp.fid]]
             if ch:
                 self.dag_satisfy(ch, t)
+
+    @staticmethod
+    def _detach(qp) -> None:
+        """Take ``qp`` off its NIC port's round robin."""
+        port = qp.port
+        qps = port.qps
+        i = qps.index(qp)
+        del qps[i]
+        if port.rr > i:
+            port.rr -= 1
+
+    def reroute(self, t: int, no_path) -> None:
+        """The routes changed at ``t`` (a link failed): each QP moves to the NIC
+        port its flow now leaves by (``RdmaHw::RedistributeQp``); a QP of a flow in
+        ``no_path`` stops for good (``parked``). From now on the NIC retransmits
+        from the last ACK when none came for ``rto_ps`` (go-back-N), as packets
+        can be lost: every active QP gets that timer."""
+        self.lossy = True
+        moved = set()
+        for fid in sorted(self.sqp):
+            qp = self.sqp[fid]
+            if fid in no_path:
+                del self.sqp[fid]
+                self._detach(qp)
+                qp.done = True  # its timers do nothing
+                self.parked[fid] = qp
+                continue
+            port = self.pick_port(qp.dst, qp.hash)
+            if port is not qp.port:
+                self._detach(qp)
+                qp.port = port
+                port.qps.append(qp)
+                moved.add(port.idx)
+            if not qp.rto_armed:
+                qp.rto_armed = True
+                qp.rto_una = qp.snd_una
+                self.timer(t + self.rto_ps, qp, cc.TM_RTO, 0)
+        for i in sorted(moved):
+            port = self.ports[i]
+            if not port.busy:
+                port.kick(t)

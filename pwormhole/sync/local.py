@@ -45,7 +45,7 @@ def drain_finished(lists) -> list:
 
 
 def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boundary,
-                next_wake=None) -> tuple[int, int]:
+                next_wake=None, cut_ps=()) -> tuple[int, int]:
     """Run the LPs window by window until no event is left before ``stop_ps``
     or ``on_boundary(t_boundary_ps, finished, pfc_records, op_records)``
     returns True; ``finished`` holds the ``(flow id, finish_ps, start_ps)`` of
@@ -56,10 +56,14 @@ def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boun
     ``next_wake()`` (optional) gives the earliest boundary at which the
     acceleration must act although no event is due (a frozen group's wake).
 
+    ``cut_ps``: times that must be boundaries (a link failure): the window
+    holding one ends there (shorter windows keep the conservative rule).
+
     Returns ``(last boundary time, number of windows run)``.
     """
     windows = 0
     t_end = 0
+    cuts = sorted(set(cut_ps))
     while True:
         t_min = min(lp.next_time() for lp in lps)
         if next_wake is not None:
@@ -67,6 +71,8 @@ def run_windows(lps: list[LogicalProcess], window_ps: int, stop_ps: int, on_boun
         if t_min >= stop_ps or t_min >= INF_PS:
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
         t_end = (t_min // window_ps + 1) * window_ps
+        if cuts and cuts[0] <= t_end:
+            t_end = cuts.pop(0)
         if t_end > stop_ps:
             t_end = stop_ps
         for lp in lps:

@@ -103,7 +103,8 @@ def abort(comm, code: int) -> None:
     os._exit(code)
 
 
-def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None) -> tuple[int, int, float]:
+def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None,
+                    cut_ps=()) -> tuple[int, int, float]:
     """The window loop of :func:`pwormhole.sync.local.run_windows` across MPI ranks.
 
     With Wormhole acceleration (``accel``), each rank's
@@ -111,6 +112,7 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     samples of its senders) travels in the same exchange, and
     ``on_boundary`` receives every rank's reports merged, so all ranks take
     the same decisions; frozen groups' wake times count as pending events.
+    ``cut_ps``: times that must be boundaries (as in ``run_windows``).
 
     A signal recorded on any rank (:func:`pwormhole.sync.interrupt.pending`)
     travels in the exchange; every rank handles that window's completions,
@@ -130,11 +132,15 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
     sync_s += time.perf_counter() - t0
     windows = 0
     t_end = 0
+    cuts = sorted(set(cut_ps))
     while True:
         if t_min >= stop_ps or t_min >= INF_PS:
             interrupt.settle()  # every rank leaves here: only matched collectives follow
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows, sync_s
         t_end = (t_min // window_ps + 1) * window_ps
+        cut = bool(cuts) and cuts[0] <= t_end
+        if cut:
+            t_end = cuts.pop(0)
         if t_end > stop_ps:
             t_end = stop_ps
         lp.run_until(t_end)
@@ -189,17 +195,20 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         if sig:  # some rank was signalled: every rank stops here
             interrupt.settle()
             raise interrupt.exception_for(sig)
-        if accel is not None:
-            if accel.woke:  # woken groups put events back (and kicked ports): find the new global minimum
+        if cut or (accel is not None and accel.woke):
+            # the boundary put events back (a link failure; woken groups, which also kick ports): the new
+            # global minimum (``cut`` and ``woke`` are the same on every rank)
+            if accel is not None:
                 accel.woke = False
-                mine = lp.next_time()
-                for box in lp.outboxes.values():
-                    for ev in box:
-                        if ev[0] < mine:
-                            mine = ev[0]
-                t0 = time.perf_counter()
-                t_min = comm.allreduce(mine, op=_min_op())
-                sync_s += time.perf_counter() - t0
+            mine = lp.next_time()
+            for box in lp.outboxes.values():
+                for ev in box:
+                    if ev[0] < mine:
+                        mine = ev[0]
+            t0 = time.perf_counter()
+            t_min = comm.allreduce(mine, op=_min_op())
+            sync_s += time.perf_counter() - t0
+        if accel is not None:
             t_min = next_due_ps(t_min, accel.next_wake_ps())  # a frozen group's wake (same value on every rank)
 
 

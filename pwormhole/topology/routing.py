@@ -59,10 +59,13 @@ def _nv_peers(topo: Topology, adj, host: int) -> dict[int, list[int]]:
     return peers
 
 
-def hop_distances(topo: Topology, adj, dst: int) -> dict[int, int]:
+def hop_distances(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, int]:
     """Hop count toward ``dst`` from every node that routes to it (through
     switches only; see the module notes for NVSwitches: a host sharing an
-    NVSwitch with ``dst`` is at 2 hops, NVSwitches not linked to ``dst`` are left out)."""
+    NVSwitch with ``dst`` is at 2 hops, NVSwitches not linked to ``dst`` are left out).
+    Links whose index is in ``down`` (failed links) are not used."""
+    if down:
+        adj = [[(v, li) for v, li in nbrs if li not in down] for nbrs in adj]
     switches = topo.switches
     nv = topo.nvswitches
     dist = {dst: 0}
@@ -89,14 +92,20 @@ def hop_distances(topo: Topology, adj, dst: int) -> dict[int, int]:
     return dist
 
 
-def next_hops(topo: Topology, adj, dst: int) -> dict[int, list[int]]:
+def next_hops(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, list[int]]:
     """For each node that can reach ``dst``: the indices into ``adj[node]`` of its
     equal-cost next hops (every neighbour one hop closer), in adjacency order.
 
     With NVSwitches: a host sharing NVSwitches with ``dst`` gets exactly its
     links to those NVSwitches; an NVSwitch linked to ``dst`` gets its links to
-    ``dst``; every other node ignores NVSwitches."""
-    dist = hop_distances(topo, adj, dst)
+    ``dst``; every other node ignores NVSwitches.
+
+    ``down``: indices of failed links (``topo.links``): never a next hop, and
+    the distances are those of the topology without them (indices into
+    ``adj[node]`` keep counting them)."""
+    dist = hop_distances(topo, adj, dst, down)
+    if down:  # a failed link's entry stays (indices keep their meaning) but leads nowhere
+        adj = [[(-1 if li in down else v, li) for v, li in nbrs] for nbrs in adj]
     switches = topo.switches
     nv = topo.nvswitches
     out: dict[int, list[int]] = {}
