@@ -339,12 +339,14 @@ def test_flow_header_with_a_trillion_flows_is_a_truncated_file(tmp_path, capsys)
 
 
 def test_simai_topology_header_with_a_billion_nodes(tmp_path, capsys):
-    src = (DATA / "simai_topo" / "Rail_Opti_SingleToR_16g_8gps_200Gbps_H20").read_text().splitlines()
-    assert src[0].startswith("34 8 2 16 96")
-    (tmp_path / "topo").write_text("\n".join(["1000000016 8 2 16 96 H20"] + src[1:]) + "\n")
-    (tmp_path / "flow.txt").write_text("1\n1 2 3 100 1000 0\n")
+    """A consistent SimAI file (10^9 GPUs, 8 per server, switch ids after them) of which only
+    two GPUs are linked: before, the header's count sized per-node tables."""
+    (tmp_path / "topo").write_text("1000000002 8 1 1 2 H20\n1000000000 1000000001\n"
+                                   "0 1000000000 2880Gbps 0.000025ms 0\n1 1000000000 2880Gbps 0.000025ms 0\n")
+    (tmp_path / "flow.txt").write_text("1\n0 1 3 100 1000 0\n")
     one_line_error(capsys, ["run", "--topology", tmp_path / "topo", "--flows", tmp_path / "flow.txt", "--out",
-                            tmp_path / "o"], f"{tmp_path / 'topo'}:1:", "node count 1000000016")
+                            tmp_path / "o"], f"{tmp_path / 'topo'}:1:", "node count 1000000002",
+                   f"limit of {MAX_NODES} nodes")
 
 
 HTSIM_BILLION = """Nodes 1000000000
