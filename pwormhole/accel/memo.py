@@ -154,11 +154,11 @@ def signature(graph) -> tuple:
 class MemoLimits:
     """Bounds of what a recording can hold in a scenario: a flow's rates (sending and goodput)
     at most ``max_rate_bps`` (its fastest link), its sending rate at least ``min_rate_bps``
-    (the CC's ``MIN_RATE``, below which neither DCQCN nor HPCC goes), its bytes (acknowledged over the transient, and
-    the growth of its pipeline in either sign) at most ``max_flow_bytes`` (its largest flow),
-    the bytes it sent (acknowledged plus the pipeline's growth) at most the fastest link's rate
-    over the convergence time, and that time at most ``max_convergence_ps``: the largest flow
-    sent at the CC's minimum rate (``MIN_RATE``), and never past the stop time."""
+    (the CC's ``MIN_RATE``, below which neither DCQCN nor HPCC goes), its bytes (acknowledged
+    over the transient, and the growth of its pipeline in either sign) at most
+    ``max_flow_bytes`` (its largest flow), the bytes it sent (acknowledged plus the pipeline's
+    growth) at most the fastest link's rate over the convergence time, and that time at most
+    ``max_convergence_ps``: the largest flow sent at ``MIN_RATE``, and never past the stop time."""
 
     __slots__ = ("min_rate_bps", "max_rate_bps", "max_flow_bytes", "max_convergence_ps")
 
@@ -184,6 +184,10 @@ _NO_LIMITS = MemoLimits(1, 1 << 62, 1 << 62, 1 << 62)
 
 def _is_int(v) -> bool:
     return type(v) is int  # not a bool, not a float
+
+
+def _is_number(v) -> bool:
+    return _is_int(v) or (type(v) is float and math.isfinite(v))
 
 
 def _parse_entry(item, limits: MemoLimits):
@@ -239,10 +243,9 @@ def _parse_entry(item, limits: MemoLimits):
             return None
         if (b + max(0, growth)) * 8 * 10**12 > limits.max_rate_bps * conv:
             return None  # sent faster than the fastest link: acknowledged plus the pipeline's growth
-        if not (type(gp) in (int, float) and math.isfinite(gp) and 0 <= gp * 8e12 <= limits.max_rate_bps):
+        if not (_is_number(gp) and 0 <= gp and gp * 8 * 10**12 <= limits.max_rate_bps):
             return None
-        if not (type(rate) in (int, float) and math.isfinite(rate)
-                and limits.min_rate_bps <= rate <= limits.max_rate_bps):
+        if not (_is_number(rate) and limits.min_rate_bps <= rate <= limits.max_rate_bps):
             return None
         recs[i] = {"bytes": b, "goodput": float(gp), "rate_bps": int(rate), "inflight_growth": growth}
     return key, labels, edges, conv, recs
@@ -368,7 +371,10 @@ class MemoCache:
         seen = set()
         bad = dup = 0
         for item in items[:MAX_ENTRIES]:
-            parsed = _parse_entry(item, limits)
+            try:
+                parsed = _parse_entry(item, limits)
+            except (TypeError, ValueError, OverflowError, RecursionError):  # not foreseen by the schema
+                parsed = None
             if parsed is None:
                 bad += 1
                 continue

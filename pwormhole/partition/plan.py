@@ -97,17 +97,18 @@ class PartitionPlan:
             if v is not None and not (_is_int(v) and v >= lo and (hi is None or v <= hi)):
                 raise bad(key, v, f"is not an integer in {lo}..{'' if hi is None else hi}", key)
 
-        count("parts", 1, topo.n_nodes)
+        count("parts", 1)
         parts = d["parts"]
-        count("units", 0, topo.n_nodes)
-        count("lookahead_ps", 0)
-        count("edge_cut_bytes", 0)
         owner = d["owner"]
         if not isinstance(owner, list):
             raise bad("owner", owner, "is not a list of ranks", "owner")
-        if len(owner) != topo.n_nodes:
+        if len(owner) != topo.n_nodes:  # first: a plan of another topology
             raise InputError(f"plan has {len(owner)} nodes for {parts} parts; the topology has "
                              f"{topo.n_nodes} nodes", path, _line_of(text, "owner"))
+        count("parts", 1, topo.n_nodes)
+        count("units", 0, topo.n_nodes)
+        count("lookahead_ps", 0)
+        count("edge_cut_bytes", 0)
         for i, r in enumerate(owner):
             if not (_is_int(r) and 0 <= r < parts):
                 raise bad(f"owner[{i}]", r, f"is not a rank 0..{parts - 1}", "owner", i)
