@@ -140,9 +140,12 @@ def check_folder_writable(folder: str, what: str, create: bool = False) -> None:
 
 def check_file_writable(path: str, what: str) -> None:
     """InputError unless ``path`` can be written: its folder exists and is
-    writable, and ``path`` is not a folder (checked before any work)."""
+    writable, and ``path`` is not a folder nor another file that is not a regular
+    one (a device, a FIFO: the run would replace it; checked before any work)."""
     if os.path.isdir(path):
         raise InputError(f"cannot write {what} {path!r}: it is a folder")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise InputError(f"cannot write {what} {path!r}: it is not a regular file")
     check_folder_writable(os.path.dirname(os.path.abspath(path)), f"{what} {path!r}")
 
 

@@ -376,9 +376,10 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     cfg = scn.config
     memo = None
     if accel is not None and accel.memo:
-        from .accel.memo import MemoCache, config_fingerprint
+        from .accel.memo import MemoCache, MemoLimits, config_fingerprint
         fp = config_fingerprint(cfg, accel)
-        memo = (MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr))
+        memo = (MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr),
+                               MemoLimits.of(scn))
                 if memo_cache else MemoCache(fp))
     sim = PacketRun(scn, seed, n_lps, owner, comm, accel, memo)
     standalone = StandaloneFct(sim.net).all_ns(scn.flows)

@@ -157,6 +157,14 @@ def test_memo_cache_in_a_missing_folder_is_refused_before_simulating(tmp_path, c
     assert list(out.iterdir()) == []  # nothing simulated, nothing written
 
 
+def test_memo_cache_that_is_a_device_is_refused(tmp_path, capsys):
+    """The save would replace /dev/null (as root) after the run."""
+    wormhole_run = [a for a in RUN if a not in ("--mode", "packet")]
+    assert cli.main(wormhole_run + ["--out", str(tmp_path), "--memo-cache", "/dev/null"]) == 2
+    assert "'/dev/null': it is not a regular file" in _stderr_lines(capsys)[0]
+    assert list(tmp_path.iterdir()) == [] and os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
 def test_memo_cache_clashing_with_an_output_is_refused(tmp_path, capsys):
     wormhole_run = [a for a in RUN if a not in ("--mode", "packet")]
     assert cli.main(wormhole_run + ["--out", str(tmp_path), "--memo-cache", str(tmp_path / "summary.json")]) == 2

@@ -21,7 +21,11 @@ records the same entry).
 
 The cache can be saved (:meth:`MemoCache.save`) and loaded (:meth:`MemoCache.load`);
 a file made under another configuration, or an unreadable one, is ignored
-with a warning.
+with a warning. A loaded file is untrusted: a file over :data:`MAX_FILE_BYTES`
+is not read, at most :data:`MAX_ENTRIES` entries are kept, and every entry is
+checked against the schema of a recording and the bounds of the scenario
+(:class:`MemoLimits`); malformed entries, entries outside the bounds and
+duplicates are dropped with one warning.
 """
 
 from __future__ import annotations
@@ -30,11 +34,14 @@ import hashlib
 import json
 import math
 import os
+import re
+import stat
 
 import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
+from ..outfiles import atomic
 
 FORMAT = "pwormhole-memo-9"  # 9: HPCC fairness check, sampling backoff; 8: recorded rates are pacing rates (HPCC); 7: FIFO shares, ACK_HIGH_PRIO, windows
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
@@ -42,6 +49,17 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
              "fast_react", "u_target", "mi_thresh", "int_multi", "rate_bound", "enable_pfc", "enable_qcn",
              "buffer_size_bytes", "ack_high_prio")
+
+MAX_FILE_BYTES = 64 * 2**20
+"""A cache file larger than this is not read (ignored with a warning); :meth:`MemoCache.save`
+never writes a larger one."""
+
+MAX_ENTRIES = 20_000
+"""Entries kept from a cache file (the rest are dropped with the warning); :meth:`MemoCache.save`
+writes no more."""
+
+_ROLE = re.compile(r"a|d[0-9]{1,6}")
+_MAX_LABEL = 200
 
 
 def config_fingerprint(cfg, accel_cfg) -> str:
@@ -134,6 +152,106 @@ def signature(graph) -> tuple:
     return labels, edges
 
 
+class MemoLimits:
+    """Bounds of what a recording can hold in a scenario: a flow's rates (sending and goodput)
+    at most ``max_rate_bps`` (its fastest link), its sending rate at least ``min_rate_bps``
+    (the CC's ``MIN_RATE``, below which neither DCQCN nor HPCC goes), its bytes (acknowledged
+    over the transient, and the growth of its pipeline in either sign) at most
+    ``max_flow_bytes`` (its largest flow), the bytes it sent (acknowledged plus the pipeline's
+    growth) at most the fastest link's rate over the convergence time, and that time at most
+    ``max_convergence_ps``: the largest flow sent at ``MIN_RATE``, and never past the stop time."""
+
+    __slots__ = ("min_rate_bps", "max_rate_bps", "max_flow_bytes", "max_convergence_ps")
+
+    def __init__(self, min_rate_bps: int, max_rate_bps: int, max_flow_bytes: int, max_convergence_ps: int):
+        self.min_rate_bps = min_rate_bps
+        self.max_rate_bps = max_rate_bps
+        self.max_flow_bytes = max_flow_bytes
+        self.max_convergence_ps = max_convergence_ps
+
+    @classmethod
+    def of(cls, scn) -> "MemoLimits":
+        """The bounds of scenario ``scn`` (its topology, flows and configuration)."""
+        cfg = scn.config
+        size = max((f.size_bytes for f in scn.flows), default=0)
+        min_rate = max(1, cfg.min_rate_bps)
+        conv = -(-size * 8 * 10**12 // min_rate)
+        return cls(min_rate, max((ln.rate_bps for ln in scn.topology.links), default=0), size,
+                   min(conv, cfg.simulator_stop_ps))
+
+
+_NO_LIMITS = MemoLimits(1, 1 << 62, 1 << 62, 1 << 62)
+
+
+def _is_int(v) -> bool:
+    return type(v) is int  # not a bool, not a float
+
+
+def _is_number(v) -> bool:
+    return _is_int(v) or (type(v) is float and math.isfinite(v))
+
+
+def _parse_entry(item, limits: MemoLimits):
+    """``(key, labels, edges, convergence_ps, flows)`` of a saved entry (``labels`` and
+    ``edges`` as :func:`group_parts` gives them), or None when it is not a recording
+    within ``limits``: the shape :meth:`MemoCache.save` writes (a flow vertex per recorded
+    flow first, then the ports; edges between a flow and a port; a record per flow vertex),
+    integer times and bytes, finite rates."""
+    if not isinstance(item, dict):
+        return None
+    key, graph, conv, flows = item.get("key"), item.get("graph"), item.get("convergence_ps"), item.get("flows")
+    if not (isinstance(key, str) and 0 < len(key) <= 64 and isinstance(graph, dict) and isinstance(flows, dict)):
+        return None
+    if not (_is_int(conv) and 0 < conv <= limits.max_convergence_ps):
+        return None
+    nodes, links = graph.get("nodes"), graph.get("links")
+    if not (isinstance(nodes, list) and isinstance(links, list)):
+        return None
+    labels = []
+    for v, node in enumerate(nodes):
+        if not isinstance(node, dict) or not _is_int(node.get("id")) or node["id"] != v:
+            return None
+        label = node.get("label")
+        if not (isinstance(label, str) and 0 < len(label) <= _MAX_LABEL and label[0] in "fp"):
+            return None
+        if label[0] == "f" and labels and labels[-1][0] == "p":
+            return None  # flows first
+        labels.append(label)
+    nf = sum(1 for label in labels if label[0] == "f")
+    if nf == 0 or nf == len(labels):
+        return None
+    edges = {}
+    for link in links:
+        if not isinstance(link, dict):
+            return None
+        u, w, role = link.get("source"), link.get("target"), link.get("role")
+        if not (_is_int(u) and _is_int(w) and isinstance(role, str) and _ROLE.fullmatch(role)):
+            return None
+        u, w = min(u, w), max(u, w)
+        if not 0 <= u < nf <= w < len(labels) or (u, w) in edges:
+            return None
+        edges[(u, w)] = role
+    if len(flows) != nf:
+        return None
+    recs = {}
+    for i in range(nf):
+        rec = flows.get(str(i))
+        if not isinstance(rec, dict):
+            return None
+        b, gp, rate, growth = rec.get("bytes"), rec.get("goodput"), rec.get("rate_bps"), rec.get("inflight_growth")
+        if not (_is_int(b) and _is_int(growth) and 0 <= b <= limits.max_flow_bytes
+                and abs(growth) <= limits.max_flow_bytes):
+            return None
+        if (b + max(0, growth)) * 8 * 10**12 > limits.max_rate_bps * conv:
+            return None  # sent faster than the fastest link: acknowledged plus the pipeline's growth
+        if not (_is_number(gp) and 0 <= gp and gp * 8 * 10**12 <= limits.max_rate_bps):
+            return None
+        if not (_is_number(rate) and limits.min_rate_bps <= rate <= limits.max_rate_bps):
+            return None
+        recs[i] = {"bytes": b, "goodput": float(gp), "rate_bps": int(rate), "inflight_growth": growth}
+    return key, labels, edges, conv, recs
+
+
 class Entry:
     __slots__ = ("graph", "convergence_ps", "flows")
 
@@ -186,43 +304,91 @@ class MemoCache:
 
     def size_bytes(self) -> int:
         """Size of the cache as saved (JSON bytes)."""
-        return len(json.dumps(self._data()))
+        return len(self._text())
 
-    def _data(self) -> dict:
-        out = []
+    def _text(self) -> str:
+        """The JSON text :meth:`save` writes: at most :data:`MAX_ENTRIES` entries and
+        :data:`MAX_FILE_BYTES` bytes (the first entries recorded)."""
+        head = json.dumps({"format": FORMAT, "fingerprint": self.fingerprint, "entries": []})[:-2]
+        parts, size = [], len(head) + 2
         for key, es in self.entries.items():
             for e in es:
-                out.append({"key": key, "graph": nx.node_link_data(e.graph, edges="links"),
-                            "convergence_ps": e.convergence_ps,
-                            "flows": {str(i): f for i, f in e.flows.items()}})
-        return {"format": FORMAT, "fingerprint": self.fingerprint, "entries": out}
+                text = json.dumps({"key": key, "graph": nx.node_link_data(e.graph, edges="links"),
+                                   "convergence_ps": e.convergence_ps,
+                                   "flows": {str(i): f for i, f in e.flows.items()}})
+                if len(parts) >= MAX_ENTRIES or size + len(text) + 2 > MAX_FILE_BYTES:
+                    return head + ", ".join(parts) + "]}"
+                parts.append(text)
+                size += len(text) + 2
+        return head + ", ".join(parts) + "]}"
 
     def save(self, path: str) -> None:
         """Write the cache as JSON (as ``PATH.part``, renamed; OutputError on a write error)."""
-        from ..outfiles import atomic
         with atomic(path) as fh:
-            json.dump(self._data(), fh)
+            fh.write(self._text())
 
     @classmethod
-    def load(cls, path: str, fingerprint: str, warn) -> "MemoCache":
+    def load(cls, path: str, fingerprint: str, warn, limits: MemoLimits | None = None) -> "MemoCache":
         """The cache saved in ``path``; an empty one (and ``warn(message)``) when the
-        file is missing, unreadable, corrupt or from another configuration."""
+        file is missing, not a regular file, over :data:`MAX_FILE_BYTES`, unreadable,
+        corrupt or from another configuration. Entries that are malformed or outside
+        ``limits`` (the scenario's bounds, :class:`MemoLimits`), duplicates of an earlier
+        entry and entries past :data:`MAX_ENTRIES` are dropped with one warning."""
         cache = cls(fingerprint)
-        if not os.path.exists(path):
+        limits = limits or _NO_LIMITS
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return cache
+        except OSError as e:
+            warn(f"memo cache {path} is unreadable ({type(e).__name__}: {e}); ignored")
+            return cache
+        too_big = (f"memo cache {path} is larger than the limit of {MAX_FILE_BYTES} bytes "
+                   f"({MAX_FILE_BYTES // 2**20} MiB); ignored")
+        if not stat.S_ISREG(st.st_mode):
+            warn(f"memo cache {path} is not a regular file; ignored")
+            return cache
+        if st.st_size > MAX_FILE_BYTES:
+            warn(too_big)
             return cache
         try:
-            with open(path) as fh:
-                data = json.load(fh)
-            if data.get("format") != FORMAT:
-                raise ValueError("not a pwormhole memo cache")
-            if data.get("fingerprint") != fingerprint:
-                warn(f"memo cache {path} was made with another configuration; ignored")
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read(MAX_FILE_BYTES + 1)
+            if len(text) > MAX_FILE_BYTES:
+                warn(too_big)
                 return cache
-            for item in data["entries"]:
-                g = nx.node_link_graph(item["graph"], edges="links")
-                flows = {int(i): f for i, f in item["flows"].items()}
-                cache.entries.setdefault(item["key"], []).append(Entry(g, int(item["convergence_ps"]), flows))
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            data = json.loads(text)
+            if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), list):
+                raise ValueError("not a pwormhole memo cache")
+        except (OSError, ValueError, RecursionError) as e:
             warn(f"memo cache {path} is unreadable ({type(e).__name__}: {e}); ignored")
-            return cls(fingerprint)
+            return cache
+        if data.get("fingerprint") != fingerprint:
+            warn(f"memo cache {path} was made with another configuration; ignored")
+            return cache
+        items = data["entries"]
+        seen = set()
+        bad = dup = 0
+        for item in items[:MAX_ENTRIES]:
+            try:
+                parsed = _parse_entry(item, limits)
+            except (TypeError, ValueError, OverflowError, RecursionError):  # not foreseen by the schema
+                parsed = None
+            if parsed is None:
+                bad += 1
+                continue
+            key, labels, edges, conv, flows = parsed
+            sig = parts_signature(labels, edges)
+            if sig in seen:
+                dup += 1
+                continue
+            seen.add(sig)
+            cache.entries.setdefault(key, []).append(Entry(parts_graph(labels, edges), conv, flows))
+        over = max(0, len(items) - MAX_ENTRIES)
+        if bad or dup or over:
+            why = [f"{bad} malformed or outside this scenario's bounds"] if bad else []
+            why += [f"{dup} duplicates"] if dup else []
+            why += [f"{over} past the limit of {MAX_ENTRIES} entries"] if over else []
+            warn(f"memo cache {path}: dropped {bad + dup + over} of {len(items)} entries ({', '.join(why)}); "
+                 f"kept {len(cache)}")
         return cache

@@ -19,8 +19,12 @@ says so in :meth:`PartitionPlan.warning`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
+import re
+import stat
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -77,17 +81,71 @@ class PartitionPlan:
 
     @staticmethod
     def from_json(path: str, topo: Topology) -> "PartitionPlan":
-        """Load a saved plan; InputError when unreadable or made for another topology."""
+        """Load a saved plan for ``topo``. InputError naming the file, the line and the value
+        for a file that cannot be read, is larger than a plan of ``topo`` can be, is not JSON or
+        not a plan (an unknown or missing field, a value of the wrong type or out of range: a
+        rank outside ``0 .. parts-1``, a node id outside the topology), or was made for another
+        topology (``owner`` not one rank per node)."""
+        text = _read_plan_text(path, topo)
         try:
-            with open(path) as fh:
-                d = json.load(fh)
-            plan = PartitionPlan(**d)
-        except (OSError, ValueError, TypeError) as e:
-            raise InputError(f"cannot read partition plan: {e}", path) from None
-        if len(plan.owner) != topo.n_nodes or any(not 0 <= r < plan.parts for r in plan.owner):
-            raise InputError(f"plan has {len(plan.owner)} nodes for {plan.parts} parts; the topology has "
-                             f"{topo.n_nodes} nodes", path)
-        return plan
+            d = json.loads(text)
+        except ValueError as e:
+            raise InputError(f"cannot read partition plan: {getattr(e, 'msg', e)}", path,
+                             getattr(e, "lineno", None)) from None
+        except RecursionError:
+            raise InputError("cannot read partition plan: nested too deeply", path) from None
+        if not isinstance(d, dict):
+            raise InputError(f"not a partition plan: expected a JSON object, got {type(d).__name__}", path, 1)
+        fields = {f.name for f in dataclasses.fields(PartitionPlan)}
+        for k in d:
+            if k not in fields:
+                raise InputError(f"unknown field {k!r} in partition plan (fields: {', '.join(sorted(fields))})",
+                                 path, _line_of(text, k))
+        for k in ("parts", "owner"):
+            if k not in d:
+                raise InputError(f"partition plan has no {k!r}", path, 1)
+
+        def bad(what: str, value, why: str, key: str, index=None) -> InputError:
+            return InputError(f"{what} {json.dumps(value)[:40]} {why}", path, _line_of(text, key, index))
+
+        def count(key: str, lo: int, hi: int | None = None) -> None:
+            v = d.get(key)
+            if v is not None and not (_is_int(v) and v >= lo and (hi is None or v <= hi)):
+                raise bad(key, v, f"is not an integer in {lo}..{'' if hi is None else hi}", key)
+
+        count("parts", 1)
+        parts = d["parts"]
+        owner = d["owner"]
+        if not isinstance(owner, list):
+            raise bad("owner", owner, "is not a list of ranks", "owner")
+        if len(owner) != topo.n_nodes:  # first: a plan of another topology
+            raise InputError(f"plan has {len(owner)} nodes for {parts} parts; the topology has "
+                             f"{topo.n_nodes} nodes", path, _line_of(text, "owner"))
+        count("parts", 1, topo.n_nodes)
+        count("units", 0, topo.n_nodes)
+        count("lookahead_ps", 0)
+        count("edge_cut_bytes", 0)
+        for i, r in enumerate(owner):
+            if not (_is_int(r) and 0 <= r < parts):
+                raise bad(f"owner[{i}]", r, f"is not a rank 0..{parts - 1}", "owner", i)
+        cut = d.get("cut_links", [])
+        if not isinstance(cut, list):
+            raise bad("cut_links", cut, "is not a list of [a, b] node pairs", "cut_links")
+        for i, pair in enumerate(cut):
+            if not (isinstance(pair, list) and len(pair) == 2
+                    and all(_is_int(v) and 0 <= v < topo.n_nodes for v in pair)):
+                raise bad(f"cut_links[{i}]", pair, f"is not a pair of node ids 0..{topo.n_nodes - 1}",
+                          "cut_links", i)
+        weights = d.get("part_weights", [])
+        if not (isinstance(weights, list) and len(weights) in (0, parts)):
+            raise bad("part_weights", weights, f"is not a list of {parts} weights", "part_weights")
+        for i, w in enumerate(weights):
+            if not (_is_int(w) and w >= 0):
+                raise bad(f"part_weights[{i}]", w, "is not an integer >= 0", "part_weights", i)
+        imb = d.get("imbalance", 0.0)
+        if not (type(imb) in (int, float) and math.isfinite(imb) and imb >= 0):
+            raise bad("imbalance", imb, "is not a finite number >= 0", "imbalance")
+        return PartitionPlan(**d)
 
     def describe(self) -> str:
         lines = [f"parts {self.parts}  units {self.units}  cut links {len(self.cut_links)}  "
@@ -96,6 +154,48 @@ class PartitionPlan:
         for r, w in enumerate(self.part_weights):
             lines.append(f"  rank {r}: {self.owner.count(r)} nodes, weight {w}")
         return "\n".join(lines)
+
+
+def _is_int(v) -> bool:
+    return type(v) is int  # not a bool, not a float
+
+
+def _read_plan_text(path: str, topo: Topology) -> str:
+    """The text of a plan file, refused (InputError) when it is not a regular file or is
+    larger than any plan of ``topo`` (a few dozen bytes per node and per link, plus 1 MiB)."""
+    limit = 2**20 + 64 * (topo.n_nodes + 2 * len(topo.links))
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError("cannot read partition plan: not a regular file", path)
+        if st.st_size > limit:
+            raise InputError(f"partition plan is {st.st_size} bytes, more than a plan of this topology can be "
+                             f"({limit} bytes)", path)
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(limit)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read partition plan: {getattr(e, 'strerror', None) or e}", path) from None
+
+
+def _line_of(text: str, key: str, index: int | None = None) -> int:
+    """1-based line of the value of top-level ``key`` in JSON ``text`` (of its element
+    ``index`` when given), for error messages; 1 when not found."""
+    matches = list(re.finditer(r'"%s"\s*:\s*' % re.escape(key), text))
+    if not matches:
+        return 1
+    pos = matches[-1].end()  # the last one wins, as in json.loads
+    if index is not None and text.startswith("[", pos):
+        dec = json.JSONDecoder()
+        ws = re.compile(r"[\s,]*")
+        pos += 1
+        try:
+            for _ in range(index):
+                pos = ws.match(text, pos).end()
+                _, pos = dec.raw_decode(text, pos)
+            pos = ws.match(text, pos).end()
+        except ValueError:
+            pass
+    return text.count("\n", 0, pos) + 1
 
 
 def units_of(topo: Topology) -> list[int]:

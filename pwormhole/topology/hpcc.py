@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from pwormhole.tokens import TokenReader, to_float, to_int
-from pwormhole.topology.model import Link, Topology
+from pwormhole.topology.model import Link, Topology, check_node_count
 from pwormhole.units import parse_rate_bps, parse_time_ps
 
 
@@ -44,16 +44,19 @@ def read_hpcc_topology(path: str | os.PathLike) -> Topology:
         InputError naming the file, the line and the offending value for: a file
         that cannot be opened; a truncated file (fewer tokens than the counts
         declare; the message says what was expected); counts that are not
-        non-negative integers, ``n_nodes < 1`` or ``n_switches > n_nodes``; a
+        non-negative integers, ``n_nodes < 1``, ``n_nodes`` over
+        :data:`~pwormhole.topology.model.MAX_NODES` or over twice the link count
+        (nodes no link joins), or ``n_switches > n_nodes``; a
         switch id that is out of range or listed twice; a link end that is not
         an integer in range; a link from a node to itself; a rate that is zero,
         negative or unreadable; a bad delay; an error rate outside ``[0, 1)``.
     """
     spath = str(path)
     with TokenReader(path, "topology file") as r:
-        n_nodes, line = r.take_int("node count (first value of the header)", lo=0)
+        n_nodes, nodes_line = r.take_int("node count (first value of the header)", lo=0)
         if n_nodes < 1:
-            raise r.error(f"node count {n_nodes!r} must be at least 1", line)
+            raise r.error(f"node count {n_nodes!r} must be at least 1", nodes_line)
+        check_node_count(n_nodes, spath, nodes_line)  # the cap, before reading the rows
         n_sw, line = r.take_int("switch count (second value of the header)", lo=0)
         if n_sw > n_nodes:
             raise r.error(f"switch count {n_sw} exceeds node count {n_nodes}", line)
@@ -68,6 +71,7 @@ def read_hpcc_topology(path: str | os.PathLike) -> Topology:
             switches[sid] = line
 
         links = read_link_rows(r, r.take, n_links, n_nodes, spath)
+        check_node_count(n_nodes, spath, nodes_line, len(links))
 
     return Topology(n_nodes=n_nodes, switches=frozenset(switches), links=links,
                     name=Path(spath).stem, source=spath)

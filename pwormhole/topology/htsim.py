@@ -70,7 +70,7 @@ from pathlib import Path
 
 from pwormhole.errors import InputError
 from pwormhole.tokens import head_tokens, open_text, to_int
-from pwormhole.topology.model import Link, Topology
+from pwormhole.topology.model import MAX_LINKS, MAX_NODES, Link, Topology
 
 _HEADER_KEYS = ("nodes", "tiers", "podsize")
 _TIER_KEYS = ("downlink_speed_gbps", "radix_down", "radix_up", "downlink_latency_ns", "switch_latency_ns",
@@ -121,7 +121,9 @@ def read_htsim_topology(path: str | os.PathLike) -> Topology:
         ``Nodes``/``Tiers``/``Podsize`` or a missing speed, latency or radix of a
         tier; ``Radix_Up`` on the top tier; and every inconsistency htsim
         rejects (counts that do not divide, radixes that do not match the
-        switch counts, bundles that do not divide radixes).
+        switch counts, bundles that do not divide radixes); more nodes than
+        :data:`~pwormhole.topology.model.MAX_NODES` or links than
+        :data:`~pwormhole.topology.model.MAX_LINKS` in all.
     """
     spath = str(path)
     header: dict[str, tuple[int, int]] = {}
@@ -281,6 +283,12 @@ def read_htsim_topology(path: str | os.PathLike) -> Topology:
     agg0 = tor0 + n_tors
     core0 = agg0 + n_aggs
     n = core0 + n_cores
+    n_links = nodes + n_tors * (aggs_per_pod if n_tiers == 3 else n_aggs) * bundle[1]
+    if n_tiers == 3:
+        n_links += n_aggs * (rup[1] // bundle[2]) * bundle[2]
+    if n > MAX_NODES or n_links > MAX_LINKS:  # before building the links
+        raise InputError(f"Nodes {nodes} makes {n} nodes and {n_links} links (switches and bundles included), over "
+                         f"the limit of {MAX_NODES} nodes and {MAX_LINKS} links", spath, header["nodes"][1])
     links: list[Link] = []
     d0 = link_lat[0] + sw_lat[0] // 2
     for h in range(nodes):

@@ -18,6 +18,24 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 
+MAX_NODES = 200_000
+"""Largest topology accepted (a built network takes ~33 KB of memory per node before any
+traffic: 200,000 nodes ~ 7 GB)."""
+
+MAX_LINKS = 10 * MAX_NODES
+"""Most links a generated topology (htsim ``.topo``) may have; a file's link rows are read one by one."""
+
+
+def check_node_count(n_nodes: int, path: str | None, line: int | None, n_links: int | None = None) -> None:
+    """InputError (file, line, value) when a declared node count exceeds :data:`MAX_NODES`
+    or, given the count of links read, the ``2 * n_links`` nodes they can join: a header is
+    checked against the rows that back it before anything is sized by it."""
+    if n_nodes > MAX_NODES:
+        raise InputError(f"node count {n_nodes} exceeds the limit of {MAX_NODES} nodes", path, line)
+    if n_links is not None and n_nodes > 2 * n_links:
+        raise InputError(f"node count {n_nodes} but its {n_links} links join at most {2 * n_links} nodes: "
+                         f"at least {n_nodes - 2 * n_links} nodes would have no link", path, line)
+
 
 @dataclass(frozen=True)
 class Link:

@@ -13,7 +13,7 @@ from pathlib import Path
 from pwormhole.errors import InputError
 from pwormhole.tokens import TokenReader, to_int
 from pwormhole.topology.hpcc import read_link_rows
-from pwormhole.topology.model import Topology
+from pwormhole.topology.model import Topology, check_node_count
 
 _HEADER = "nodes gpus_per_server nvswitches switches links [gpu_type [ngpus_per_node]]"
 
@@ -52,7 +52,8 @@ def read_simai_topology(path: str | os.PathLike) -> Topology:
     Raises:
         InputError naming the file, the line and the offending value: the file
         cannot be opened; it ends early (fewer ids or links than declared); a
-        count is not a non-negative integer, ``node_num < 1``,
+        count is not a non-negative integer, ``node_num < 1``, ``node_num`` over
+        :data:`~pwormhole.topology.model.MAX_NODES` or over twice ``link_num``,
         ``gpus_per_server < 1``, the switches leave no GPU, or the GPU count is
         not a multiple of ``gpus_per_server``; the header line has unexpected
         values; a switch id is out of range, listed twice or below the GPU
@@ -64,6 +65,7 @@ def read_simai_topology(path: str | os.PathLike) -> Topology:
         n_nodes, nodes_line = r.take_int("node count (node_num, first value of the header)", lo=0)
         if n_nodes < 1:
             raise r.error(f"node count {n_nodes!r} must be at least 1", nodes_line)
+        check_node_count(n_nodes, spath, nodes_line)  # the cap, before reading the rows
         gps, gps_line = r.take_int("GPUs per server (gpus_per_server, second value of the header)", lo=0)
         if gps < 1:
             raise r.error(f"gpus_per_server {gps!r} must be at least 1", gps_line)
@@ -116,6 +118,7 @@ def read_simai_topology(path: str | os.PathLike) -> Topology:
                 nvswitches.append(sid)
 
         links = read_link_rows(r, take, n_links, n_nodes, spath)
+        check_node_count(n_nodes, spath, nodes_line, len(links))
 
     name = Path(spath).name
     for suffix in (".txt", ".topo"):

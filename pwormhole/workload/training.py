@@ -38,6 +38,11 @@ COMM_KIND = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "REDUCESCATTER"
              "ALLTOALL": "alltoall"}
 NS = 1000  # ps per ns
 
+MAX_DAG_OPS = 10_000_000
+"""Most ops (compute, flows, marks) the iterations of one run may add up to: a DAG takes ~0.5 KB
+per op before any simulation (10 M ops ~ 5 GB). More iterations than that are refused once the
+first one is built (a single iteration is never refused)."""
+
 
 def micro_batches(spec) -> list[list[int]]:
     """Layer indices of each micro-batch: ``ga`` equal parts of the layer list (one part when ga does not divide it)."""
@@ -59,7 +64,8 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
 
     Raises:
         InputError: the topology has fewer GPUs than the workload needs (both
-            numbers named), or ``iterations`` < 1.
+            numbers named), ``iterations`` < 1, or the iterations would add up to more
+            than :data:`MAX_DAG_OPS` ops.
     """
     if spec.all_gpus > len(gpu_hosts):
         raise InputError(f"the workload needs {spec.all_gpus} GPUs but the topology has only {len(gpu_hosts)}",
@@ -125,6 +131,9 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
     mbs = micro_batches(spec)
     update_ns = sum(layer.update_ns for layer in spec.layers)
     for it in range(iterations):
+        if it == 1 and len(dag) * iterations > MAX_DAG_OPS:
+            raise InputError(f"--iterations {iterations}: {len(dag)} DAG ops per iteration make "
+                             f"{len(dag) * iterations} ops, over the limit of {MAX_DAG_OPS}; run fewer iterations")
         dag.iteration = it
         for mb, chunk in enumerate(mbs):
             for s in range(spec.pp):
