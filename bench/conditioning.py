@@ -33,18 +33,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results_log import ResultsLog
+
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.config import ModelConfig
+from pwormhole.report.compare import compare
+from pwormhole.scenario import topology_from_arg, training_scenario
+from pwormhole.simulation import PacketRun
+from pwormhole.workload.dag import OP_COMPUTE
+from pwormhole.workload.models import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
-from pwormhole.config import ModelConfig  # noqa: E402
-from pwormhole.report.compare import compare  # noqa: E402
-from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
-from pwormhole.workload.dag import OP_COMPUTE  # noqa: E402
-from pwormhole.workload.models import build_model  # noqa: E402
-from results_log import ResultsLog  # noqa: E402
 
 SCENARIOS = {
     "rail-1nvs": "rail-optimized:gpus=16",

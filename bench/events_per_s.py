@@ -15,11 +15,10 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config
+from pwormhole.simulation import PacketRun
 
-from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 REF = ROOT / "tests" / "data" / "hpcc" / "reference"
 NAMES = {"s1": "s1_hpcc", "s2": "s2_dcqcn", "s3": "s3_dcqcn"}
@@ -32,7 +31,8 @@ def main() -> int:
     a = ap.parse_args()
     rates, walls = [], []
     for _ in range(a.repeat):
-        scn = fat_tree_mix_scenario() if a.scenario == "default" else from_hpcc_config(str(REF / NAMES[a.scenario] / "config.txt"))
+        scn = (fat_tree_mix_scenario() if a.scenario == "default"
+               else from_hpcc_config(str(REF / NAMES[a.scenario] / "config.txt")))
         r = PacketRun(scn).run()
         walls.append(r.wall_s)
         rates.append(r.events / r.wall_s)

@@ -31,14 +31,13 @@ import time
 import tracemalloc
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from pwormhole.config import CC_DCQCN, ModelConfig
+from pwormhole.scenario import Scenario, number_sports
+from pwormhole.simulation import PacketRun
+from pwormhole.topology.builders import fat_tree, star
+from pwormhole.workload.flows import Flow
 
-from pwormhole.config import CC_DCQCN, ModelConfig  # noqa: E402
-from pwormhole.scenario import Scenario, number_sports  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
-from pwormhole.topology.builders import fat_tree, star  # noqa: E402
-from pwormhole.workload.flows import Flow  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _flows(pairs, size=2):
@@ -66,7 +65,8 @@ def _measure(topo, pairs, size=2, run=False) -> dict:
             assert sim.complete
     finally:
         tracemalloc.stop()
-    return {"nodes": topo.n_nodes, "flows": len(pairs), "build_s": build_s, "built_bytes": built, "run_peak_bytes": peak}
+    return {"nodes": topo.n_nodes, "flows": len(pairs), "build_s": build_s, "built_bytes": built,
+            "run_peak_bytes": peak}
 
 
 def per_node(sizes, ks) -> list[dict]:

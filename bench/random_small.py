@@ -28,18 +28,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from results_log import ResultsLog
+
+from pwormhole.accel.memo import MemoCache
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
+from pwormhole.scenario import Scenario, number_sports
+from pwormhole.simulation import PacketRun
+from pwormhole.topology.builders import fat_tree, leaf_spine
+from pwormhole.workload.flows import Flow
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pwormhole.accel.memo import MemoCache  # noqa: E402
-from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
-from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig  # noqa: E402
-from pwormhole.scenario import Scenario, number_sports  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
-from pwormhole.topology.builders import fat_tree, leaf_spine  # noqa: E402
-from pwormhole.workload.flows import Flow  # noqa: E402
-from results_log import ResultsLog  # noqa: E402
 
 US = 1_000_000
 HEADER = ("| # | cc | window | fabric | flows | Wormhole FCT err mean | max | packet seed 2 vs 1: mean | max | "

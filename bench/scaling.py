@@ -19,10 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from pwormhole.topology.builders import fat_tree
 
-from pwormhole.topology.builders import fat_tree  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_inputs(folder: Path) -> Path:

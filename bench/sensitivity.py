@@ -30,17 +30,14 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+from wormhole import ACCEL_OVERRIDES, SCENARIOS
+
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.report.compare import fct_errors, read_fct
+from pwormhole.simulation import simulate
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from wormhole import ACCEL_OVERRIDES, SCENARIOS  # noqa: E402
-
-from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
-from pwormhole.report.compare import fct_errors, read_fct  # noqa: E402
-from pwormhole.simulation import simulate  # noqa: E402
-
-import numpy as np  # noqa: E402
 
 SWEEPS = {
     "theta": [("theta", v) for v in (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)],

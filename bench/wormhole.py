@@ -51,15 +51,14 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.config import ModelConfig
+from pwormhole.report.compare import compare
+from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario
+from pwormhole.workload.models import build_model
+from pwormhole.workload.simai import Phase
 
-from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
-from pwormhole.config import ModelConfig  # noqa: E402
-from pwormhole.report.compare import compare  # noqa: E402
-from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario  # noqa: E402
-from pwormhole.workload.models import build_model  # noqa: E402
-from pwormhole.workload.simai import Phase  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn" / "config.txt"
 CC = {"dcqcn": 1, "hpcc": 3}

@@ -61,8 +61,10 @@ class ModelConfig:
     ack_high_prio: bool = False
 
     # switches
-    kmax_map_bytes: dict[int, int] = field(default_factory=lambda: {25 * 10**9: 400_000, 50 * 10**9: 800_000, 100 * 10**9: 1_600_000})
-    kmin_map_bytes: dict[int, int] = field(default_factory=lambda: {25 * 10**9: 100_000, 50 * 10**9: 200_000, 100 * 10**9: 400_000})
+    kmax_map_bytes: dict[int, int] = field(
+        default_factory=lambda: {25 * 10**9: 400_000, 50 * 10**9: 800_000, 100 * 10**9: 1_600_000})
+    kmin_map_bytes: dict[int, int] = field(
+        default_factory=lambda: {25 * 10**9: 100_000, 50 * 10**9: 200_000, 100 * 10**9: 400_000})
     pmax_map: dict[int, float] = field(default_factory=lambda: {25 * 10**9: 0.2, 50 * 10**9: 0.2, 100 * 10**9: 0.2})
     buffer_size_bytes: int = 32 * 2**20
 

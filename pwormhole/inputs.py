@@ -43,7 +43,7 @@ def _first_lines(path: str, what: str, n: int = 3) -> list[tuple[int, list[str]]
         raise InputError(f"{what} is a folder, not a file", path)
     out = []
     try:
-        with open(path, "r", encoding="utf-8-sig", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
             for lineno, text in enumerate(f, start=1):
                 toks = text.split()
                 if not toks or toks[0].startswith("#"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from pwormhole.errors import InputError
 
@@ -26,7 +26,7 @@ def open_text(path: str | os.PathLike, what: str = "file"):
     Raises InputError naming the path when it cannot be opened.
     """
     try:
-        return open(path, "r", encoding="utf-8-sig", errors="replace", newline=None)
+        return open(path, encoding="utf-8-sig", errors="replace", newline=None)
     except OSError as e:
         raise InputError(f"cannot open {what}: {e.strerror or e}", str(path)) from None
 
@@ -56,7 +56,7 @@ class TokenReader:
         self._it.close()
         self._f.close()
 
-    def __enter__(self) -> "TokenReader":
+    def __enter__(self) -> TokenReader:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -107,7 +107,7 @@ def head_tokens(path: str | os.PathLike, max_lines: int = 50) -> Iterator[list[s
     """Tokens of the first ``max_lines`` lines that are neither blank nor ``#``
     comments (format detection); nothing when the file cannot be opened."""
     try:
-        with open(path, "r", encoding="utf-8-sig", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
             for n, text in enumerate(f):
                 if n > max_lines:
                     return

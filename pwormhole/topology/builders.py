@@ -98,7 +98,8 @@ def leaf_spine(hosts: int, leaves: int, spines: int, host_rate_bps: int = 100 * 
     links in host order, then leaf-spine links leaf by leaf.
     """
     if hosts <= 0 or leaves <= 0 or spines <= 0 or hosts % leaves:
-        raise InputError(f"leaf-spine needs hosts divisible by leaves (hosts={hosts}, leaves={leaves}, spines={spines})")
+        raise InputError(f"leaf-spine needs hosts divisible by leaves "
+                         f"(hosts={hosts}, leaves={leaves}, spines={spines})")
     if not oversubscription > 0:
         raise InputError(f"oversubscription must be positive, got {oversubscription}")
     _check(host_rate_bps, delay_ps, "leaf-spine host link")

@@ -83,7 +83,8 @@ _TIER_NAMES = ("ToR", "aggregation", "core")
 
 
 def looks_like_htsim_topology(path: str | os.PathLike) -> bool:
-    """True when the file's first meaningful lines are htsim ``.topo`` keys (``Nodes``, ``Tiers``, ``Podsize``, ``Tier``)
+    """True when the file's first meaningful lines are htsim ``.topo`` keys (``Nodes``, ``Tiers``,
+    ``Podsize``, ``Tier``)
     and it names ``Tiers`` (a connection matrix also starts with ``Nodes``)."""
     seen = set()
     for toks in head_tokens(path):
@@ -176,7 +177,8 @@ def read_htsim_topology(path: str | os.PathLike) -> Topology:
             v = _number(toks[1], _NAMES[key], spath, lineno)
             if key == "downlink_speed_gbps":
                 if v <= 0 or (v * 10**9) != (v * 10**9).to_integral_value():
-                    raise InputError(f"Downlink_speed_Gbps {toks[1]!r} must be a positive number of Gbps", spath, lineno)
+                    raise InputError(f"Downlink_speed_Gbps {toks[1]!r} must be a positive number of Gbps",
+                                     spath, lineno)
             elif key in ("downlink_latency_ns", "switch_latency_ns"):
                 if v < 0 or v * 1000 != (v * 1000).to_integral_value():
                     raise InputError(f"{_NAMES[key]} {toks[1]!r} must be a non-negative whole number of ps",
@@ -198,7 +200,8 @@ def read_htsim_topology(path: str | os.PathLike) -> Topology:
         if t not in tiers:
             raise InputError(f"no configuration found for tier {t} (a 'Tier {t}' section)", spath, last_line)
         cfg = tiers[t]
-        for key in ("downlink_speed_gbps", "downlink_latency_ns", "radix_down") + (("radix_up",) if t < n_tiers - 1 else ()):
+        up = ("radix_up",) if t < n_tiers - 1 else ()
+        for key in ("downlink_speed_gbps", "downlink_latency_ns", "radix_down") + up:
             if key not in cfg:
                 raise InputError(f"missing {_NAMES[key]} for tier {t}", spath, tier_line[t])
         if cfg["downlink_latency_ns"][0] == 0:
@@ -237,7 +240,8 @@ def read_htsim_topology(path: str | os.PathLike) -> Topology:
         raise InputError(f"a 2-tier topology needs Podsize equal to Nodes ({nodes}), got {podsize}: htsim routes "
                          f"a 2-tier tree within one pod only", spath, pl)
     if podsize % rdown[0]:
-        raise InputError(f"mismatch between ToR radix {rdown[0]} and Podsize {podsize}", spath, line_of(0, "radix_down"))
+        raise InputError(f"mismatch between ToR radix {rdown[0]} and Podsize {podsize}", spath,
+                         line_of(0, "radix_down"))
     tors_per_pod = podsize // rdown[0]
     num = nodes * speed[0]
     den = speed[1] * oversub[0]

@@ -273,10 +273,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Generate flows as HPCC's traffic_gen.py does: every host starts flows as a Poisson "
                     "process at LOAD times its link rate, to random other hosts, with sizes drawn from "
                     "a CDF file of 'size_bytes cumulative_percent' lines.")
-    g.add_argument("--cdf", metavar="FILE", required=True, help="flow-size CDF (e.g. HPCC's WebSearch_distribution.txt)")
+    g.add_argument("--cdf", metavar="FILE", required=True,
+                   help="flow-size CDF (e.g. HPCC's WebSearch_distribution.txt)")
     g.add_argument("--load", type=float, required=True, help="offered load per host, fraction of its link rate (0.5)")
-    g.add_argument("--duration", metavar="TIME", required=True, help="arrival window, e.g. 10ms (a bare number is seconds)")
-    g.add_argument("--topology", metavar="FILE", help="topology file (HPCC, SimAI or htsim format); hosts and rates from it")
+    g.add_argument("--duration", metavar="TIME", required=True,
+                   help="arrival window, e.g. 10ms (a bare number is seconds)")
+    g.add_argument("--topology", metavar="FILE",
+                   help="topology file (HPCC, SimAI or htsim format); hosts and rates from it")
     g.add_argument("--hosts", type=int, help="number of hosts, without --topology (ids 0..N-1)")
     g.add_argument("--rate", metavar="RATE", help="host link rate, e.g. 100Gbps (required with --hosts; "
                                                   "with --topology it overrides the links' rates)")

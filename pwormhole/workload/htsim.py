@@ -244,7 +244,8 @@ def _connection(toks, spath, lineno, nodes, ids, triggers) -> Connection:
             try:
                 c.start_ps = parse_time_ps(v, default_unit="us")
             except ValueError as e:
-                raise InputError(f"bad start {v!r} of connection {toks[0]} (microseconds): {e}", spath, lineno) from None
+                raise InputError(f"bad start {v!r} of connection {toks[0]} (microseconds): {e}",
+                                 spath, lineno) from None
         elif k == "size":
             c.size_bytes = to_int(v, f"size of connection {toks[0]}", spath, lineno, lo=0)
             size_seen = True
