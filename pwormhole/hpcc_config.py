@@ -61,7 +61,7 @@ _RATES = {
     "DCTCP_RATE_AI": "dctcp_rate_ai_bps",
 }
 # key -> (field, low, high, low inclusive, high inclusive)
-_FLOATS = {
+_FLOATS: dict[str, tuple[str, float, float, bool, bool]] = {
     "EWMA_GAIN": ("ewma_gain", 0.0, 1.0, False, True),
     "U_TARGET": ("u_target", 0.0, 1.0, False, True),
     "ERROR_RATE_PER_LINK": ("error_rate_per_link", 0.0, 1.0, True, False),
@@ -199,13 +199,13 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 except ValueError as e:
                     raise err(f"{key} value {v!r} is not a rate: {e}") from None
             elif key in _FLOATS:
-                fld, lo, hi, lo_in, hi_in = _FLOATS[key]
+                fld, low, high, lo_in, hi_in = _FLOATS[key]
                 v = one()
                 x = to_float(v, f"{key} value", spath, lineno)
-                ok_lo = x >= lo if lo_in else x > lo
-                ok_hi = x <= hi if hi_in else x < hi
+                ok_lo = x >= low if lo_in else x > low
+                ok_hi = x <= high if hi_in else x < high
                 if not (ok_lo and ok_hi):
-                    rng = f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+                    rng = f"{'[' if lo_in else '('}{low:g}, {high:g}{']' if hi_in else ')'}"
                     raise err(f"{key} value {v!r} is outside {rng}")
                 setattr(cfg, fld, x)
             elif key == "SIMULATOR_STOP_TIME":

@@ -192,7 +192,7 @@ def fat_tree_mix_scenario(seed: int = 7) -> Scenario:
     topo = fat_tree(4)
     hosts = topo.hosts
     rng = random.Random(seed)
-    flows = []
+    flows: list[Flow] = []
     t0 = 10 * PS_PER_US
 
     def add(src, dst, size, start):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from pwormhole.errors import InputError
 
@@ -45,7 +45,7 @@ class TokenReader:
         self._it = self._tokens()
         self.last_line = 0
 
-    def _tokens(self) -> Iterator[tuple[str, int]]:
+    def _tokens(self) -> Generator[tuple[str, int], None, None]:
         with self._f:
             for lineno, text in enumerate(self._f, start=1):
                 self.last_line = lineno

@@ -98,7 +98,7 @@ class Network:
         self.failed: list[tuple] = []  # (t_ps, a, b, [(link index, tx_bytes at a, tx_bytes at b) when it failed])
         self.link_ports: list[tuple] = []  # link index -> (port at link.a, port at link.b)
         check_k_maps(cfg, topo)
-        self.nodes = []
+        self.nodes: list = []
         for n in range(topo.n_nodes):
             if n in topo.switches:
                 self.nodes.append(Switch(n, seed, cfg))

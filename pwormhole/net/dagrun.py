@@ -44,7 +44,9 @@ class DagRuntime:
                 src, end = f.src, f.dst
             else:
                 src = end = dag.host[op]
-            at_end, at_src, other = [], [], {}
+            at_end: list = []
+            at_src: list = []
+            other: dict = {}
             for c in children:
                 h = dag.host[c]
                 if h == end:

@@ -101,8 +101,9 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
                 starts[h] = iv[0]
             if t0 is None or iv[0] < t0:
                 t0 = iv[0]
-        done = [op_times.get(d) for d in c.done_ops]
-        if t0 is None or any(d is None for d in done):
+        got = [op_times.get(d) for d in c.done_ops]
+        done = [d for d in got if d is not None]
+        if t0 is None or len(done) < len(got):
             continue
         t1 = max(d[1] for d in done)
         for d_op, d in zip(c.done_ops, done):

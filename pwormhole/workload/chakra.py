@@ -78,6 +78,7 @@ import os
 import re
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from pwormhole.errors import InputError
 from pwormhole.units import PS_PER_US
@@ -120,6 +121,7 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 
 def _fields(buf: bytes, pos: int, end: int):
     """Yield ``(field_number, wire_type, value)``; value: int (0, 1, 5) or ``(start, stop)`` (2)."""
+    v: Any
     while pos < end:
         key, pos = _varint(buf, pos, end)
         num, wt = key >> 3, key & 7
@@ -173,7 +175,7 @@ def _packed_or_one(buf: bytes, wt: int, v) -> list[int]:
 def _attribute(buf: bytes, start: int, end: int) -> tuple[str, object]:
     """Decode an AttributeProto into ``(name, value)``."""
     name = ""
-    value: object = None
+    value: Any = None
     for num, wt, v in _fields(buf, start, end):
         if num == 1 and wt == 2:
             name = buf[v[0]:v[1]].decode("utf-8", "replace")
@@ -199,7 +201,7 @@ def _attribute(buf: bytes, start: int, end: int) -> tuple[str, object]:
         elif num in (21, 25) and wt == 1:  # fixed64 / sfixed64
             value = v if num == 21 else _signed64(v)
         elif 4 <= num <= 32 and num % 2 == 0 and wt == 2:  # *List messages: repeated values = 1
-            vals = []
+            vals: list[Any] = []
             for n2, w2, v2 in _fields(buf, v[0], v[1]):
                 if n2 != 1:
                     continue
@@ -241,7 +243,7 @@ class ChakraNode:
     ctrl_deps: list[int] = field(default_factory=list)
     data_deps: list[int] = field(default_factory=list)
     duration_micros: int = 0
-    attrs: dict[str, object] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
     index: int = 0  # position in the file (0-based, after the metadata record)
     offset: int = 0  # byte offset of the record in the file
 
@@ -442,7 +444,7 @@ def read_chakra(path: str | os.PathLike, gpu_hosts: list[int],
                 key = (r, peer, tag) if send else (peer, r, tag)
                 (sends if send else recvs).setdefault(key, []).append(i)
             else:
-                u = ("node", r, i)
+                u: tuple = ("node", r, i)
                 unit_of[(r, i)] = u
                 units[u] = [(r, i)]
 
@@ -467,8 +469,8 @@ def read_chakra(path: str | os.PathLike, gpu_hosts: list[int],
             if counts[r] != k_max:
                 gname = f"pg_name {group!r}" if group else "the default group (all ranks)"
                 raise InputError(f"rank {r} has {counts[r]} collectives of {gname} but rank "
-                                 f"{max(counts, key=counts.get)} has {k_max}: collectives are matched across ranks "
-                                 f"by order", files[r])
+                                 f"{max(counts, key=lambda q: counts[q])} has {k_max}: collectives are matched "
+                                 f"across ranks by order", files[r])
         for k in range(k_max):
             u = ("coll", group, k)
             first_r = members[0]
@@ -527,13 +529,13 @@ def read_chakra(path: str | os.PathLike, gpu_hosts: list[int],
 
     # order units so that each comes after the units its nodes depend on
     order_key = {}
-    for u, members in units.items():
-        order_key[u] = min((traces[r].nodes[i].index, r) for r, i in members)
+    for u, unit_nodes in units.items():
+        order_key[u] = min((traces[r].nodes[i].index, r) for r, i in unit_nodes)
     indeg = {u: 0 for u in units}
     children: dict[tuple, list[tuple]] = {u: [] for u in units}
-    for u, members in units.items():
+    for u, unit_nodes in units.items():
         pre = set()
-        for r, i in members:
+        for r, i in unit_nodes:
             for j in node_deps[(r, i)]:
                 v = unit_of[(r, j)]
                 if v != u:
@@ -567,9 +569,9 @@ def read_chakra(path: str | os.PathLike, gpu_hosts: list[int],
         return [end_op[(r, j)] for j in node_deps[(r, i)]]
 
     for u in order:
-        members = units[u]
+        unit_nodes = units[u]
         if u[0] == "node":
-            r, i = members[0]
+            r, i = unit_nodes[0]
             nd = traces[r].nodes[i]
             label = f"r{r}:{nd.name}"
             if nd.duration_micros > 0 or nd.type == COMP_NODE:
@@ -577,7 +579,7 @@ def read_chakra(path: str | os.PathLike, gpu_hosts: list[int],
             else:
                 end_op[(r, i)] = dag.mark(gpu_hosts[r], deps_of(r, i), label)
         elif u[0] == "p2p":
-            (s, si), (d, ri) = members
+            (s, si), (d, ri) = unit_nodes
             sn, rn = traces[s].nodes[si], traces[d].nodes[ri]
             size = int(sn.attrs["comm_size"])
             if size > 0:
@@ -590,21 +592,21 @@ def read_chakra(path: str | os.PathLike, gpu_hosts: list[int],
                 end_op[(d, ri)] = dag.mark(gpu_hosts[d], [f] + deps_of(d, ri), f"r{d}:{rn.name}")
         else:
             cname, size, ranks = coll_info[u]
-            hosts = [gpu_hosts[r] for r, _ in members]
-            r0, i0 = members[0]
+            hosts = [gpu_hosts[r] for r, _ in unit_nodes]
+            r0, i0 = unit_nodes[0]
             name = traces[r0].nodes[i0].name or f"{cname.lower()}#{u[2]}"
-            per_member = [deps_of(r, i) for r, i in members]
+            per_member = [deps_of(r, i) for r, i in unit_nodes]
             kind = _OUR_KIND[cname]
             if kind == "barrier":
                 everyone = sorted({d for ds in per_member for d in ds})
                 first = len(dag)
                 done = [dag.mark(h, everyone, f"{name}.done") for h in hosts]
-                dag.collectives.append(Collective(name, "barrier", [r for r, _ in members], 0, done, first, len(dag),
+                dag.collectives.append(Collective(name, "barrier", [r for r, _ in unit_nodes], 0, done, first, len(dag),
                                                   dag.iteration))
             else:
-                s = size * len(members) if kind == "allgather" else size
-                done = collective(dag, kind, hosts, s, per_member, name, gpus=[r for r, _ in members])
-            for (r, i), m in zip(members, done):
+                s = size * len(unit_nodes) if kind == "allgather" else size
+                done = collective(dag, kind, hosts, s, per_member, name, gpus=[r for r, _ in unit_nodes])
+            for (r, i), m in zip(unit_nodes, done):
                 end_op[(r, i)] = m
     return dag
 

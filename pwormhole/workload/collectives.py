@@ -101,7 +101,7 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
     else:
         steps = 2 * (n - 1) if kind == "allreduce" else n - 1
         chunk = -(-size_bytes // n)
-        prev = [None] * n  # prev[i]: member i's send of the previous step
+        prev: list = [None] * n  # prev[i]: member i's send of the previous step
         for k in range(steps):
             cur = [0] * n
             for i, h in enumerate(hosts):

@@ -452,7 +452,7 @@ def _renumber_file_order(dag: Dag, flow_of_conn: list[int]) -> Dag:
         return dag
     from dataclasses import replace
     new_id = {old: new for new, old in enumerate(flow_of_conn)}
-    flows = [None] * len(dag.flows)
+    flows: list = [None] * len(dag.flows)
     for f in dag.flows:
         flows[new_id[f.flow_id]] = replace(f, flow_id=new_id[f.flow_id])
     # source ports: numbered per source host in (new) flow order, as third.cc numbers them
