@@ -9,7 +9,7 @@ to such shifts, its per-flow FCTs are not a stable reference. This script measur
 sensitivity: it reruns the packet model with every compute op's duration changed by a
 uniform jitter in ``[-J/2, +J/2]`` (``J`` = ``--jitter-ns``, one window by default; clipped
 at 0), for a few jitter seeds, and reports how far the per-flow FCTs and the iteration time
-move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.report.compare.compare`).
+move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.compare.compare`).
 
 Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized):
 
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.config import ModelConfig  # noqa: E402
-from pwormhole.report.compare import compare  # noqa: E402
+from pwormhole.compare import compare  # noqa: E402
 from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E402
 from pwormhole.simulation import PacketRun  # noqa: E402
 from pwormhole.workload.dag import OP_COMPUTE  # noqa: E402

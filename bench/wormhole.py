@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wormhole acceleration against packet mode (a benchmark, not a test).
 
-Runs :func:`pwormhole.report.compare.compare` (packet mode, then Wormhole
+Runs :func:`pwormhole.compare.compare` (packet mode, then Wormhole
 mode, in the same process) on:
 
 * one GPT-7B iteration, 1 layer, TP 8 (one server: TP all-reduces on
@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.config import ModelConfig  # noqa: E402
-from pwormhole.report.compare import compare  # noqa: E402
+from pwormhole.compare import compare  # noqa: E402
 from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario  # noqa: E402
 from pwormhole.workload.models import build_model  # noqa: E402
 from pwormhole.workload.simai import Phase  # noqa: E402

@@ -1,9 +1,8 @@
 """Topology -> logical-process assignment with METIS (the only module importing pymetis).
 
-Nodes joined by links much shorter than the rest (delay below half the median
-link delay: an NVLink inside a server) form one indivisible *unit* (DESIGN.md
-invariant 3); METIS (Karypis & Kumar, through pymetis) splits the unit graph
-into ``parts`` with
+Nodes joined by links much shorter than the rest form one indivisible *unit*
+(:mod:`pwormhole.partition.grid`, DESIGN.md invariant 3); METIS (Karypis &
+Kumar, through pymetis) splits the unit graph into ``parts`` with
 
 * vertex weight = expected events at the unit: two events (arrival and
   transmission) per data packet and per ACK through each node, spread evenly
@@ -34,6 +33,7 @@ from ..net.packet import ACK_INT_BYTES, DATA_HEADER_BYTES
 from ..outfiles import atomic
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops
+from .grid import units_of
 
 METIS_SEED = 1
 METIS_UFACTOR = 30  # allowed imbalance 1.030 (METIS units of 1/1000)
@@ -196,25 +196,6 @@ def _line_of(text: str, key: str, index: int | None = None) -> int:
         except ValueError:
             pass
     return text.count("\n", 0, pos) + 1
-
-
-def units_of(topo: Topology) -> list[int]:
-    """``unit[node]``: nodes joined by links shorter than half the median delay share a unit."""
-    parent = list(range(topo.n_nodes))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    delays = sorted(ln.delay_ps for ln in topo.links)
-    median = delays[len(delays) // 2] if delays else 0
-    for ln in topo.links:
-        if 2 * ln.delay_ps < median:
-            parent[find(ln.a)] = find(ln.b)
-    roots = {}
-    return [roots.setdefault(find(n), len(roots)) for n in range(topo.n_nodes)]
 
 
 def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[list[float], list[float]]:
