@@ -21,7 +21,7 @@ from .accel.wormhole import Wormhole
 from .errors import OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
-from .partition.grid import check_cut_links, round_robin_owner, window_grid
+from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .report import stuck as stuck_text
 from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
 from .report.training import training_report
@@ -75,8 +75,10 @@ class Run:
     (an :class:`~pwormhole.accel.wormhole.AccelConfig`; ``memo``: its memo cache).
 
     Build it (errors in the scenario are raised here, before any event), then
-    :meth:`run`. ``owner``: node id -> LP (default: the units of the window grid
-    dealt round robin); ``comm``: an MPI communicator (one LP per rank).
+    :meth:`run`. ``owner``: node id -> LP (default: the units of the window
+    ``grid`` dealt round robin); ``comm``: an MPI communicator (one LP per rank);
+    ``grid``: the topology's window grid (default: computed here; a partition
+    plan carries it).
     Completed flows are handed to ``on_flows(records)`` at window boundaries as
     ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)``, PFC
     records to ``on_pfc(records)``.
@@ -89,9 +91,9 @@ class Run:
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
-                 accel=None, memo=None):
+                 accel=None, memo=None, grid: WindowGrid | None = None):
         self.scn = scn
-        grid = window_grid(scn.topology)
+        grid = grid if grid is not None else WindowGrid(scn.topology)
         self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag, grid.window_ps)
         if comm is not None:
             n_lps = comm.size
@@ -327,25 +329,13 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     if owner is None and parts > 1:
         plan = _plan_owner(scn, parts, comm, rank0)
         owner = plan.owner
-    cfg = scn.config
     memo = _load_memo(scn, accel, memo_cache)
-    sim = Run(scn, seed, n_lps, owner, comm, accel, memo)
+    sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
     writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
-            "cc": cfg.cc_name, "seed": seed}
-
+            "cc": scn.config.cc_name, "seed": seed}
     if comm is not None and rank0:
-        from .sync import interrupt
-
-        def write_partial(signum: int, reason: str) -> None:
-            """Rank 0's summary when the ranks cannot stop together (the watchdog's thread, just before it ends
-            every rank): the completions up to the last boundary, no counters (they are per rank)."""
-            writer.write_partial_summary({**head, "complete": False, "sim_time_ps": sim.t_end_ps,
-                                          **fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns),
-                                          "interrupted": signal.Signals(signum).name, "aborted": reason})
-
-        interrupt.set_partial_writer(write_partial)
-
+        _arm_partial_summary(sim, writer, head)
     interrupted = None
     try:
         sim.run(until_ps, writer.on_flows, writer.on_pfc, progress if rank0 else False)
@@ -355,6 +345,39 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         writer.abandon()  # a failed run: its files stay as .part
         raise
     writer.commit()
+    summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
+    if rank0:
+        writer.finish(summary, training, plot, memo, memo_cache)
+        if not quiet:
+            print(readable(summary))
+            if summary["ranks"] > 1:
+                print(rank_table(events_by_rank, comm is not None))
+            if not sim.complete:
+                print(f"stopped at {format_time(summary['sim_time_ps'])} with "
+                      f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished")
+    _raise_outcome(writer.errors, interrupted, sim.stuck, out_dir)
+    return summary
+
+
+def _arm_partial_summary(sim: Run, writer: RunWriter, head: dict) -> None:
+    """Under MPI, rank 0's summary for the stop watchdog (:mod:`pwormhole.sync.interrupt`), when the
+    ranks cannot stop together: the completions up to the last boundary, no counters (they are per rank)."""
+    from .sync import interrupt
+
+    def write_partial(signum: int, reason: str) -> None:
+        writer.write_partial_summary({**head, "complete": False, "sim_time_ps": sim.t_end_ps,
+                                      **fct_summary(len(sim.scn.flows), writer.fcts_ns, writer.slowdowns),
+                                      "interrupted": signal.Signals(signum).name, "aborted": reason})
+
+    interrupt.set_partial_writer(write_partial)
+
+
+def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted):
+    """``(summary, training report or None, events by rank)`` of a run that ended; under MPI the
+    counters are reduced over the ranks (the same collectives on every rank, in this order)."""
+    scn = sim.scn
+    comm = sim.comm
+    rank0 = comm is None or comm.rank == 0
     counters = sim.counters()
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]
@@ -394,24 +417,18 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         summary["stuck"] = sim.stuck
     if writer.errors:
         summary["output_errors"] = list(writer.errors)
-    if rank0:
-        writer.finish(summary, training, plot, memo, memo_cache)
-        if not quiet:
-            print(readable(summary))
-            if summary["ranks"] > 1:
-                print(rank_table(events_by_rank, comm is not None))
-            if not sim.complete:
-                print(f"stopped at {format_time(summary['sim_time_ps'])} with "
-                      f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished")
-    write_error = None
-    if writer.errors:
-        write_error = OutputError("; ".join(writer.errors))
-        if interrupted is not None or sim.stuck is not None:  # their exit status wins; the error is still said
-            print(f"pwormhole: error: {write_error}", file=sys.stderr)
+    return summary, training, events_by_rank
+
+
+def _raise_outcome(errors: list[str], interrupted, stuck: dict | None, out_dir: str) -> None:
+    """The end of a run that is not a success: the signal first (KeyboardInterrupt, Terminated), then
+    StuckError, then OutputError; a write error behind another outcome is printed."""
+    write_error = OutputError("; ".join(errors)) if errors else None
+    if write_error is not None and (interrupted is not None or stuck is not None):  # their exit status wins
+        print(f"pwormhole: error: {write_error}", file=sys.stderr)
     if interrupted is not None:
         raise interrupted
-    if sim.stuck is not None:
-        raise StuckError(stuck_text.stuck_message(sim.stuck, out_dir))
+    if stuck is not None:
+        raise StuckError(stuck_text.stuck_message(stuck, out_dir))
     if write_error is not None:
         raise write_error
-    return summary

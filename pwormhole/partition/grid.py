@@ -9,16 +9,8 @@ later window.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ..errors import InputError
 from ..topology.model import Topology
-
-
-class WindowGrid(NamedTuple):
-    """The synchronization grid of a topology."""
-    window_ps: int  # L
-    unit: list[int]  # unit[node]
 
 
 def _short(delay_ps: int, median_ps: int) -> bool:
@@ -58,9 +50,28 @@ def window_ps(topo: Topology) -> int:
     return L
 
 
-def window_grid(topo: Topology) -> WindowGrid:
-    """Units and window of ``topo`` (InputError as :func:`window_ps`)."""
-    return WindowGrid(window_ps(topo), units_of(topo))
+class WindowGrid:
+    """The synchronization grid of a topology: ``unit[node]`` and the window ``window_ps``.
+
+    Reading ``window_ps`` raises the topology's InputError when it has no window
+    (:func:`window_ps`); the units are always there. Plain data: it travels with
+    a partition plan (the MPI broadcast).
+    """
+
+    def __init__(self, topo: Topology):
+        self.unit = units_of(topo)
+        self._window_ps = 0
+        self._error: tuple[str, str | None] | None = None
+        try:
+            self._window_ps = window_ps(topo)
+        except InputError as e:
+            self._error = (e.message, e.path)
+
+    @property
+    def window_ps(self) -> int:
+        if self._error is not None:
+            raise InputError(*self._error)
+        return self._window_ps
 
 
 def round_robin_owner(grid: WindowGrid, n_lps: int) -> list[int]:
