@@ -41,7 +41,7 @@ from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.config import ModelConfig  # noqa: E402
 from pwormhole.compare import compare  # noqa: E402
 from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
+from pwormhole.run import Run  # noqa: E402
 from pwormhole.workload.dag import OP_COMPUTE  # noqa: E402
 from pwormhole.workload.models import build_model  # noqa: E402
 from results_log import ResultsLog  # noqa: E402
@@ -81,11 +81,11 @@ def iteration_ps(run) -> int:
 def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
     t = time.time()
     wh = compare(lambda: scenario(spec), str(out / name), AccelConfig(), quiet=True)
-    ref = PacketRun(scenario(spec)).run()
+    ref = Run(scenario(spec)).run()
     f0, it0 = fcts(ref), iteration_ps(ref)
     diffs, its = [], []
     for s in range(1, seeds + 1):
-        r = PacketRun(scenario(spec, jitter_ps, s)).run()
+        r = Run(scenario(spec, jitter_ps, s)).run()
         f1 = fcts(r)
         diffs.extend(abs(f1[f] - v) / v for f, v in f0.items() if f in f1)
         its.append((iteration_ps(r) - it0) / it0)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
+from pwormhole.run import Run  # noqa: E402
 
 REF = ROOT / "tests" / "data" / "hpcc" / "reference"
 NAMES = {"s1": "s1_hpcc", "s2": "s2_dcqcn", "s3": "s3_dcqcn"}
@@ -33,7 +33,7 @@ def main() -> int:
     rates, walls = [], []
     for _ in range(a.repeat):
         scn = fat_tree_mix_scenario() if a.scenario == "default" else from_hpcc_config(str(REF / NAMES[a.scenario] / "config.txt"))
-        r = PacketRun(scn).run()
+        r = Run(scn).run()
         walls.append(r.wall_s)
         rates.append(r.events / r.wall_s)
     print(json.dumps({"scenario": a.scenario, "events": r.events, "wall_s_median": statistics.median(walls),

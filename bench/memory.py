@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from pwormhole.config import CC_DCQCN, ModelConfig  # noqa: E402
 from pwormhole.scenario import Scenario, number_sports  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
+from pwormhole.run import Run  # noqa: E402
 from pwormhole.topology.builders import fat_tree, star  # noqa: E402
 from pwormhole.workload.flows import Flow  # noqa: E402
 
@@ -50,13 +50,13 @@ def _measure(topo, pairs, size=2, run=False) -> dict:
     scn = Scenario("mem", topo, _flows(pairs, size), ModelConfig(cc_mode=CC_DCQCN))
     gc.collect()
     t0 = time.perf_counter()
-    sim = PacketRun(scn)
+    sim = Run(scn)
     build_s = time.perf_counter() - t0
     del sim
     gc.collect()
     tracemalloc.start()
     try:
-        sim = PacketRun(scn)
+        sim = Run(scn)
         built, _ = tracemalloc.get_traced_memory()
         peak = None
         if run:

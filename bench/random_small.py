@@ -36,7 +36,7 @@ from pwormhole.accel.memo import MemoCache  # noqa: E402
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig  # noqa: E402
 from pwormhole.scenario import Scenario, number_sports  # noqa: E402
-from pwormhole.simulation import PacketRun  # noqa: E402
+from pwormhole.run import Run  # noqa: E402
 from pwormhole.topology.builders import fat_tree, leaf_spine  # noqa: E402
 from pwormhole.workload.flows import Flow  # noqa: E402
 from results_log import ResultsLog  # noqa: E402
@@ -89,9 +89,9 @@ def errors(ref, run) -> np.ndarray:
 
 def one(i: int) -> dict:
     cc, has_win, topo, specs = draw(i)
-    ref = PacketRun(scenario(i), 1).run()
-    other = PacketRun(scenario(i), 2).run()
-    wh = PacketRun(scenario(i), 1, accel=AccelConfig(), memo=MemoCache(f"random-{i}")).run()
+    ref = Run(scenario(i), 1).run()
+    other = Run(scenario(i), 2).run()
+    wh = Run(scenario(i), 1, accel=AccelConfig(), memo=MemoCache(f"random-{i}")).run()
     e, s = errors(ref, wh), errors(ref, other)
     return {"i": i, "cc": cc, "has_win": has_win, "fabric": topo.name, "flows": len(specs),
             "complete": len(wh.finish_ps) == len(ref.finish_ps) == len(specs),

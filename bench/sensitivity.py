@@ -38,7 +38,7 @@ from wormhole import ACCEL_OVERRIDES, SCENARIOS  # noqa: E402
 
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.report.compare import fct_errors, read_fct  # noqa: E402
-from pwormhole.simulation import simulate  # noqa: E402
+from pwormhole.run import simulate  # noqa: E402
 
 import numpy as np  # noqa: E402
 

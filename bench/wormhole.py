@@ -167,11 +167,11 @@ def nvlink_byte_share(scn) -> float:
     until memo hits replayed part of those steps (a hit needs only the pipeline, 4 packets
     and one RTT of data left after the jump, no longer two convergence times); it still
     tells how much of the work is NVLink."""
-    from pwormhole.simulation import PacketRun
+    from pwormhole.run import Run
     nvs = set(getattr(scn.topology, "nvswitches", ()) or ())
     if not nvs:
         return 0.0
-    nodes = PacketRun(scn).net.nodes
+    nodes = Run(scn).net.nodes
     total = sum(f.size_bytes for f in scn.flows)
     nv = sum(f.size_bytes for f in scn.flows if nodes[f.src].routes[f.dst][0].peer.node_id in nvs)
     return nv / total if total else 0.0
