@@ -22,13 +22,16 @@ from .errors import OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
+from .partition.plan import make_plan
 from .report import stuck as stuck_text
 from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
 from .report.training import training_report
 from .report.writer import RunWriter, check_outputs, output_names, prepare_out_dir
 from .scenario import Scenario
 from .standalone import StandaloneFct
+from .sync import interrupt
 from .sync.local import LocalTransport
+from .sync.mpi import MpiTransport, allreduce_sum
 from .sync.windows import run_windows
 from .units import format_time
 
@@ -131,7 +134,6 @@ class Run:
     def _transport(self):
         if self.comm is None:
             return LocalTransport(self.lps)
-        from .sync.mpi import MpiTransport  # mpi4py only under MPI
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> "Run":
@@ -258,7 +260,6 @@ class Run:
 
 def _plan_owner(scn: Scenario, parts: int, comm, rank0: bool):
     """A METIS plan of ``parts`` LPs (rank 0 makes it and says when some LPs will be idle; every rank gets it)."""
-    from .partition.plan import make_plan  # pymetis, only when there is more than one LP
     plan = make_plan(scn.topology, parts, scn.flows, scn.config.packet_payload_bytes) if rank0 else None
     idle = plan.warning("ranks" if comm is not None else "LPs") if rank0 else None
     if idle:
@@ -362,8 +363,6 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
 def _arm_partial_summary(sim: Run, writer: RunWriter, head: dict) -> None:
     """Under MPI, rank 0's summary for the stop watchdog (:mod:`pwormhole.sync.interrupt`), when the
     ranks cannot stop together: the completions up to the last boundary, no counters (they are per rank)."""
-    from .sync import interrupt
-
     def write_partial(signum: int, reason: str) -> None:
         writer.write_partial_summary({**head, "complete": False, "sim_time_ps": sim.t_end_ps,
                                       **fct_summary(len(sim.scn.flows), writer.fcts_ns, writer.slowdowns),
@@ -382,7 +381,6 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]
     if comm is not None:
-        from .sync.mpi import allreduce_sum
         counters = {k: allreduce_sum(comm, v) for k, v in counters.items()}
         events_by_rank = comm.allgather(sim.lps[0].events)
         sync_by_rank = comm.allgather(sim.sync_wall_s)
@@ -394,7 +392,6 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         st = wh.stats()
         shared = st["fluid_shared_flows"]  # this rank's domains
         if comm is not None:
-            from .sync.mpi import allreduce_sum
             shared = allreduce_sum(comm, shared)
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)

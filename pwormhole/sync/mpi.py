@@ -5,8 +5,9 @@ collective exchange (``alltoall``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; node objects travel
 as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
-collective), the flow completions and DAG op records of the window and, to rank 0,
-its PFC records, and the signal it received (:mod:`pwormhole.sync.interrupt`).
+collective), the flow completions and DAG op records of the window, its
+acceleration report and, to rank 0, its PFC records, and the signal it
+received (:mod:`pwormhole.sync.interrupt`).
 Every rank then knows the same completions and the same next window,
 so all take the same decisions; empty windows are skipped by jumping to the
 window of the global minimum. Termination: every flow finished, or no event
