@@ -38,10 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
-from pwormhole.config import ModelConfig  # noqa: E402
 from pwormhole.compare import compare  # noqa: E402
-from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E402
+from pwormhole.config import ModelConfig  # noqa: E402
 from pwormhole.run import Run  # noqa: E402
+from pwormhole.scenario import topology_from_arg, training_scenario  # noqa: E402
 from pwormhole.workload.dag import OP_COMPUTE  # noqa: E402
 from pwormhole.workload.models import build_model  # noqa: E402
 from results_log import ResultsLog  # noqa: E402

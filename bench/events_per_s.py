@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config  # noqa: E402
 from pwormhole.run import Run  # noqa: E402
+from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config  # noqa: E402
 
 REF = ROOT / "tests" / "data" / "hpcc" / "reference"
 NAMES = {"s1": "s1_hpcc", "s2": "s2_dcqcn", "s3": "s3_dcqcn"}

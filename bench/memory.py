@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pwormhole.config import CC_DCQCN, ModelConfig  # noqa: E402
-from pwormhole.scenario import Scenario, number_sports  # noqa: E402
 from pwormhole.run import Run  # noqa: E402
+from pwormhole.scenario import Scenario, number_sports  # noqa: E402
 from pwormhole.topology.builders import fat_tree, star  # noqa: E402
 from pwormhole.workload.flows import Flow  # noqa: E402
 

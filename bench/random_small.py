@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 from pwormhole.accel.memo import MemoCache  # noqa: E402
 from pwormhole.accel.wormhole import AccelConfig  # noqa: E402
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig  # noqa: E402
-from pwormhole.scenario import Scenario, number_sports  # noqa: E402
 from pwormhole.run import Run  # noqa: E402
+from pwormhole.scenario import Scenario, number_sports  # noqa: E402
 from pwormhole.topology.builders import fat_tree, leaf_spine  # noqa: E402
 from pwormhole.workload.flows import Flow  # noqa: E402
 from results_log import ResultsLog  # noqa: E402

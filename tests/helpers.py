@@ -1,8 +1,8 @@
 """Small scenario builders shared by the engine tests."""
 
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
-from pwormhole.scenario import Scenario, number_sports
 from pwormhole.run import Run
+from pwormhole.scenario import Scenario, number_sports
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.flows import Flow
 

@@ -12,8 +12,8 @@ import pytest
 
 from helpers import G100, US, config, star_topo
 from pwormhole.errors import InputError
-from pwormhole.scenario import from_dag
 from pwormhole.run import Run
+from pwormhole.scenario import from_dag
 from pwormhole.workload.collectives import collective
 from pwormhole.workload.dag import OP_FLOW, Dag
 

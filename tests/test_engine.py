@@ -3,8 +3,8 @@
 import pytest
 
 from helpers import G100, US, config, flows_of, line_topo, run, star_topo
-from pwormhole.scenario import Scenario
 from pwormhole.run import Run
+from pwormhole.scenario import Scenario
 from pwormhole.topology.model import Link, Topology
 from pwormhole.units import serialization_ps
 

@@ -29,8 +29,8 @@ from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
 from pwormhole.net.nodes import ECMP_MIX, SendQP, Switch
-from pwormhole.scenario import Scenario, from_hpcc_config, number_sports
 from pwormhole.run import Run, simulate
+from pwormhole.scenario import Scenario, from_hpcc_config, number_sports
 from pwormhole.standalone import StandaloneFct
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link, Topology

@@ -9,8 +9,8 @@ from helpers import flows_of, config
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
-from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.run import Run
+from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.models import build_model
 

@@ -18,8 +18,8 @@ from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.inputs import (detect_flows_format, detect_topology_format, detect_workload_format, load_chakra,
                               load_flows, load_topology)
-from pwormhole.scenario import from_dag
 from pwormhole.run import Run
+from pwormhole.scenario import from_dag
 from pwormhole.topology.builders import star
 from pwormhole.topology.htsim import read_htsim_topology
 from pwormhole.workload import gen_flows

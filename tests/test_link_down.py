@@ -22,8 +22,8 @@ from helpers import G100, US, config, flows_of
 from pwormhole import cli
 from pwormhole.accel.wormhole import AccelConfig, route_path
 from pwormhole.errors import InputError, StuckError
-from pwormhole.scenario import Scenario
 from pwormhole.run import Run, simulate
+from pwormhole.scenario import Scenario
 from pwormhole.topology.builders import fat_tree
 from pwormhole.topology.model import Link, Topology
 

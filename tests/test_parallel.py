@@ -12,8 +12,8 @@ import pytest
 from helpers import config, flows_of, star_topo
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
-from pwormhole.scenario import Scenario, fat_tree_mix_scenario
 from pwormhole.run import simulate
+from pwormhole.scenario import Scenario, fat_tree_mix_scenario
 from pwormhole.topology.hpcc import read_hpcc_topology
 
 ROOT = Path(__file__).resolve().parents[1]

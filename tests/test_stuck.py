@@ -12,8 +12,8 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole import cli
 from pwormhole.errors import InputError, StuckError
-from pwormhole.scenario import Scenario
 from pwormhole.run import Run, simulate
+from pwormhole.scenario import Scenario
 from pwormhole.topology.model import Link, Topology
 
 ROOT = Path(__file__).resolve().parent.parent

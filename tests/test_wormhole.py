@@ -12,8 +12,8 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.wormhole import BACKOFF_AFTER_SAMPLES, BACKOFF_EVERY, BACKOFF_MIN_FLOWS, AccelConfig, Wormhole
-from pwormhole.scenario import Scenario, from_dag
 from pwormhole.run import Run
+from pwormhole.scenario import Scenario, from_dag
 from pwormhole.topology.builders import fat_tree, leaf_spine
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.dag import Dag
