@@ -9,7 +9,7 @@ to such shifts, its per-flow FCTs are not a stable reference. This script measur
 sensitivity: it reruns the packet model with every compute op's duration changed by a
 uniform jitter in ``[-J/2, +J/2]`` (``J`` = ``--jitter-ns``, one window by default; clipped
 at 0), for a few jitter seeds, and reports how far the per-flow FCTs and the iteration time
-move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.report.compare.compare`).
+move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.compare.compare`).
 
 Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized):
 
@@ -36,10 +36,10 @@ import numpy as np
 from results_log import ResultsLog
 
 from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.compare import compare
 from pwormhole.config import ModelConfig
-from pwormhole.report.compare import compare
+from pwormhole.run import Run
 from pwormhole.scenario import topology_from_arg, training_scenario
-from pwormhole.simulation import PacketRun
 from pwormhole.workload.dag import OP_COMPUTE
 from pwormhole.workload.models import build_model
 
@@ -80,11 +80,11 @@ def iteration_ps(run) -> int:
 def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
     t = time.time()
     wh = compare(lambda: scenario(spec), str(out / name), AccelConfig(), quiet=True)
-    ref = PacketRun(scenario(spec)).run()
+    ref = Run(scenario(spec)).run()
     f0, it0 = fcts(ref), iteration_ps(ref)
     diffs, its = [], []
     for s in range(1, seeds + 1):
-        r = PacketRun(scenario(spec, jitter_ps, s)).run()
+        r = Run(scenario(spec, jitter_ps, s)).run()
         f1 = fcts(r)
         diffs.extend(abs(f1[f] - v) / v for f, v in f0.items() if f in f1)
         its.append((iteration_ps(r) - it0) / it0)

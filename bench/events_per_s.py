@@ -15,8 +15,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from pwormhole.run import Run
 from pwormhole.scenario import fat_tree_mix_scenario, from_hpcc_config
-from pwormhole.simulation import PacketRun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def main() -> int:
     for _ in range(a.repeat):
         scn = (fat_tree_mix_scenario() if a.scenario == "default"
                else from_hpcc_config(str(REF / NAMES[a.scenario] / "config.txt")))
-        r = PacketRun(scn).run()
+        r = Run(scn).run()
         walls.append(r.wall_s)
         rates.append(r.events / r.wall_s)
     print(json.dumps({"scenario": a.scenario, "events": r.events, "wall_s_median": statistics.median(walls),

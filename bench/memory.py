@@ -32,8 +32,8 @@ import tracemalloc
 from pathlib import Path
 
 from pwormhole.config import CC_DCQCN, ModelConfig
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, number_sports
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.builders import fat_tree, star
 from pwormhole.workload.flows import Flow
 
@@ -49,13 +49,13 @@ def _measure(topo, pairs, size=2, run=False) -> dict:
     scn = Scenario("mem", topo, _flows(pairs, size), ModelConfig(cc_mode=CC_DCQCN))
     gc.collect()
     t0 = time.perf_counter()
-    sim = PacketRun(scn)
+    sim = Run(scn)
     build_s = time.perf_counter() - t0
     del sim
     gc.collect()
     tracemalloc.start()
     try:
-        sim = PacketRun(scn)
+        sim = Run(scn)
         built, _ = tracemalloc.get_traced_memory()
         peak = None
         if run:

@@ -33,8 +33,8 @@ from results_log import ResultsLog
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, number_sports
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.builders import fat_tree, leaf_spine
 from pwormhole.workload.flows import Flow
 
@@ -88,9 +88,9 @@ def errors(ref, run) -> np.ndarray:
 
 def one(i: int) -> dict:
     cc, has_win, topo, specs = draw(i)
-    ref = PacketRun(scenario(i), 1).run()
-    other = PacketRun(scenario(i), 2).run()
-    wh = PacketRun(scenario(i), 1, accel=AccelConfig(), memo=MemoCache(f"random-{i}")).run()
+    ref = Run(scenario(i), 1).run()
+    other = Run(scenario(i), 2).run()
+    wh = Run(scenario(i), 1, accel=AccelConfig(), memo=MemoCache(f"random-{i}")).run()
     e, s = errors(ref, wh), errors(ref, other)
     return {"i": i, "cc": cc, "has_win": has_win, "fabric": topo.name, "flows": len(specs),
             "complete": len(wh.finish_ps) == len(ref.finish_ps) == len(specs),

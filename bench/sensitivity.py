@@ -4,7 +4,7 @@
 For one scenario (a name from ``bench/wormhole.py``), runs packet mode once
 and then Wormhole mode once per setting, all in this process, and compares
 each Wormhole run with that one packet run exactly as
-:func:`pwormhole.report.compare.compare` does (per-flow FCT error, iteration
+:func:`pwormhole.compare.compare` does (per-flow FCT error, iteration
 time error, wall and events ratios). Settings (``--sweep``):
 
 * ``theta``: 0.005, 0.01, 0.02, 0.05, 0.1, 0.2 (other fields at their defaults);
@@ -35,7 +35,7 @@ from wormhole import ACCEL_OVERRIDES, SCENARIOS
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.report.compare import fct_errors, read_fct
-from pwormhole.simulation import simulate
+from pwormhole.run import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 

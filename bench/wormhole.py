@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wormhole acceleration against packet mode (a benchmark, not a test).
 
-Runs :func:`pwormhole.report.compare.compare` (packet mode, then Wormhole
+Runs :func:`pwormhole.compare.compare` (packet mode, then Wormhole
 mode, in the same process) on:
 
 * one GPT-7B iteration, 1 layer, TP 8 (one server: TP all-reduces on
@@ -52,8 +52,8 @@ import time
 from pathlib import Path
 
 from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.compare import compare
 from pwormhole.config import ModelConfig
-from pwormhole.report.compare import compare
 from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario
 from pwormhole.workload.models import build_model
 from pwormhole.workload.simai import Phase
@@ -166,11 +166,11 @@ def nvlink_byte_share(scn) -> float:
     until memo hits replayed part of those steps (a hit needs only the pipeline, 4 packets
     and one RTT of data left after the jump, no longer two convergence times); it still
     tells how much of the work is NVLink."""
-    from pwormhole.simulation import PacketRun
+    from pwormhole.run import Run
     nvs = set(getattr(scn.topology, "nvswitches", ()) or ())
     if not nvs:
         return 0.0
-    nodes = PacketRun(scn).net.nodes
+    nodes = Run(scn).net.nodes
     total = sum(f.size_bytes for f in scn.flows)
     nv = sum(f.size_bytes for f in scn.flows if nodes[f.src].routes[f.dst][0].peer.node_id in nvs)
     return nv / total if total else 0.0

@@ -135,7 +135,7 @@ def _load_scenario(args):
 
 
 def _run(args) -> int:
-    from .simulation import simulate
+    from .run import simulate
     from .sync import interrupt
     from .sync.mpi import world
 
@@ -156,7 +156,7 @@ def _run_setup(args, comm):
 
     Returns ``(scenario, out folder, until_ps, owner, accel config)``.
     """
-    from .simulation import prepare_out_dir
+    from .report.writer import prepare_out_dir
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a bad folder is reported at once
@@ -244,7 +244,7 @@ def _run_mpi(comm, args) -> int:
     stops every rank at the same window boundary (:mod:`pwormhole.sync.interrupt`):
     rank 0 writes the outputs so far and every rank exits 143 (SIGTERM) or 130 (SIGINT).
     """
-    from .simulation import simulate
+    from .run import simulate
     from .sync import interrupt
     from .sync.mpi import abort
 
@@ -310,8 +310,8 @@ def _give_up(comm, signum: int) -> None:
 
 
 def _compare(args) -> int:
-    from .report.compare import compare
-    from .simulation import prepare_out_dir
+    from .compare import compare
+    from .report.writer import prepare_out_dir
 
     if args.mode is not None:
         raise InputError("compare runs both modes; drop --mode")

@@ -1,8 +1,8 @@
 """Small scenario builders shared by the engine tests."""
 
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, number_sports
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.flows import Flow
 
@@ -24,7 +24,7 @@ def config(cc="dcqcn", **kw) -> ModelConfig:
 
 def run(topo, specs, cfg, until_ps=None, seed=1, n_lps=1, owner=None):
     scn = Scenario("t", topo, flows_of(specs), cfg)
-    return PacketRun(scn, seed, n_lps, owner).run(until_ps)
+    return Run(scn, seed, n_lps, owner).run(until_ps)
 
 
 def star_topo(n_hosts, rate=G100, delay=US):

@@ -12,8 +12,8 @@ import pytest
 
 from helpers import G100, US, config, star_topo
 from pwormhole.errors import InputError
+from pwormhole.run import Run
 from pwormhole.scenario import from_dag
-from pwormhole.simulation import PacketRun
 from pwormhole.workload.collectives import collective
 from pwormhole.workload.dag import OP_FLOW, Dag
 
@@ -26,7 +26,7 @@ def step_ps(chunk_bytes: int) -> int:
 
 
 def run_dag(dag, n_hosts=4, n_lps=1):
-    return PacketRun(from_dag("t", star_topo(n_hosts), dag, config()), n_lps=n_lps).run()
+    return Run(from_dag("t", star_topo(n_hosts), dag, config()), n_lps=n_lps).run()
 
 
 def end_ps(run):
@@ -160,7 +160,7 @@ def test_tp_group_of_24_gpus_over_three_servers():
     dag = Dag()
     size = 2_400_000
     done = collective(dag, "allreduce", topo.gpus[:24], size, None, "tp24")
-    r = PacketRun(from_dag("t", topo, dag, cfg)).run()
+    r = Run(from_dag("t", topo, dag, cfg)).run()
     assert r.complete and len(done) == 24
     chunk = -(-size // 24)
     c = r.counters()

@@ -3,8 +3,8 @@
 import pytest
 
 from helpers import G100, US, config, flows_of, line_topo, run, star_topo
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.model import Link, Topology
 from pwormhole.units import serialization_ps
 
@@ -81,7 +81,7 @@ def test_incast_with_pfc_drops_nothing_and_pauses():
     # the pauses were received by senders (hosts 1..8), never by the receiver
     recs = []
     scn = Scenario("t", star_topo(9), flows_of([(s, 0, 2_000_000, 0) for s in range(1, 9)]), cfg)
-    PacketRun(scn).run(on_pfc=recs.extend)
+    Run(scn).run(on_pfc=recs.extend)
     paused = {rec[1] for rec in recs if rec[4] == 1}
     assert paused and paused <= set(range(1, 9))
     assert sum(1 for rec in recs if rec[4] == 1) == c["pfc_pauses"]
@@ -114,9 +114,9 @@ def test_incast_without_pfc_counts_drops_and_recovers():
 
 def test_conservation_on_fat_tree_mix():
     from pwormhole.scenario import fat_tree_mix_scenario
-    from pwormhole.simulation import PacketRun
+    from pwormhole.run import Run
     scn = fat_tree_mix_scenario()
-    r = PacketRun(scn).run()
+    r = Run(scn).run()
     c = r.counters()
     assert r.complete
     total = sum(f.size_bytes for f in scn.flows)
@@ -129,8 +129,8 @@ def test_conservation_on_fat_tree_mix():
 @pytest.mark.parametrize("n_lps", [2, 3])
 def test_same_answer_on_any_number_of_lps(n_lps):
     from pwormhole.scenario import fat_tree_mix_scenario
-    from pwormhole.simulation import PacketRun
-    one = PacketRun(fat_tree_mix_scenario()).run()
-    many = PacketRun(fat_tree_mix_scenario(), n_lps=n_lps).run()
+    from pwormhole.run import Run
+    one = Run(fat_tree_mix_scenario()).run()
+    many = Run(fat_tree_mix_scenario(), n_lps=n_lps).run()
     assert one.finish_ps == many.finish_ps
     assert one.events == many.events

@@ -29,8 +29,8 @@ from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
 from pwormhole.net.nodes import ECMP_MIX, SendQP, Switch
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario, from_hpcc_config, number_sports
-from pwormhole.simulation import PacketRun, simulate
 from pwormhole.standalone import StandaloneFct
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link, Topology
@@ -96,7 +96,7 @@ def test_pfc_pauses_only_the_incast_priority(monkeypatch):
 
     scn = scenario(1)
     recs = []
-    r = PacketRun(scn).run(on_pfc=recs.extend)
+    r = Run(scn).run(on_pfc=recs.extend)
     c = r.counters()
     assert r.complete and c["drops"] == 0
     pauses = [f for f in frames if f[4]]
@@ -113,7 +113,7 @@ def test_pfc_pauses_only_the_incast_priority(monkeypatch):
     _drained(r)
 
     # control: the same bystander on the incast's priority is stuck behind the pauses
-    same = PacketRun(scenario(3)).run()
+    same = Run(scenario(3)).run()
     assert same.complete
     assert same.finish_ps[8] // 1000 > 3 * fct  # 408,312 ns
 
@@ -125,7 +125,7 @@ def test_4000_hosts_one_tiny_flow_exact_and_linear_memory():
     tracemalloc.start()
     try:
         scn = Scenario("big", star_topo(n), flows_of([(0, n - 1, 2, 0)]), config("dcqcn"))
-        r = PacketRun(scn)
+        r = Run(scn)
         built, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -167,7 +167,7 @@ def test_255_to_1_incast_pfc_no_drops_bytes_conserved():
     cfg = config("dcqcn", has_win=False, buffer_size_bytes=12 * 2**20)
     scn = Scenario("incast", star_topo(n + 1), flows_of([(s, 0, size, 0) for s in range(1, n + 1)]), cfg)
     recs = []
-    r = PacketRun(scn).run(on_pfc=recs.extend)
+    r = Run(scn).run(on_pfc=recs.extend)
     c = r.counters()
     assert r.complete
     assert c["drops"] == 0 and c["lost_packets"] == 0 and c["retransmitted_bytes"] == 0
@@ -266,7 +266,7 @@ def test_ten_to_one_dcqcn_marks_and_cnps(tmp_path):
     # every data packet is acked (L2_ACK_INTERVAL 1) and echoes its mark; only a mark on a
     # flow's last packet is not counted, as that ACK completes the QP (4,336 marks, 4,335 CNPs)
     assert on_disk["ecn_marks"] - 10 <= on_disk["cnps"] <= on_disk["ecn_marks"]
-    r = PacketRun(scn).run()
+    r = Run(scn).run()
     assert all(r.net.nodes[s].cnps_rx > 0 for s in range(1, 11))  # each sender was told
     assert r.counters()["cnps"] == on_disk["cnps"]
 
@@ -397,7 +397,7 @@ def test_ecmp_spreads_permutation_over_core_links():
     assert used >= 0.9, used  # seed 1: 78 of 80 agg->core uplinks carry a flow
 
     # the port counters agree: one-packet flows, bytes per core port = data x 1036 + ACKs x 48
-    r = PacketRun(Scenario("fat", topo, flows, cfg), seed=1).run()
+    r = Run(Scenario("fat", topo, flows, cfg), seed=1).run()
     assert r.complete
     for a, b in core_links:
         port = next(p for p in r.net.nodes[a].ports if p.peer.node_id == b)

@@ -9,8 +9,8 @@ from helpers import flows_of, config
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.models import build_model
 
@@ -42,8 +42,8 @@ def test_fluid_nvlink_flows_match_packets(pattern):
              "incast-and-pair": [(1, 0, 1_000_000, 0), (2, 0, 1_000_000, 0), (3, 0, 1_000_000, 0),
                                  (4, 5, 1_000_000, 0)]}[pattern]
     topo, cfg = server()
-    ref = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
-    fast = PacketRun(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
+    ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
     assert len(fast.accel.fluid_fids) == len(specs)
     assert fast.events <= 5 * len(specs) and ref.events > 500 * len(specs)
     for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
@@ -70,9 +70,9 @@ def test_fluid_nvlink_gpt_iteration_and_lp_counts():
     """A GPT-350M layer on 16 GPUs (896 TP ring-step flows of 64 KB on NVLink): every
     flow within 1% of packet mode, the iteration within 0.3%, the NIC flows still
     packet by packet, and the same answer on 1 and 2 LPs."""
-    ref = PacketRun(gpt16()).run()
-    fast = PacketRun(gpt16(), accel=FLUID).run()
-    two = PacketRun(gpt16(), accel=FLUID, n_lps=2).run()
+    ref = Run(gpt16()).run()
+    fast = Run(gpt16(), accel=FLUID).run()
+    two = Run(gpt16(), accel=FLUID, n_lps=2).run()
     fluid = fast.accel.fluid_fids
     assert len(fluid) == 896 and len(ref.finish_ps) == len(fast.finish_ps) == 960
     for f, end in ref.finish_ps.items():
@@ -87,19 +87,19 @@ def test_fluid_nvlink_gpt_iteration_and_lp_counts():
 def test_fluid_nvlink_refused_under_hpcc_on_lossy_fabrics_and_split_servers():
     topo, cfg = server("hpcc")
     with pytest.raises(InputError, match="DCQCN"):
-        PacketRun(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
+        Run(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
     topo, cfg = server()
     cfg.enable_pfc = False
     with pytest.raises(InputError, match="lossless"):
-        PacketRun(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
+        Run(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
     # one NVSwitch (8) and 8 GPUs, nothing else: the window is the NVLink delay, so a plan may cut it
     nvl = Topology(9, frozenset({8}), [Link(h, 8, 2880 * 10**9, 25_000) for h in range(8)], nvswitches=frozenset({8}))
     cfg = config()
     cfg.fill_k_maps({2880 * 10**9})
     scn = Scenario("t", nvl, flows_of([(0, 1, 262144, 0)]), cfg)
     with pytest.raises(InputError, match="one LP"):
-        PacketRun(scn, n_lps=2, owner=[0, 1, 0, 1, 0, 1, 0, 1, 0], accel=FLUID)
-    assert PacketRun(scn, n_lps=2, owner=[0] * 8 + [0], accel=FLUID).run().complete
+        Run(scn, n_lps=2, owner=[0, 1, 0, 1, 0, 1, 0, 1, 0], accel=FLUID)
+    assert Run(scn, n_lps=2, owner=[0] * 8 + [0], accel=FLUID).run().complete
 
 
 def test_fluid_nvlink_flag_needs_wormhole_mode(tmp_path):
@@ -114,7 +114,7 @@ def test_fluid_flows_in_progress_are_reported():
     this list): 5 us x 2880 Gb/s x 1000/1084 (payload of each data packet plus the
     reverse ACK on its port) = 1.6605 MB sent of 4 MB."""
     topo, cfg = server()
-    run = PacketRun(Scenario("t", topo, flows_of([(i, (i + 1) % 8, 4_000_000, 0) for i in range(8)]), cfg),
+    run = Run(Scenario("t", topo, flows_of([(i, (i + 1) % 8, 4_000_000, 0) for i in range(8)]), cfg),
                     accel=FLUID).run(until_ps=5_000_000)
     active = run._active_flows()
     assert not run.complete and [a[0] for a in active] == list(range(8))

@@ -18,8 +18,8 @@ from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.inputs import (detect_flows_format, detect_topology_format, detect_workload_format, load_chakra,
                               load_flows, load_topology)
+from pwormhole.run import Run
 from pwormhole.scenario import from_dag
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.builders import star
 from pwormhole.topology.htsim import read_htsim_topology
 from pwormhole.workload import gen_flows
@@ -296,7 +296,7 @@ def test_htsim_triggers_map_to_dependencies(tmp_path):
     assert dag.deps[join[0]] == [op["htsim:2"], op["htsim:3.send_done"]]
     # multishot: its first target waits for the first activation in file order
     assert dag.deps[op["htsim:7"]] == [op["htsim:5.send_done"]]
-    run = PacketRun(from_dag("trig", star(6), dag, ModelConfig())).run()
+    run = Run(from_dag("trig", star(6), dag, ModelConfig())).run()
     assert run.complete
     fin, st = run.finish_ps, run.start_ps
     assert st[0] == 2_500_000 and st[1] > fin[0] and st[2] >= fin[0] and st[3] > max(fin[1], fin[2])
@@ -306,7 +306,7 @@ def test_htsim_triggers_map_to_dependencies(tmp_path):
 def test_htsim_size_zero_runs_until_stop(tmp_path):
     dag = read_htsim_cm(write(tmp_path, "z.cm", "Nodes 2\nConnections 1\n0->1 start 0 size 0\n"), [0, 1])
     assert dag.flows[0].size_bytes == UNBOUNDED_FLOW_BYTES
-    run = PacketRun(from_dag("z", star(2), dag, ModelConfig())).run(until_ps=20 * US)
+    run = Run(from_dag("z", star(2), dag, ModelConfig())).run(until_ps=20 * US)
     assert not run.complete and run.finish_ps == {}
 
 
@@ -472,7 +472,7 @@ def test_chakra_synthetic_trace(tmp_path):
     bar = dag.collectives[3]
     ar_done = dag.collectives[2].done_ops
     assert all(sorted(dag.deps[m]) == sorted(ar_done) for m in bar.done_ops)
-    run = PacketRun(from_dag("syn", star(4), dag, ModelConfig())).run()
+    run = Run(from_dag("syn", star(4), dag, ModelConfig())).run()
     assert run.complete
     assert min(run.op_times[m][1] for m in bar.done_ops) >= max(run.op_times[m][1] for m in ar_done)
 
@@ -566,7 +566,7 @@ def test_run_htsim_permutation_on_leaf_spine():
     """htsim's perm_16n_16c_2MB.cm over its leaf_spine_tiny.topo (4:1 oversubscribed ToRs)."""
     topo = load_topology(TOPO / "leaf_spine_tiny.topo")
     _, dag = load_flows(CM / "perm_16n_16c_2MB.cm", topo)
-    run = PacketRun(from_dag("perm", topo, dag, _cfg(topo))).run()
+    run = Run(from_dag("perm", topo, dag, _cfg(topo))).run()
     assert run.complete and len(run.finish_ps) == 16
     # hosts 0-15 sit on ToRs 0 and 1; their flows to the other ToR share 2 x 100 Gbps uplinks, by ECMP:
     # between all on both uplinks and all on one
@@ -580,7 +580,7 @@ def test_run_chakra_all_reduce():
     """ASTRA-sim's 8-NPU 1 MiB all-reduce over its 8-node, one-switch ns-3 topology (400 Gbps, 500 ns)."""
     topo = load_topology(CK / "8_nodes_1_switch_topology.txt")
     dag = load_chakra(AR, topo)
-    run = PacketRun(from_dag("allreduce", topo, dag, _cfg(topo))).run()
+    run = Run(from_dag("allreduce", topo, dag, _cfg(topo))).run()
     assert run.complete
     ideal = 2 * 7 * 131_072 * 8 * 10**12 // (400 * G)  # 14 ring steps of S/N at line rate
     t = max(run.op_times[m][1] for m in dag.collectives[0].done_ops)

@@ -22,8 +22,8 @@ from helpers import G100, US, config, flows_of
 from pwormhole import cli
 from pwormhole.accel.wormhole import AccelConfig, route_path
 from pwormhole.errors import InputError, StuckError
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario
-from pwormhole.simulation import PacketRun, simulate
 from pwormhole.topology.builders import fat_tree
 from pwormhole.topology.model import Link, Topology
 
@@ -73,7 +73,7 @@ def test_failure_mid_flow_moves_it_to_the_other_spine():
     the flow ends 17 TX + 8 D + 4 ACK_TX = 9.42432 us later."""
     topo = two_spines()
     flows = flows_of([(0, 1, 1_000_000, T0)])
-    base = PacketRun(Scenario("t", topo, flows, config())).run()
+    base = Run(Scenario("t", topo, flows, config())).run()
     net = base.net
     path = route_path(net.nodes, 0, 1, net.nodes[0].flow_hash[0])
     spine = path[1].peer.node_id
@@ -81,8 +81,8 @@ def test_failure_mid_flow_moves_it_to_the_other_spine():
     t_fail = T0 + 30 * US
     cfg = config()
     cfg.link_down = (t_fail, 2, spine)
-    at_fail = PacketRun(Scenario("t", topo, flows, cfg)).run(until_ps=t_fail)  # the state at the failure time
-    r = PacketRun(Scenario("t", topo, flows, cfg)).run()
+    at_fail = Run(Scenario("t", topo, flows, cfg)).run(until_ps=t_fail)  # the state at the failure time
+    r = Run(Scenario("t", topo, flows, cfg)).run()
     assert base.complete and r.complete and r.stuck is None
     c = r.counters()
     assert c["bytes_delivered"] == 1_000_000 and c["drops"] == 0
@@ -107,14 +107,14 @@ def test_failure_under_pfc_releases_the_dead_ports_buffer():
     topo = two_spines(3)
     specs = [(h, 3, 1_000_000, T0) for h in range(3)]
     cfg = config("dcqcn", has_win=False, buffer_size_bytes=200_000)
-    base = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
+    base = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
     net = base.net
     spines = [route_path(net.nodes, h, 3, net.nodes[h].flow_hash[h])[1].peer.node_id for h in range(3)]
     busiest = max((6, 7), key=spines.count)
     assert spines.count(busiest) >= 2 and base.counters()["pfc_pauses"] > 0
     t_fail = T0 + 40 * US
     cfg.link_down = (t_fail, 4, busiest)
-    r = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
+    r = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
     assert r.complete and r.stuck is None
     c = r.counters()
     assert c["bytes_delivered"] == 3_000_000 and c["lost_packets"] > 40  # the wire's 13 and the queued ones
@@ -176,7 +176,7 @@ def test_unknown_link_is_refused():
     cfg = config()
     cfg.link_down = (T0, 0, 3)
     with pytest.raises(InputError, match="no link joins nodes 0 and 3"):
-        PacketRun(Scenario("t", two_spines(), flows_of([(0, 1, 1000, 0)]), cfg))
+        Run(Scenario("t", two_spines(), flows_of([(0, 1, 1000, 0)]), cfg))
 
 
 # -- a fat tree ----------------------------------------------------------------------------
@@ -197,14 +197,14 @@ FAT_ACCEL = AccelConfig(theta=0.3, min_span_packets=50)  # lets 1 MB flows freez
 
 
 def test_fat_tree_permutation_with_a_failed_link(tmp_path):
-    base = PacketRun(_fat_scenario(False)).run()
+    base = Run(_fat_scenario(False)).run()
     net = base.net
     crossing = sorted(f.flow_id for f in net.flows if set(_ports(net, *FAT_DOWN)) &
                       set(route_path(net.nodes, f.src, f.dst, net.nodes[f.src].flow_hash[f.flow_id])))
     assert crossing == [5, 6, 8, 10, 11]
     runs = {}
     for name, accel, lps in (("packet", None, 1), ("wormhole", FAT_ACCEL, 1), ("wormhole-2lps", FAT_ACCEL, 2)):
-        r = PacketRun(_fat_scenario(True), n_lps=lps, accel=accel).run()
+        r = Run(_fat_scenario(True), n_lps=lps, accel=accel).run()
         assert r.complete and r.stuck is None, name
         snap = r.net.failed[0][3][0][1:]
         assert [p.tx_bytes for p in _ports(r.net, *FAT_DOWN)] == list(snap), name  # nothing after the failure

@@ -12,8 +12,8 @@ import pytest
 from helpers import config, flows_of, star_topo
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
+from pwormhole.run import simulate
 from pwormhole.scenario import Scenario, fat_tree_mix_scenario
-from pwormhole.simulation import simulate
 from pwormhole.topology.hpcc import read_hpcc_topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +140,7 @@ def test_failing_rank_ends_the_whole_run(tmp_path):
 
 
 def test_assignment_cutting_a_short_link_is_refused():
-    from pwormhole.simulation import PacketRun
+    from pwormhole.run import Run
     from pwormhole.topology.model import Link, Topology
     # two servers: GPU-like hosts joined to their switch by 25 ns links, switches by 1 us
     links = [Link(0, 2, 100 * 10**9, 25_000), Link(1, 3, 100 * 10**9, 25_000), Link(2, 3, 100 * 10**9, 1_000_000),
@@ -148,10 +148,10 @@ def test_assignment_cutting_a_short_link_is_refused():
     topo = Topology(6, frozenset({2, 3}), links)
     scn = Scenario("t", topo, flows_of([(0, 1, 10_000, 0)]), config("dcqcn"))
     with pytest.raises(InputError, match="shorter than the window"):
-        PacketRun(scn, n_lps=2, owner=[0, 0, 1, 1, 0, 1])
+        Run(scn, n_lps=2, owner=[0, 0, 1, 1, 0, 1])
     plan = make_plan(topo, 2, scn.flows)
     assert plan.owner[0] == plan.owner[2] and plan.owner[1] == plan.owner[3]
-    assert PacketRun(scn, n_lps=2, owner=plan.owner).run().complete
+    assert Run(scn, n_lps=2, owner=plan.owner).run().complete
 
 
 PAIRS = ["--topology", "fat-tree:k=4", "--flows", ROOT / "tests" / "data" / "wormhole" / "fat_tree_pairs.txt"]

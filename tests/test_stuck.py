@@ -12,8 +12,8 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole import cli
 from pwormhole.errors import InputError, StuckError
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario
-from pwormhole.simulation import PacketRun, simulate
 from pwormhole.topology.model import Link, Topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_unreachable_host_is_refused_before_simulating():
     topo = Topology(5, frozenset({3, 4}), [Link(0, 3, G100, US), Link(1, 3, G100, US), Link(2, 4, G100, US)])
     with pytest.raises(InputError, match="flow 0: host 2 is unreachable from host 0"):
-        PacketRun(Scenario("t", topo, flows_of([(0, 2, 1000, 0)]), config()))
+        Run(Scenario("t", topo, flows_of([(0, 2, 1000, 0)]), config()))
 
 
 def _pause_forever(run):
@@ -31,13 +31,13 @@ def _pause_forever(run):
 
 
 def test_pfc_paused_sender_is_detected_with_its_flows_and_ports(tmp_path, monkeypatch):
-    orig = PacketRun.__init__
+    orig = Run.__init__
 
     def init(self, *a, **kw):
         orig(self, *a, **kw)
         _pause_forever(self)
 
-    monkeypatch.setattr(PacketRun, "__init__", init)
+    monkeypatch.setattr(Run, "__init__", init)
     scn = Scenario("t", star_topo(3), flows_of([(0, 2, 100_000, 0), (1, 2, 50_000, 0)]), config())
     with pytest.raises(StuckError) as e:
         simulate(scn, str(tmp_path), quiet=True)
@@ -55,7 +55,7 @@ def test_pfc_paused_sender_is_detected_with_its_flows_and_ports(tmp_path, monkey
 def test_all_senders_paused_stops_at_once_not_at_the_stop_time():
     """Nothing left to simulate while flows are unfinished: stopped at once (the stall bound is the other path)."""
     scn = Scenario("t", star_topo(3), flows_of([(0, 2, 100_000, 0), (1, 2, 10**9, 0)]), config())
-    run = PacketRun(scn)
+    run = Run(scn)
     run.stall_ps = 2 * 10**9
     _pause_forever(run)
     run.net.nodes[1].ports[0].paused[3] = True

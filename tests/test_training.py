@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pwormhole.errors import InputError
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import topology_from_arg, training_scenario
-from pwormhole.simulation import PacketRun, simulate
 from pwormhole.topology.simai import read_simai_topology
 from pwormhole.workload.dag import OP_FLOW
 from pwormhole.workload.models import build_model, per_gpu_bytes
@@ -40,7 +40,7 @@ def test_micro_allreduce_on_simai_rail_topology(tmp_path):
     # every flow stays inside server 0 and goes over its NVSwitch (node 16)
     nv = min(topo.nvswitches)
     assert {f.src for f in scn.flows} == set(range(8))
-    net = PacketRun(scn).net
+    net = Run(scn).net
     assert all(net.nodes[f.src].routes[f.dst][0].peer.node_id == nv for f in scn.flows)
     # ring all-reduce bytes: 2 x 7 steps of S/8 per member, for S = 16 MiB and 64 MiB
     assert s["bytes_delivered"] == 8 * 14 * (16777216 // 8 + 67108864 // 8)
@@ -123,16 +123,16 @@ def small_training():
 
 
 def test_training_iterations_identical_on_any_lp_count(small_training):
-    ref = PacketRun(small_training()).run()
+    ref = Run(small_training()).run()
     assert ref.complete
     for n in (2, 3):
-        r = PacketRun(small_training(), n_lps=n).run()
+        r = Run(small_training(), n_lps=n).run()
         assert (r.finish_ps, r.start_ps, r.op_times) == (ref.finish_ps, ref.start_ps, ref.op_times)
 
 
 def test_second_iteration_starts_after_the_first(small_training):
     scn = small_training()
-    r = PacketRun(scn).run()
+    r = Run(scn).run()
     dag = scn.dag
     end0 = max(t1 for op, (t0, t1) in r.op_times.items() if dag.iteration_of[op] == 0)
     first1 = min(r.start_ps[dag.arg[op]] for op in range(len(dag))

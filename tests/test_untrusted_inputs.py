@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -277,7 +278,7 @@ def test_memo_cache_size_and_entry_caps(recorded, tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def plan_text():
     scn = fat_tree_mix_scenario()
-    return json.dumps(vars(make_plan(scn.topology, 2, scn.flows)), indent=1)
+    return json.dumps(asdict(make_plan(scn.topology, 2, scn.flows)), indent=1)  # the saved fields
 
 
 @pytest.mark.parametrize("edit, needles", [

@@ -12,8 +12,8 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.wormhole import BACKOFF_AFTER_SAMPLES, BACKOFF_EVERY, BACKOFF_MIN_FLOWS, AccelConfig, Wormhole
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag
-from pwormhole.simulation import PacketRun
 from pwormhole.topology.builders import fat_tree, leaf_spine
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.dag import Dag
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def both(topo, specs, cc="dcqcn", acc=None, memo=None, n_lps=1, cfg=None):
     cfg = cfg or config(cc)
-    ref = PacketRun(Scenario("t", topo, flows_of(specs), cfg)).run()
-    fast = PacketRun(Scenario("t", topo, flows_of(specs), cfg), n_lps=n_lps, accel=acc or AccelConfig(),
+    ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = Run(Scenario("t", topo, flows_of(specs), cfg), n_lps=n_lps, accel=acc or AccelConfig(),
                      memo=memo).run()
     return ref, fast
 
@@ -51,7 +51,7 @@ def test_flow_joining_mid_skip_wakes_the_group_and_conserves_bytes():
     dag = Dag()
     dag.flow(0, 2, 20_000_000)
     dag.flow(1, 2, 5_000_000, deps=[dag.compute(1, 400 * US + US // 2)])
-    runs = [PacketRun(from_dag("t", star_topo(3), dag, config()), accel=acc).run() for acc in (None, AccelConfig())]
+    runs = [Run(from_dag("t", star_topo(3), dag, config()), accel=acc).run() for acc in (None, AccelConfig())]
     ref, fast = runs
     wh = fast.accel
     assert wh.wakes_interrupted >= 1 and wh.skips >= 2
@@ -212,7 +212,7 @@ def joining(size_bytes, cfg=None, memo=None):
         dag.flow(a, c, 20_000_000, deps=[dag.compute(a, t0)])
         dag.flow(b, c, size_bytes, deps=[dag.compute(b, t0 + 400 * US + 3 * US // 10)])
     memo = memo if memo is not None else MemoCache("t")
-    return [PacketRun(from_dag("t", star_topo(6), dag, cfg or config()), accel=acc, memo=memo).run()
+    return [Run(from_dag("t", star_topo(6), dag, cfg or config()), accel=acc, memo=memo).run()
             for acc in (None, AccelConfig())]
 
 
@@ -262,7 +262,7 @@ def test_hpcc_memo_replay_refills_the_pipeline():
         dag.flow(b, c, 2_000_000, deps=[dag.compute(b, t0 + 400 * US + 3 * US // 10)])
 
     def run(acc, until_ps=None, n_lps=1):
-        return PacketRun(from_dag("t", star_topo(6), dag, config("hpcc")), n_lps=n_lps, accel=acc,
+        return Run(from_dag("t", star_topo(6), dag, config("hpcc")), n_lps=n_lps, accel=acc,
                          memo=MemoCache("t")).run(until_ps=until_ps)
 
     in_flight = []
@@ -288,7 +288,7 @@ def test_lookup_waits_for_a_draining_flow_to_leave():
     for a, x, y, z, t0 in ((0, 1, 2, 3, 0), (4, 5, 6, 7, 3000 * US)):
         dag.flow(a, y, 20_000_000, deps=[dag.compute(a, t0)])
         dag.flow(y, z, 2_000_000, deps=[dag.flow(x, y, 2_000_000, deps=[dag.compute(x, t0 + 400 * US + 3 * US // 10)])])
-    ref, fast = [PacketRun(from_dag("t", star_topo(8), dag, config()), accel=acc, memo=MemoCache("t")).run()
+    ref, fast = [Run(from_dag("t", star_topo(8), dag, config()), accel=acc, memo=MemoCache("t")).run()
                  for acc in (None, AccelConfig())]
     assert (fast.accel.memo_hits, fast.accel.memo_misses) == (4, 4)
     for fid in range(6):
@@ -306,7 +306,7 @@ def test_alpha_decays_while_frozen():
     dag.flow(1, 2, 2_000_000, deps=[dag.compute(1, 400 * US + 3 * US // 10)])
     dag.flow(3, 2, 2_000_000, deps=[dag.compute(3, 1500 * US + 3 * US // 10)])
     cfg = config("dcqcn", has_win=False)
-    ref, fast = [PacketRun(from_dag("t", star_topo(4), dag, cfg), accel=acc, memo=MemoCache("t")).run()
+    ref, fast = [Run(from_dag("t", star_topo(4), dag, cfg), accel=acc, memo=MemoCache("t")).run()
                  for acc in (None, AccelConfig())]
     assert fast.accel.skips >= 2
     for fid in range(3):
@@ -323,10 +323,10 @@ def test_a_long_unsteady_group_of_many_flows_is_sampled_less_often():
     cfg = config("dcqcn", has_win=False)
     for n, size, expect in ((16, 500_000, range(110, 400, 8)), (8, 1_000_000, range(86, 401))):
         specs = [(i, n, size, i * 3 * US) for i in range(n)]
-        mid = PacketRun(Scenario("t", star_topo(n + 1), flows_of(specs), cfg), accel=AccelConfig()).run(
+        mid = Run(Scenario("t", star_topo(n + 1), flows_of(specs), cfg), accel=AccelConfig()).run(
             until_ps=400 * US)
         if n == 16:  # the same samples on 3 LPs (decisions use replicated data only)
-            mid3 = PacketRun(Scenario("t", star_topo(n + 1), flows_of(specs), cfg), n_lps=3,
+            mid3 = Run(Scenario("t", star_topo(n + 1), flows_of(specs), cfg), n_lps=3,
                              accel=AccelConfig()).run(until_ps=400 * US)
             assert {f: list(fs.samples) for f, fs in mid3.accel.flows.items()} == {
                 f: list(fs.samples) for f, fs in mid.accel.flows.items()}
@@ -403,7 +403,7 @@ def _group_graph(topo):
     specs = [(0, 2, 6_000_000, 0), (1, 2, 6_000_000, 0)]
     cfg = config()
     cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
-    run = PacketRun(Scenario("t", topo, flows_of(specs), cfg), accel=AccelConfig(skip=False, memo=False))
+    run = Run(Scenario("t", topo, flows_of(specs), cfg), accel=AccelConfig(skip=False, memo=False))
     run.run(until_ps=20 * US)
     wh = run.accel
     (g,) = wh.groups.values()
@@ -450,7 +450,7 @@ def test_wormhole_identical_on_any_lp_count():
     topo = Topology(8, frozenset({6, 7}), [Link(h, 6 if h < 3 else 7, G100, US) for h in range(6)]
                     + [Link(6, 7, G100, US)])
     specs = [(0, 3, 8_000_000, 0), (1, 4, 8_000_000, 50 * US), (2, 5, 3_000_000, 900 * US), (5, 0, 9_000_000, 0)]
-    runs = [PacketRun(Scenario("t", topo, flows_of(specs), config()), n_lps=n, accel=AccelConfig(),
+    runs = [Run(Scenario("t", topo, flows_of(specs), config()), n_lps=n, accel=AccelConfig(),
                       memo=MemoCache("t")).run() for n in (1, 2, 3)]
     assert runs[0].accel.skips > 0
     for r in runs[1:]:
@@ -479,12 +479,12 @@ def test_memo_decisions_do_not_depend_on_the_process(tmp_path):
     script = (
         "from pwormhole.workload.models import build_model\n"
         "from pwormhole.scenario import training_scenario, topology_from_arg\n"
-        "from pwormhole.simulation import PacketRun\n"
+        "from pwormhole.run import Run\n"
         "from pwormhole.accel.wormhole import AccelConfig\n"
         "from pwormhole.accel.memo import MemoCache\n"
         "spec = build_model('moe-8x7b', 16, tp=8, ep=2, layers=1, seq_len=256)\n"
         "scn = training_scenario(spec, topology_from_arg('rail-optimized:gpus=16'))\n"
-        "r = PacketRun(scn, accel=AccelConfig(), memo=MemoCache('t')).run()\n"
+        "r = Run(scn, accel=AccelConfig(), memo=MemoCache('t')).run()\n"
         "assert r.complete and r.accel.memo_hits > 0\n"
         "print(sorted(r.finish_ps.items()))\n")
     outs = []
@@ -509,7 +509,7 @@ def test_slow_queue_growth_is_not_steady():
         dag.flow(i, 4, 10_000_000, deps=[dag.compute(i, i * (100 * US + 3 * US // 10))])
     cfg = config("dcqcn", has_win=False, kmin_map_bytes={G100: 400_000}, kmax_map_bytes={G100: 400_001},
                  pmax_map={G100: 1.0})
-    ref, fast = [PacketRun(from_dag("t", star_topo(5), dag, cfg), accel=acc, memo=MemoCache("t")).run()
+    ref, fast = [Run(from_dag("t", star_topo(5), dag, cfg), accel=acc, memo=MemoCache("t")).run()
                  for acc in (None, AccelConfig())]
     assert fast.accel.skips >= 5 and fast.events < ref.events / 1.8
     for fid in range(4):
@@ -522,7 +522,7 @@ def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
     rate. QPs sharing a NIC below its rate get less than their rates (each packet waits
     for the other's) without any queue: comparing paced rates with goodputs flagged them."""
     specs = [(0, 4, 10**7, 0), (1, 4, 10**7, 0), (2, 3, 10**7, 0), (2, 1, 10**7, 0)]
-    run = PacketRun(Scenario("t", star_topo(5), flows_of(specs), config(has_win=False)), accel=AccelConfig())
+    run = Run(Scenario("t", star_topo(5), flows_of(specs), config(has_win=False)), accel=AccelConfig())
     run.run(until_ps=2 * US)
     w = run.accel
 
@@ -538,7 +538,7 @@ def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
     assert not fills({2: 45, 3: 30})
     # with windows: a flow whose window (scaled by VAR_WIN to its rate) is full is capped; a
     # port only fills when a flow crossing it is not (goodputs of window-full flows can read high)
-    run = PacketRun(Scenario("t", star_topo(5), flows_of(specs), config()), accel=AccelConfig())
+    run = Run(Scenario("t", star_topo(5), flows_of(specs), config()), accel=AccelConfig())
     run.run(until_ps=2 * US)
     w = run.accel
     win = w.flows[0].win_bytes
@@ -602,7 +602,7 @@ def test_high_priority_acks_do_not_wait_in_the_data_queue():
         for fid in range(5):
             assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.005, (ack_high_prio, fid)
     # the shares come from replicated state only: the same answer on 3 LPs
-    fast3 = PacketRun(Scenario("t", star_topo(6), flows_of(specs), config(ack_high_prio=True)), n_lps=3,
+    fast3 = Run(Scenario("t", star_topo(6), flows_of(specs), config(ack_high_prio=True)), n_lps=3,
                       accel=AccelConfig()).run()
     assert fast3.finish_ps == fast.finish_ps and fast3.accel.skips == fast.accel.skips
 
@@ -612,7 +612,7 @@ def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
     one switch port share its rate as ``W / (rtt + q)`` (equal windows and paths: equally),
     in place of their measured goodputs; otherwise the measured goodputs stand."""
     specs = [(0, 4, 10**7, 0), (1, 4, 10**7, 0), (2, 4, 10**7, 0), (0, 3, 10**7, 0)]
-    run = PacketRun(Scenario("t", star_topo(5), flows_of(specs), config()), accel=AccelConfig())
+    run = Run(Scenario("t", star_topo(5), flows_of(specs), config()), accel=AccelConfig())
     run.run(until_ps=2 * US)
     w = run.accel
     win = w.flows[0].win_bytes
@@ -667,7 +667,7 @@ def test_fifo_shares_over_two_ports_in_series():
     topo = Topology(7, frozenset({5, 6}), [Link(0, 5, G100, US), Link(1, 5, G100, US), Link(5, 6, G100, US),
                                            Link(2, 6, G100, US), Link(3, 6, G100, US), Link(4, 6, G100, US)])
     specs = [(0, 3, 10**8, 0), (1, 2, 10**8, 0), (4, 3, 10**8, 0)]
-    run = PacketRun(Scenario("t", topo, flows_of(specs), config()), accel=AccelConfig())
+    run = Run(Scenario("t", topo, flows_of(specs), config()), accel=AccelConfig())
     run.run(until_ps=2 * US)
     w = run.accel
     for fid in range(3):
@@ -713,7 +713,7 @@ def test_a_flow_getting_cnps_is_not_steady():
     assert Wormhole._goodput(wh, fs, 0, 0) is None
     # the report: a QP with a CNP pending and its rate still at the line rate
     topo = star_topo(2)
-    run = PacketRun(Scenario("t", topo, flows_of([(0, 1, 20_000_000, 0)]), config()), accel=AccelConfig())
+    run = Run(Scenario("t", topo, flows_of([(0, 1, 20_000_000, 0)]), config()), accel=AccelConfig())
     run.run(until_ps=8 * US)  # before its first skip
     w = run.accel
     qp = run.net.nodes[0].sqp[0]

@@ -43,24 +43,6 @@ class OnePortRoutes(dict):
         return self.only
 
 
-def window_ps(topo: Topology) -> int:
-    """The synchronization window ``L`` of a topology (DESIGN.md invariant 3).
-
-    Links shorter than half the median link delay bind their ends into one
-    unit; ``L`` is the smallest delay among the other links. Raises InputError
-    when that is not positive.
-    """
-    delays = sorted(ln.delay_ps for ln in topo.links)
-    if not delays:
-        raise InputError("topology has no links", topo.source)
-    median = delays[len(delays) // 2]
-    cut = [d for d in delays if 2 * d >= median]
-    L = min(cut)
-    if L <= 0:
-        raise InputError("every inter-unit link has zero propagation delay; the window L must be > 0", topo.source)
-    return L
-
-
 class Network:
     """All nodes of one scenario, wired, routed lazily, with flow facts.
 
@@ -71,6 +53,8 @@ class Network:
         seed: seed of the per-node random streams (ECMP salt, ECN, losses).
         dag: a workload DAG whose flows are ``flows`` (None: ``flows`` start
             at their own ``start_ps``).
+        window_ps: the synchronization window of the run (kept for the
+            boundary logic; :mod:`pwormhole.partition.grid` computes it).
 
     Link failures (``cfg.link_down``) are listed in ``failures`` as ``(t_ps,
     node_a, node_b)``; the run applies each with :meth:`fail_link` at a window
@@ -83,14 +67,15 @@ class Network:
             ``cfg.link_down`` names two nodes no link joins.
     """
 
-    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None):
+    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None,
+                 window_ps: int = 0):
         self.topo = topo
         self.flows = flows
         self.dag = dag
         self.cfg = cfg
         self.seed = seed
         self.adj = adjacency(topo)
-        self.window_ps = window_ps(topo)
+        self.window_ps = window_ps
         self._check_flows()
         self.failures = self._check_link_down()
         self.down_links: set[int] = set()

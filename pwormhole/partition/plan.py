@@ -1,9 +1,8 @@
 """Topology -> logical-process assignment with METIS (the only module importing pymetis).
 
-Nodes joined by links much shorter than the rest (delay below half the median
-link delay: an NVLink inside a server) form one indivisible *unit* (DESIGN.md
-invariant 3); METIS (Karypis & Kumar, through pymetis) splits the unit graph
-into ``parts`` with
+Nodes joined by links much shorter than the rest form one indivisible *unit*
+(:mod:`pwormhole.partition.grid`, DESIGN.md invariant 3); METIS (Karypis &
+Kumar, through pymetis) splits the unit graph into ``parts`` with
 
 * vertex weight = expected events at the unit: two events (arrival and
   transmission) per data packet and per ACK through each node, spread evenly
@@ -34,6 +33,7 @@ from ..net.packet import ACK_INT_BYTES, DATA_HEADER_BYTES
 from ..outfiles import atomic
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops
+from .grid import WindowGrid, units_of
 
 METIS_SEED = 1
 METIS_UFACTOR = 30  # allowed imbalance 1.030 (METIS units of 1/1000)
@@ -53,6 +53,8 @@ class PartitionPlan:
         imbalance: ``max part weight / mean part weight - 1`` on vertex weight.
         part_weights: expected events per rank.
         traffic_units: units some flow crosses (0 when no flows were given).
+        grid: the topology's :class:`~pwormhole.partition.grid.WindowGrid` (set by
+            :func:`make_plan`; None in a plan read from a file; never saved).
     """
 
     parts: int
@@ -64,6 +66,9 @@ class PartitionPlan:
     imbalance: float = 0.0
     part_weights: list[int] = field(default_factory=list)
     traffic_units: int = 0
+
+    def __post_init__(self):
+        self.grid: WindowGrid | None = None  # not a field: not in the saved plan
 
     def warning(self, what: str = "parts") -> str | None:
         """One line when some of the ``what`` (ranks, LPs) can have no events: more of them than units with traffic."""
@@ -198,25 +203,6 @@ def _line_of(text: str, key: str, index: int | None = None) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def units_of(topo: Topology) -> list[int]:
-    """``unit[node]``: nodes joined by links shorter than half the median delay share a unit."""
-    parent = list(range(topo.n_nodes))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    delays = sorted(ln.delay_ps for ln in topo.links)
-    median = delays[len(delays) // 2] if delays else 0
-    for ln in topo.links:
-        if 2 * ln.delay_ps < median:
-            parent[find(ln.a)] = find(ln.b)
-    roots = {}
-    return [roots.setdefault(find(n), len(roots)) for n in range(topo.n_nodes)]
-
-
 def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[list[float], list[float]]:
     """Expected ``(events per node, bytes per link)`` of a flow list, ECMP spread evenly."""
     adj = adjacency(topo)
@@ -300,7 +286,8 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
 
     Raises InputError when ``parts`` < 1 or larger than the number of units.
     """
-    unit = units_of(topo)
+    grid = WindowGrid(topo)
+    unit = grid.unit
     n_units = max(unit) + 1 if unit else 0
     _check_parts(parts, n_units, topo.n_nodes)
     node_w, link_b = traffic_weights(topo, flows, payload_bytes)
@@ -333,7 +320,7 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
     mean = sum(weights) / parts
     adj = adjacency(topo)
     busy = {unit[n] for n in range(topo.n_nodes) if node_w[n] > len(adj[n])}  # beyond the per-port weight
-    return PartitionPlan(
+    plan = PartitionPlan(
         parts=parts,
         owner=owner,
         units=n_units,
@@ -344,3 +331,5 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
         part_weights=weights,
         traffic_units=len(busy),
     )
+    plan.grid = grid
+    return plan

@@ -1,8 +1,7 @@
-"""``pwormhole compare``: packet mode (the reference) against Wormhole mode on one scenario.
+"""The comparison of packet mode (the reference) and Wormhole mode: errors, ``compare.json``, table and plot.
 
-Writes under ``out``: ``packet/`` and ``wormhole/`` (each run's usual
-outputs), ``compare.json``, ``fct_error_cdf.png`` and prints a table.
-``compare.json`` keys (DESIGN.md "Measuring"):
+The driver that runs both modes is :mod:`pwormhole.compare`. ``compare.json``
+keys (DESIGN.md "Measuring"):
 
 * ``mean_fct_error``, ``p99_fct_error``, ``max_fct_error``: per-flow
   relative FCT error ``|wormhole - packet| / packet``, flows matched by
@@ -23,12 +22,10 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 
 import numpy as np
 
-from ..outfiles import existing, save_figure
-from .summary import write_json_atomic
+from ..outfiles import save_figure
 
 
 def read_fct(path: str) -> dict[tuple[str, str, str, str], int]:
@@ -48,35 +45,24 @@ def fct_errors(ref: dict, acc: dict) -> np.ndarray:
     return np.array([abs(acc[k] - ref[k]) / ref[k] if ref[k] > 0 else 0.0 for k in keys], dtype=float)
 
 
-def _collective_times(path: str) -> dict[str, int]:
+def collective_times(path: str) -> dict[str, int]:
+    """``name -> time_ns`` of a ``collectives.csv`` (empty when there is none)."""
     if not os.path.exists(path):
         return {}
     with open(path) as fh:
         return {row["name"]: int(row["time_ns"]) for row in csv.DictReader(fh)}
 
 
-def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: int = 1, memo_cache=None,
-            first=None, quiet: bool = False) -> dict:
-    """Run ``scn_factory()`` in both modes under ``out`` and write the comparison; returns it."""
-    from ..simulation import simulate
-
-    os.makedirs(out, exist_ok=True)
-    replaced = existing(out, ("compare.json", "fct_error_cdf.png"))
-    if replaced:
-        print(f"pwormhole: warning: replacing existing files in {out}: {', '.join(replaced)}", file=sys.stderr)
-    pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
-    ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
-    ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
-    ref, acc = read_fct(os.path.join(pdir, "fct.txt")), read_fct(os.path.join(wdir, "fct.txt"))
-    err = fct_errors(ref, acc)
+def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict[str, int]) -> dict:
+    """``compare.json`` of the packet run's summary ``ps`` and the Wormhole run's ``ws``, the
+    per-flow errors ``err`` and both runs' collective times ``pc`` and ``wc``."""
     it_err = None
     if ps.get("iteration_time_ns") and ws.get("iteration_time_ns") is not None:
         it_err = abs(ws["iteration_time_ns"] - ps["iteration_time_ns"]) / ps["iteration_time_ns"]
-    pc, wc = _collective_times(os.path.join(pdir, "collectives.csv")), _collective_times(os.path.join(wdir, "collectives.csv"))
     coll_err = None
     if pc:
         coll_err = max((abs(wc[k] - v) / v for k, v in pc.items() if k in wc and v > 0), default=0.0)
-    result = {
+    return {
         "scenario": ps["scenario"],
         "flows": ps["flows"],
         "flows_compared": int(err.size),
@@ -99,11 +85,6 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
         "fluid_shared_flows": ws.get("fluid_shared_flows", 0),
         "complete": bool(ps["complete"] and ws["complete"]),
     }
-    write_json_atomic(os.path.join(out, "compare.json"), result)
-    _plot_cdf(os.path.join(out, "fct_error_cdf.png"), err, ps["scenario"])
-    if not quiet:
-        print(table(result))
-    return result
 
 
 def table(r: dict) -> str:
@@ -128,7 +109,7 @@ def table(r: dict) -> str:
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
 
 
-def _plot_cdf(path: str, err: np.ndarray, title: str) -> None:
+def plot_cdf(path: str, err: np.ndarray, title: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

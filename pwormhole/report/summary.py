@@ -33,6 +33,64 @@ def percentiles(values) -> dict:
     return {"mean": float(a.mean()), "p50": rank(0.50), "p99": rank(0.99), "max": float(a[-1])}
 
 
+def fct_summary(flows: int, fcts_ns: list[int], slowdowns: list[float]) -> dict:
+    """``flows``, ``flows_finished``, ``fct_ns`` and ``slowdown`` of a run."""
+    return {"flows": flows, "flows_finished": len(fcts_ns), "fct_ns": percentiles(fcts_ns),
+            "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"}}
+
+
+def run_summary(head: dict, sim_time_ps: int, wall_s: float, events_by_rank: list[int], windows: int,
+                window_ps: int, sync_wall_s: float, fcts: dict, counters: dict) -> dict:
+    """The summary of a run: ``head`` (``mode``, ``ranks``, ``scenario``, ``cc``, ``seed``,
+    ``complete``), timing, ``fcts`` (:func:`fct_summary`) and the ``counters``."""
+    events = sum(events_by_rank)
+    return {
+        **head,
+        "sim_time_ps": sim_time_ps,
+        "wall_s": wall_s,
+        "events": events,
+        "events_per_s": events / wall_s if wall_s > 0 else 0.0,
+        "windows": windows,
+        "window_ps": window_ps,
+        "sync_wall_s": sync_wall_s,
+        "events_by_rank": events_by_rank,
+        **fcts,
+        **counters,
+    }
+
+
+def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int, min_span_packets: int,
+                  flow_time_ps: int, fluid_flows: int, fluid_shared_flows: int) -> dict:
+    """The Wormhole keys: ``stats`` of the run, the settings ``accel`` and the resolved ones."""
+    return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
+            "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
+            "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
+            "wakes_interrupted": stats["wakes_interrupted"],
+            "fluid_flows": fluid_flows,
+            "fluid_shared_flows": fluid_shared_flows,
+            "accel": {"theta": theta, "window_samples": samples, "sample_ps": sample_ps,
+                      "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
+                      "memo": accel.memo, "fluid_nvlink": accel.fluid_nvlink}}
+
+
+def training_summary(report: dict, complete: bool) -> dict:
+    """The keys of a training workload (:func:`pwormhole.report.training.training_report`)."""
+    return {"iterations": report["iterations"] if complete else [],
+            "iteration_time_ns": report["iterations"][-1] if complete else None,
+            "collectives": {"count": len(report["collectives"]),
+                            "total_time_ns": sum(r["time_ns"] for r in report["collectives"])},
+            "gpus": report["gpus"]}
+
+
+def rank_table(events_by_rank: list[int], mpi: bool) -> str:
+    """Events per rank (or LP) and their share."""
+    events = sum(events_by_rank)
+    lines = [("rank" if mpi else "LP  ") + "  events      share"]
+    for r, ev in enumerate(events_by_rank):
+        lines.append(f"{r:4d}  {ev:10d}  {ev / events * 100 if events else 0:5.1f}%")
+    return "\n".join(lines)
+
+
 def write_json_atomic(path: str, data: dict) -> None:
     """``data`` as indented JSON, written as ``PATH.part`` and renamed (OutputError on a write error)."""
     with atomic(path) as fh:

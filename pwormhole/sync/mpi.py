@@ -1,12 +1,13 @@
-"""Conservative synchronization over MPI (mpi4py; the only module importing it).
+"""MPI transport of the window loop (:mod:`pwormhole.sync.windows`); mpi4py is imported only here.
 
 One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
 collective exchange (``alltoall``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; node objects travel
 as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
-collective), the flow completions and DAG op records of the window and, to rank 0,
-its PFC records, and the signal it received (:mod:`pwormhole.sync.interrupt`).
+collective), the flow completions and DAG op records of the window, its
+acceleration report and, to rank 0, its PFC records, and the signal it
+received (:mod:`pwormhole.sync.interrupt`).
 Every rank then knows the same completions and the same next window,
 so all take the same decisions; empty windows are skipped by jumping to the
 window of the global minimum. Termination: every flow finished, or no event
@@ -21,8 +22,9 @@ import os
 import time
 from heapq import heappush
 
-from ..lp.engine import INF_PS, next_due_ps
+from ..lp.engine import INF_PS
 from . import interrupt
+from .windows import Exchanged
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -103,50 +105,38 @@ def abort(comm, code: int) -> None:
     os._exit(code)
 
 
-def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, accel=None,
-                    cut_ps=()) -> tuple[int, int, float]:
-    """The window loop of :func:`pwormhole.sync.local.run_windows` across MPI ranks.
+class MpiTransport:
+    """One LP per rank (``lp``, on ``comm``); ``nodes``: every node by id (events travel with node ids).
 
-    With Wormhole acceleration (``accel``), each rank's
-    :meth:`~pwormhole.accel.wormhole.Wormhole.local_report` (flows started,
-    samples of its senders) travels in the same exchange, and
-    ``on_boundary`` receives every rank's reports merged, so all ranks take
-    the same decisions; frozen groups' wake times count as pending events.
-    ``cut_ps``: times that must be boundaries (as in ``run_windows``).
-
-    A signal recorded on any rank (:func:`pwormhole.sync.interrupt.pending`)
-    travels in the exchange; every rank handles that window's completions,
-    then raises :func:`~pwormhole.sync.interrupt.exception_for` the highest
-    signal number at the same boundary.
-
-    Returns ``(last boundary, windows run, seconds spent in the exchange)``.
+    :meth:`exchange` is the window's one collective (``alltoall``); the ranks'
+    acceleration reports are merged with ``merge_reports`` (every rank then
+    holds the same). :meth:`next_min` adds an ``allreduce`` only when the
+    boundary put events back. ``sync_s``: seconds spent in collectives.
     """
-    size = comm.size
-    rank = comm.rank
-    heap = lp.heap
-    sync_s = 0.0
-    t0 = time.perf_counter()
-    t_min = comm.allreduce(lp.next_time(), op=_min_op())
-    if accel is not None:
-        t_min = next_due_ps(t_min, accel.next_wake_ps())
-    sync_s += time.perf_counter() - t0
-    windows = 0
-    t_end = 0
-    cuts = sorted(set(cut_ps))
-    while True:
-        if t_min >= stop_ps or t_min >= INF_PS:
-            interrupt.settle()  # every rank leaves here: only matched collectives follow
-            return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows, sync_s
-        t_end = (t_min // window_ps + 1) * window_ps
-        cut = bool(cuts) and cuts[0] <= t_end
-        if cut:
-            t_end = cuts.pop(0)
-        if t_end > stop_ps:
-            t_end = stop_ps
-        lp.run_until(t_end)
+
+    def __init__(self, lp, comm, nodes, merge_reports=None):
+        self.lp = lp
+        self.comm = comm
+        self.nodes = nodes
+        self.merge_reports = merge_reports
+        self.sync_s = 0.0
+
+    def first_min(self) -> int:
+        return self._allreduce_min(self.lp.next_time())
+
+    def run_until(self, t_end: int) -> None:
+        self.lp.run_until(t_end)
+
+    def exchange(self, t_end: int, report) -> Exchanged:
+        """To every peer: the events bound for its nodes, this rank's minimum next event time (its
+        heap and everything it sends), the window's completions and op records, its report and its
+        signal; to rank 0 also its PFC records."""
+        lp = self.lp
+        comm = self.comm
+        size = comm.size
         local_min = lp.next_time()
-        rep = accel.local_report(t_end) if accel is not None else None
-        out = [[] for _ in range(size)]
+        rep = report(t_end) if report is not None else None
+        out: list[list] = [[] for _ in range(size)]
         for peer, box in lp.outboxes.items():
             if box:
                 evs = out[peer]
@@ -165,11 +155,13 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops, rep, sig) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
-        sync_s += time.perf_counter() - t0
+        self.sync_s += time.perf_counter() - t0
+        heap = lp.heap
+        nodes = self.nodes
         t_min = INF_PS
-        done = []
-        recs = []
-        op_recs = []
+        done: list = []
+        recs: list = []
+        op_recs: list = []
         reps = []
         for evs, peer_min, peer_fin, peer_pfc, peer_ops, peer_rep, peer_sig in got:
             reps.append(peer_rep)
@@ -186,30 +178,30 @@ def run_windows_mpi(lp, comm, nodes, window_ps: int, stop_ps: int, on_boundary, 
         done.sort(key=lambda r: (r[1], r[0]))
         recs.sort()
         op_recs.sort()
-        windows += 1
-        merged = accel.merge_reports(reps) if accel is not None else None
-        stop = on_boundary(t_end, done, recs if rank == 0 else [], op_recs, merged)
-        if stop:
-            interrupt.settle()
-            return t_end, windows, sync_s
-        if sig:  # some rank was signalled: every rank stops here
-            interrupt.settle()
-            raise interrupt.exception_for(sig)
-        if cut or (accel is not None and accel.woke):
-            # the boundary put events back (a link failure; woken groups, which also kick ports): the new
-            # global minimum (``cut`` and ``woke`` are the same on every rank)
-            if accel is not None:
-                accel.woke = False
-            mine = lp.next_time()
-            for box in lp.outboxes.values():
-                for ev in box:
-                    if ev[0] < mine:
-                        mine = ev[0]
-            t0 = time.perf_counter()
-            t_min = comm.allreduce(mine, op=_min_op())
-            sync_s += time.perf_counter() - t0
-        if accel is not None:
-            t_min = next_due_ps(t_min, accel.next_wake_ps())  # a frozen group's wake (same value on every rank)
+        merged = self.merge_reports(reps) if report is not None else None
+        return Exchanged(t_min, done, recs if comm.rank == 0 else [], op_recs, merged, sig)
+
+    def next_min(self, got: Exchanged, put_back: bool) -> int:
+        """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
+        (a link failure; woken groups, which also kick ports)."""
+        if not put_back:
+            return got.next_ps
+        lp = self.lp
+        mine = lp.next_time()
+        for box in lp.outboxes.values():
+            for ev in box:
+                if ev[0] < mine:
+                    mine = ev[0]
+        return self._allreduce_min(mine)
+
+    def close(self) -> None:
+        interrupt.settle()  # every rank leaves the loop here: only matched collectives follow
+
+    def _allreduce_min(self, value: int) -> int:
+        t0 = time.perf_counter()
+        got = self.comm.allreduce(value, op=_min_op())
+        self.sync_s += time.perf_counter() - t0
+        return got
 
 
 def _min_op():

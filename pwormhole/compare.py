@@ -1,0 +1,37 @@
+"""``pwormhole compare``: packet mode (the reference) against Wormhole mode on one scenario.
+
+Runs both modes (:func:`pwormhole.run.simulate`) and writes under ``out``:
+``packet/`` and ``wormhole/`` (each run's usual outputs), ``compare.json``
+and ``fct_error_cdf.png`` (:mod:`pwormhole.report.compare`); prints a table.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .outfiles import existing
+from .report.compare import collective_times, comparison, fct_errors, plot_cdf, read_fct, table
+from .report.summary import write_json_atomic
+from .run import simulate
+
+
+def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: int = 1, memo_cache=None,
+            first=None, quiet: bool = False) -> dict:
+    """Run ``scn_factory()`` in both modes under ``out`` and write the comparison; returns it
+    (``first``: the scenario of the packet run, when already built)."""
+    os.makedirs(out, exist_ok=True)
+    replaced = existing(out, ("compare.json", "fct_error_cdf.png"))
+    if replaced:
+        print(f"pwormhole: warning: replacing existing files in {out}: {', '.join(replaced)}", file=sys.stderr)
+    pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
+    ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
+    ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
+    err = fct_errors(read_fct(os.path.join(pdir, "fct.txt")), read_fct(os.path.join(wdir, "fct.txt")))
+    result = comparison(ps, ws, err, collective_times(os.path.join(pdir, "collectives.csv")),
+                        collective_times(os.path.join(wdir, "collectives.csv")))
+    write_json_atomic(os.path.join(out, "compare.json"), result)
+    plot_cdf(os.path.join(out, "fct_error_cdf.png"), err, ps["scenario"])
+    if not quiet:
+        print(table(result))
+    return result

@@ -1,0 +1,158 @@
+"""The output files of a run, written under its output folder.
+
+``fct.txt`` and ``pfc.txt`` (names from the config) are written as results
+come in, as ``NAME.part``, renamed when the run ends (:mod:`pwormhole.report.fct`);
+then ``summary.json``, ``collectives.csv``, ``timeline.png`` and the memo
+cache. A write error does not stop the run nor the other outputs: the file
+stays as ``NAME.part`` and the error is listed (:class:`RunWriter`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from ..errors import InputError, OutputError
+from ..outfiles import check_file_writable, check_output_name, create_fresh, existing
+from .fct import IncrementalFile, fct_line, pfc_line
+from .summary import write_json_atomic
+from .training import plot_timeline, write_collectives_csv
+
+
+def prepare_out_dir(out_dir: str) -> None:
+    """Create ``out_dir`` and check it is writable, before any simulation (InputError otherwise)."""
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        probe = os.path.join(out_dir, f".pwormhole-write-test-{os.getpid()}")
+        os.close(create_fresh(probe))
+        os.remove(probe)
+    except OSError as e:
+        raise InputError(f"cannot write output folder {out_dir!r}: {e.strerror or e}") from None
+
+
+def output_names(scn, plot: bool = False) -> list[str]:
+    """The files a run writes in its output folder."""
+    names = [scn.config.fct_output_name, scn.config.pfc_output_name, "summary.json"]
+    if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):
+        names.append("collectives.csv")
+        if plot:
+            names.append("timeline.png")
+    return names
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file (their folders resolved, their last parts not followed)."""
+    def norm(p):
+        p = os.path.abspath(p)
+        return os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p))
+    return norm(a) == norm(b)
+
+
+def check_outputs(out_dir: str, names: list[str], source: str | None = None, memo_cache: str | None = None) -> None:
+    """Before simulating: the output ``names`` (the first two from the config
+    ``source``) are plain distinct names, none is a folder in ``out_dir``, a
+    ``memo_cache`` can be written and is none of them (InputError otherwise);
+    a warning names the existing files that the run will replace."""
+    for name in names[:2]:
+        why = check_output_name(name)
+        if why:
+            raise InputError(f"output file name {name!r} {why}", source)
+    if names[0] == names[1]:
+        raise InputError(f"the FCT and PFC output files have the same name {names[0]!r}", source)
+    for name in names:
+        if os.path.isdir(os.path.join(out_dir, name)):
+            raise InputError(f"cannot write {os.path.join(out_dir, name)}: it is a folder")
+    if memo_cache:
+        check_file_writable(memo_cache, "--memo-cache")
+        for name in names:
+            for p in (os.path.join(out_dir, name), os.path.join(out_dir, name + ".part")):
+                if _same_file(memo_cache, p) or _same_file(memo_cache + ".part", p):
+                    raise InputError(f"--memo-cache {memo_cache!r} is the run's output {p}; give another file")
+    replaced = existing(out_dir, names)
+    if replaced:
+        print(f"pwormhole: warning: replacing existing files in {out_dir}: {', '.join(replaced)}", file=sys.stderr)
+
+
+class RunWriter:
+    """The outputs of one run of ``scn`` under ``out_dir``; files only when ``enabled`` (rank 0).
+
+    :meth:`on_flows` and :meth:`on_pfc` are the run's output hooks (completions
+    ``(flow id, finish_ps, start_ps)`` and PFC records, at window boundaries);
+    every rank keeps the FCTs (``fcts_ns``) and slowdowns (against
+    ``standalone_ns``, flow id -> ns) for the summary. ``errors``: one line per
+    output not written. ``lock`` keeps whole lines, also when the MPI stop
+    watchdog (another thread) writes the partial summary.
+    """
+
+    def __init__(self, scn, out_dir: str, standalone_ns, enabled: bool):
+        self.scn = scn
+        self.out_dir = out_dir
+        self.standalone_ns = standalone_ns
+        self.enabled = enabled
+        self.fct_file = self.pfc_file = None
+        if enabled:
+            self.fct_file = IncrementalFile(os.path.join(out_dir, scn.config.fct_output_name))
+            self.pfc_file = IncrementalFile(os.path.join(out_dir, scn.config.pfc_output_name))
+        self.fcts_ns: list[int] = []
+        self.slowdowns: list[float] = []
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+
+    def on_flows(self, done) -> None:
+        flows = self.scn.flows
+        standalone = self.standalone_ns
+        lines = []
+        for fid, t_fin, t_start in done:
+            lines.append(fct_line(flows[fid], t_fin, standalone[fid], t_start))
+            fct_ns = (t_fin - t_start + 500) // 1000
+            self.fcts_ns.append(fct_ns)
+            self.slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
+        if self.fct_file:
+            with self.lock:
+                self.fct_file.write_lines(lines)
+
+    def on_pfc(self, recs) -> None:
+        if self.pfc_file:
+            with self.lock:
+                self.pfc_file.write_lines(pfc_line(r) for r in recs)
+
+    def abandon(self) -> None:
+        """A failed run: ``fct.txt`` and ``pfc.txt`` stay as ``.part``."""
+        if self.enabled:
+            with self.lock:
+                self.fct_file.close_partial()
+                self.pfc_file.close_partial()
+
+    def commit(self) -> None:
+        """The run ended: rename ``fct.txt`` and ``pfc.txt`` (their write errors go to ``errors``)."""
+        if self.enabled:
+            with self.lock:
+                self.errors += [f.error for f in (self.fct_file, self.pfc_file) if not f.commit()]
+
+    def write_partial_summary(self, summary: dict) -> None:
+        """The summary of a run the watchdog ends (its thread); ``fct.txt.part`` and ``pfc.txt.part``
+        stay as written. The lock is never released: the job ends next."""
+        if not self.lock.acquire(timeout=2):
+            return
+        write_json_atomic(os.path.join(self.out_dir, "summary.json"), summary)
+
+    def finish(self, summary: dict, training: dict | None, plot: bool, memo=None,
+               memo_cache: str | None = None) -> None:
+        """Write ``summary.json`` first (the main result), then ``collectives.csv`` and
+        ``timeline.png`` of a ``training`` report, then the ``memo`` cache; a failed
+        output does not stop the others (its error goes to ``errors``)."""
+        def attempt(write, *args):
+            try:
+                write(*args)
+            except OutputError as e:
+                self.errors.append(str(e))
+
+        out_dir = self.out_dir
+        attempt(write_json_atomic, os.path.join(out_dir, "summary.json"), summary)
+        if training is not None:
+            attempt(write_collectives_csv, os.path.join(out_dir, "collectives.csv"), training["collectives"])
+            if plot:
+                attempt(plot_timeline, os.path.join(out_dir, "timeline.png"), training, self.scn.name)
+        if memo is not None and memo_cache:
+            attempt(memo.save, memo_cache)

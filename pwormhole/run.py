@@ -1,0 +1,431 @@
+"""The composition root: build a run of a scenario from its settings, run it, hand its results to the outputs.
+
+:func:`simulate` plans the LPs (:mod:`pwormhole.partition`), loads the memo
+cache, builds a :class:`Run` (network, LPs, acceleration, window loop over a
+transport), runs it with a :class:`~pwormhole.report.writer.RunWriter` as its
+output hooks, reduces the counters over the ranks and writes the summary
+(:mod:`pwormhole.report.summary`). Flow completions and PFC records are
+collected at window boundaries, in ``(time, flow id)`` order, so the files are
+the same whatever the number of LPs.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from itertools import chain
+
+from .accel.memo import MemoCache, MemoLimits, config_fingerprint
+from .accel.wormhole import Wormhole
+from .errors import OutputError, StuckError, Terminated
+from .lp.engine import INF_PS, LogicalProcess
+from .net.build import Network
+from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
+from .partition.plan import make_plan
+from .report import stuck as stuck_text
+from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
+from .report.training import training_report
+from .report.writer import RunWriter, check_outputs, output_names, prepare_out_dir
+from .scenario import Scenario
+from .standalone import StandaloneFct
+from .sync import interrupt
+from .sync.local import LocalTransport
+from .sync.mpi import MpiTransport, allreduce_sum
+from .sync.windows import run_windows
+from .units import format_time
+
+PROGRESS_AFTER_S = 2.0
+FLUID_SHARED_WARNING = ("--fluid-nvlink: {} NVLink flows shared a port with another flow's data; their FCTs are "
+                        "approximate (max-min rates, not DCQCN's unequal shares: 1.9% to 23% per flow on small "
+                        "patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
+
+
+class _Progress:
+    """tqdm bar over simulated time, shown only when the run lasts more than a few seconds."""
+
+    def __init__(self, stop_ps: int, enabled: bool | None):
+        self.enabled = enabled
+        self.bar = None
+        self.t0 = time.monotonic()
+        self.stop_ps = stop_ps
+        self.last = 0.0
+
+    def update(self, t_ps: int, events: int) -> None:
+        if self.enabled is False:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        if self.bar is None:
+            if now - self.t0 < PROGRESS_AFTER_S:
+                return
+            from tqdm import tqdm
+            self.bar = tqdm(total=self.stop_ps / 1e6, unit="us sim", dynamic_ncols=True,
+                            disable=None if self.enabled is None else False, leave=False,
+                            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim [{elapsed}{postfix}]")
+        self.bar.n = t_ps / 1e6
+        self.bar.set_postfix_str(f"{events / (now - self.t0):,.0f} events/s", refresh=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class Run:
+    """One run of a scenario, window by window: packet mode, or Wormhole mode with ``accel``
+    (an :class:`~pwormhole.accel.wormhole.AccelConfig`; ``memo``: its memo cache).
+
+    Build it (errors in the scenario are raised here, before any event), then
+    :meth:`run`. ``owner``: node id -> LP (default: the units of the window
+    ``grid`` dealt round robin); ``comm``: an MPI communicator (one LP per rank);
+    ``grid``: the topology's window grid (default: computed here; a partition
+    plan carries it).
+    Completed flows are handed to ``on_flows(records)`` at window boundaries as
+    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)``, PFC
+    records to ``on_pfc(records)``.
+
+    Attributes after :meth:`run`: ``finish_ps`` (flow id -> finish time),
+    ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
+    id -> ``(start_ps, end_ps)``), ``complete``, ``stuck`` (a report dict of
+    :mod:`pwormhole.report.stuck` when the run could not make progress),
+    ``t_end_ps``, ``windows``, ``wall_s``, ``sync_wall_s``, ``events``, ``net``.
+    """
+
+    def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
+                 accel=None, memo=None, grid: WindowGrid | None = None):
+        self.scn = scn
+        grid = grid if grid is not None else WindowGrid(scn.topology)
+        self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag, grid.window_ps)
+        if comm is not None:
+            n_lps = comm.size
+        if owner is None:
+            owner = round_robin_owner(grid, n_lps)
+        self.owner = owner
+        check_cut_links(scn.topology, owner, grid.window_ps)
+        initial = self.net.initial_events()
+        self.comm = comm
+        ids = [comm.rank] if comm is not None else range(n_lps)
+        self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner)
+                    for i in ids]
+        self.n_lps = n_lps
+        self.accel = Wormhole(self.net, self.lps, accel, memo, owner) if accel is not None else None
+        self.sync_wall_s = 0.0
+        self.finish_ps: dict[int, int] = {}
+        self.start_ps: dict[int, int] = {}
+        self.op_times: dict[int, tuple[int, int]] = {}
+        dag = scn.dag
+        self.n_ops = 0 if dag is None else len(dag) - len(dag.flows)  # ops logged besides flows
+        self.complete = False
+        self.stuck: dict | None = None
+        self.stall_ps = 20 * 10**9  # 20 ms simulated without a delivered byte while flows are active
+        self.stall_check_ps = 10**9
+        self._hosts = [nd for nd in self.net.nodes if not nd.is_switch]
+        self._local_ids = {nd.node_id for lp in self.lps for nd in lp.nodes}
+        self.t_end_ps = 0
+        self.windows = 0
+        self.wall_s = 0.0
+
+    @property
+    def events(self) -> int:
+        return sum(lp.events for lp in self.lps)
+
+    def _transport(self):
+        if self.comm is None:
+            return LocalTransport(self.lps)
+        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
+
+    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> "Run":
+        stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
+        n_flows = len(self.scn.flows)
+        n_ops = self.n_ops
+        finish = self.finish_ps
+        start = self.start_ps
+        op_times = self.op_times
+        bar = _Progress(stop_ps, progress)
+        accel = self.accel
+        lps = self.lps
+        failures = [f for f in self.net.failures if f[0] < stop_ps]  # (t_ps, a, b): boundaries of their own
+        watch = self.comm is None  # under MPI only the empty-heap case is detected (byte counters are per rank)
+        check = {"next": self.stall_check_ps, "last": None, "since": 0}
+
+        def on_boundary(t_ps: int, got) -> bool:
+            """The boundary hooks, in order: completions, PFC and op records; acceleration;
+            link failures; progress; then the stall watchdog (in-process LPs)."""
+            self.t_end_ps = t_ps  # kept if the run is interrupted
+            done = got.finished
+            if done:
+                for fid, t_fin, t_start in done:
+                    finish[fid] = t_fin
+                    start[fid] = t_start
+                if on_flows:
+                    on_flows(done)
+            if got.pfc and on_pfc:
+                on_pfc(got.pfc)
+            for op, t0, t1 in got.ops:
+                op_times[op] = (t0, t1)
+            if accel is not None:
+                accel.on_boundary(t_ps, done, got.report)
+            else:
+                for lp in lps:
+                    lp.started.clear()
+            while failures and failures[0][0] <= t_ps:
+                self._link_down(t_ps, *failures.pop(0)[1:])
+            bar.update(t_ps, self.events)
+            if len(finish) == n_flows and len(op_times) == n_ops:
+                return True
+            if watch and t_ps >= check["next"]:
+                check["next"] = t_ps + self.stall_check_ps
+                mark = self._progress_mark()
+                if mark != check["last"] or (accel is not None and accel.next_wake_ps() < INF_PS):
+                    # progress, or a group fast-forwarded (its bytes move at its wake)
+                    check["last"], check["since"] = mark, t_ps
+                elif t_ps - check["since"] >= self.stall_ps and self._active_flows():
+                    self.stuck = self._stuck_report(t_ps, stuck_text.no_byte_reason(t_ps - check["since"]))
+                    return True
+            return False
+
+        transport = self._transport()
+        wall0 = time.perf_counter()
+        try:
+            self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary, accel,
+                                                      [f[0] for f in failures])
+            self.sync_wall_s = transport.sync_s
+        finally:
+            bar.close()
+            self.wall_s = time.perf_counter() - wall0
+        self.complete = len(finish) == n_flows and len(op_times) == n_ops
+        if not self.complete and accel is not None:
+            accel.settle(self.t_end_ps)  # fast-forwarded bytes, counted up to the stop
+        cut_off = sorted(f for f in self.net.no_path if f not in finish)
+        if not self.complete and self.stuck is None and cut_off:
+            self.stuck = self._stuck_report(self.t_end_ps, stuck_text.no_path_reason(cut_off, self.net.failed))
+        if not self.complete and self.stuck is None and self.t_end_ps < stop_ps:
+            self.stuck = self._stuck_report(self.t_end_ps, stuck_text.NO_EVENT)
+        return self
+
+    def _link_down(self, t_ps: int, a: int, b: int) -> None:
+        """Fail link ``a``-``b`` at boundary ``t_ps`` on this process's LPs; under Wormhole
+        every frozen group wakes first and the groups follow the new routes."""
+        if self.accel is not None:
+            self.accel.reroute(t_ps, lambda: self.net.fail_link(a, b, t_ps))
+        else:
+            self.net.fail_link(a, b, t_ps)
+
+    # -- progress watchdog -------------------------------------------------------------
+    def _progress_mark(self):
+        return (sum(h.bytes_delivered for h in self._hosts), len(self.finish_ps), len(self.op_times))
+
+    def _active_flows(self) -> list:
+        """``(flow id, src, dst, acked bytes, size)`` of flows started and not finished (this process's hosts;
+        for ``--fluid-nvlink`` flows, the bytes sent by their rate so far)."""
+        out = []
+        for h in self._hosts:
+            for fid, qp in chain(h.sqp.items(), h.parked.items()):
+                out.append((fid, qp.host.node_id, qp.dst, qp.snd_una, qp.size))
+        if self.accel is not None:  # --fluid-nvlink flows have no QP: bytes sent so far, by their rate
+            for dom in self.accel.fluid_domains.values():
+                for fid in list(dom.active) + list(dom.start_ps):
+                    f = self.scn.flows[fid]
+                    if f.src in self._local_ids:
+                        out.append((fid, f.src, f.dst, dom.sent_bytes(fid, self.t_end_ps), f.size_bytes))
+        return sorted(out)
+
+    def _stuck_report(self, t_ps: int, why: str) -> dict:
+        return stuck_text.stuck_report(t_ps, why, self.net.nodes, self._active_flows())
+
+    def last_end_ps(self) -> int:
+        """The latest flow completion or DAG op end (0 when nothing ended)."""
+        ends = list(self.finish_ps.values()) + [e for _, e in self.op_times.values()]
+        return max(ends) if ends else 0
+
+    def counters(self) -> dict:
+        """Totals over all nodes (see :mod:`pwormhole.report.summary`)."""
+        nodes = self.net.nodes
+        hosts = [nd for nd in nodes if not nd.is_switch]
+        switches = [nd for nd in nodes if nd.is_switch]
+        return {
+            "bytes_sent": sum(h.bytes_sent for h in hosts),
+            "bytes_delivered": sum(h.bytes_delivered for h in hosts),
+            "drops": sum(nd.drops for nd in nodes),
+            "lost_packets": sum(nd.lost for nd in nodes),
+            "pfc_pauses": sum(s.pfc_pauses_sent for s in switches),
+            "ecn_marks": sum(s.ecn_marks for s in switches),
+            "cnps": sum(h.cnps_rx for h in hosts),
+            "nacks": sum(h.nacks_tx for h in hosts),
+            "retransmitted_bytes": sum(h.retx_bytes for h in hosts),
+        }
+
+
+def _plan_owner(scn: Scenario, parts: int, comm, rank0: bool):
+    """A METIS plan of ``parts`` LPs (rank 0 makes it and says when some LPs will be idle; every rank gets it)."""
+    plan = make_plan(scn.topology, parts, scn.flows, scn.config.packet_payload_bytes) if rank0 else None
+    idle = plan.warning("ranks" if comm is not None else "LPs") if rank0 else None
+    if idle:
+        print(f"pwormhole: warning: {idle}", file=sys.stderr)
+    if comm is not None:
+        plan = comm.bcast(plan, root=0)
+    return plan
+
+
+def _load_memo(scn: Scenario, accel, memo_cache: str | None):
+    """The memo cache of a Wormhole run with memoization (loaded from ``memo_cache`` when given), else None."""
+    if accel is None or not accel.memo:
+        return None
+    fp = config_fingerprint(scn.config, accel)
+    if not memo_cache:
+        return MemoCache(fp)
+    return MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr),
+                          MemoLimits.of(scn))
+
+
+def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
+             owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None,
+             plot: bool = False, accel=None, memo_cache: str | None = None) -> dict:
+    """Simulate ``scn`` and write ``fct.txt``, ``pfc.txt`` and ``summary.json``
+    under ``out_dir``; returns the summary dict.
+
+    Args:
+        scn: the scenario.
+        out_dir: output folder (created; must be writable, checked before simulating).
+        until_ps: stop time (default: the config's ``SIMULATOR_STOP_TIME``).
+        seed: seed of the per-node random streams.
+        n_lps: number of in-process logical processes (the answer does not depend on it).
+        owner: node id -> LP index (default: a METIS plan when there is more than one LP).
+        progress: show a progress bar (None: only on a terminal, after a few seconds).
+        quiet: do not print the readable summary.
+        comm: an MPI communicator (one LP per rank; rank 0 writes the files).
+        plot: with a workload DAG, also write ``timeline.png`` (per-GPU Gantt chart).
+        accel: an :class:`~pwormhole.accel.wormhole.AccelConfig` for Wormhole
+            mode (None: packet mode, the reference).
+        memo_cache: a memo cache file to load before and save after the run
+            (Wormhole mode with memoization).
+
+    With a workload DAG (training jobs) the run also writes ``collectives.csv``
+    and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
+    ``collectives`` {count, total_time_ns} and ``gpus`` (per-GPU compute,
+    communication and exposed communication, ns) to the summary
+    (:mod:`pwormhole.report.training`).
+
+    Output names are checked before simulating (:func:`~pwormhole.report.writer.check_outputs`).
+    ``summary.json`` is written before the optional outputs (``collectives.csv``,
+    ``timeline.png``, the memo cache); a write error does not stop the run nor
+    the other outputs: the file stays as ``NAME.part`` and ``summary.json``
+    lists the errors known when it is written in ``output_errors``.
+
+    Raises:
+        InputError: unwritable output folder, clashing output names or an inconsistent scenario.
+        OutputError: an output could not be written (after everything else was).
+        StuckError: the run could not make progress (after the outputs were written).
+    """
+    rank0 = comm is None or comm.rank == 0
+    if accel is None or not accel.memo:
+        memo_cache = None
+    if rank0:
+        prepare_out_dir(out_dir)
+        check_outputs(out_dir, output_names(scn, plot), scn.config.source, memo_cache)
+    parts = comm.size if comm is not None else n_lps
+    plan = None
+    if owner is None and parts > 1:
+        plan = _plan_owner(scn, parts, comm, rank0)
+        owner = plan.owner
+    memo = _load_memo(scn, accel, memo_cache)
+    sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
+    writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
+    head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
+            "cc": scn.config.cc_name, "seed": seed}
+    if comm is not None and rank0:
+        _arm_partial_summary(sim, writer, head)
+    interrupted = None
+    try:
+        sim.run(until_ps, writer.on_flows, writer.on_pfc, progress if rank0 else False)
+    except (KeyboardInterrupt, Terminated) as e:
+        interrupted = e  # write what we have, then let the CLI exit 130 / 143
+    except BaseException:
+        writer.abandon()  # a failed run: its files stay as .part
+        raise
+    writer.commit()
+    summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
+    if rank0:
+        writer.finish(summary, training, plot, memo, memo_cache)
+        if not quiet:
+            print(readable(summary))
+            if summary["ranks"] > 1:
+                print(rank_table(events_by_rank, comm is not None))
+            if not sim.complete:
+                print(f"stopped at {format_time(summary['sim_time_ps'])} with "
+                      f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished")
+    _raise_outcome(writer.errors, interrupted, sim.stuck, out_dir)
+    return summary
+
+
+def _arm_partial_summary(sim: Run, writer: RunWriter, head: dict) -> None:
+    """Under MPI, rank 0's summary for the stop watchdog (:mod:`pwormhole.sync.interrupt`), when the
+    ranks cannot stop together: the completions up to the last boundary, no counters (they are per rank)."""
+    def write_partial(signum: int, reason: str) -> None:
+        writer.write_partial_summary({**head, "complete": False, "sim_time_ps": sim.t_end_ps,
+                                      **fct_summary(len(sim.scn.flows), writer.fcts_ns, writer.slowdowns),
+                                      "interrupted": signal.Signals(signum).name, "aborted": reason})
+
+    interrupt.set_partial_writer(write_partial)
+
+
+def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted):
+    """``(summary, training report or None, events by rank)`` of a run that ended; under MPI the
+    counters are reduced over the ranks (the same collectives on every rank, in this order)."""
+    scn = sim.scn
+    comm = sim.comm
+    rank0 = comm is None or comm.rank == 0
+    counters = sim.counters()
+    events_by_rank = [lp.events for lp in sim.lps]
+    sync_by_rank = [sim.sync_wall_s]
+    if comm is not None:
+        counters = {k: allreduce_sum(comm, v) for k, v in counters.items()}
+        events_by_rank = comm.allgather(sim.lps[0].events)
+        sync_by_rank = comm.allgather(sim.sync_wall_s)
+    summary = run_summary({**head, "complete": sim.complete}, sim.last_end_ps() if sim.complete else sim.t_end_ps,
+                          sim.wall_s, events_by_rank, sim.windows, sim.net.window_ps, max(sync_by_rank),
+                          fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns), counters)
+    if sim.accel is not None:
+        wh = sim.accel
+        st = wh.stats()
+        shared = st["fluid_shared_flows"]  # this rank's domains
+        if comm is not None:
+            shared = allreduce_sum(comm, shared)
+        if shared and rank0:
+            print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
+        flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
+        summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_bytes, flow_time,
+                                     sum(1 for f in sim.finish_ps if f in wh.fluid_fids), shared))
+    training = None
+    if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
+        training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
+        summary.update(training_summary(training, sim.complete))
+    if plan is not None:
+        summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
+                                "cut_links": len(plan.cut_links)}
+    if interrupted is not None:
+        summary["complete"] = False
+        summary["interrupted"] = "SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"
+    if sim.stuck is not None:
+        if comm is not None:  # every rank stops at the same boundary; each knows its own flows and ports
+            stuck_text.merge_ranks(sim.stuck, comm.allgather((sim.stuck["flows"], sim.stuck["paused_ports"])))
+        summary["stuck"] = sim.stuck
+    if writer.errors:
+        summary["output_errors"] = list(writer.errors)
+    return summary, training, events_by_rank
+
+
+def _raise_outcome(errors: list[str], interrupted, stuck: dict | None, out_dir: str) -> None:
+    """The end of a run that is not a success: the signal first (KeyboardInterrupt, Terminated), then
+    StuckError, then OutputError; a write error behind another outcome is printed."""
+    write_error = OutputError("; ".join(errors)) if errors else None
+    if write_error is not None and (interrupted is not None or stuck is not None):  # their exit status wins
+        print(f"pwormhole: error: {write_error}", file=sys.stderr)
+    if interrupted is not None:
+        raise interrupted
+    if stuck is not None:
+        raise StuckError(stuck_text.stuck_message(stuck, out_dir))
+    if write_error is not None:
+        raise write_error

@@ -1,0 +1,84 @@
+"""The window loop of DESIGN.md invariant 3, over a transport.
+
+With ``L`` the window, every LP processes its events with ``t < (k+1)L``; then,
+at the boundary, in this order: the transport exchanges what the LPs produced
+(outboxes, each event keeping its key; the minimum next event time; flow
+completions, PFC and op records; acceleration reports; a signal), the boundary
+hook runs, and the next window is found. Empty windows are skipped by jumping
+to the window holding the global minimum next event time, or the window before
+a frozen group's wake. Keys are deterministic and cross-LP packets land in a
+later window, so the result does not depend on the number of LPs.
+
+Transports: :class:`pwormhole.sync.local.LocalTransport` (N LPs in one
+process) and :class:`pwormhole.sync.mpi.MpiTransport` (one LP per rank, one
+collective per window in the common case). A transport offers
+``first_min()``, ``run_until(t_end)``, ``exchange(t_end, report) ->
+Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum after the
+boundary hook; ``put_back``: the hook put events back, so the minimum
+exchanged before it may be stale), ``close()`` and ``sync_s``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..lp.engine import INF_PS, next_due_ps
+from . import interrupt
+
+
+class Exchanged(NamedTuple):
+    """What every LP knows after a window's exchange."""
+    next_ps: int  # global minimum next event time, before the boundary hook
+    finished: list  # (flow id, finish_ps, start_ps), sorted by (finish_ps, flow id)
+    pfc: list  # PFC records, sorted (under MPI: rank 0's list; empty on the others)
+    ops: list  # (op id, start_ps, end_ps) of DAG ops, sorted
+    report: object  # acceleration report of every LP (None without acceleration)
+    signal: int  # the highest signal recorded on any rank (0: none)
+
+
+def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=()) -> tuple[int, int]:
+    """Run window by window until no event is left before ``stop_ps`` or
+    ``on_boundary(t_boundary_ps, exchanged)`` returns True.
+
+    ``accel`` (optional, a :class:`~pwormhole.accel.wormhole.Wormhole`): its
+    ``local_report`` travels in the exchange, its frozen groups' wakes
+    (``next_wake_ps``) count as pending events, and a wake at a boundary
+    (``woke``) puts events back. ``cut_ps``: times that must be boundaries (a
+    link failure): the window holding one ends there (shorter windows keep the
+    conservative rule), and the boundary puts events back.
+
+    A signal recorded on any rank stops every rank at the same boundary, after
+    that window's hook: :func:`~pwormhole.sync.interrupt.exception_for` it is raised.
+
+    Returns ``(last boundary time, number of windows run)``.
+    """
+    report = accel.local_report if accel is not None else None
+    cuts = sorted(set(cut_ps))
+    windows = 0
+    t_end = 0
+    t_min = transport.first_min()
+    while True:
+        if accel is not None:
+            t_min = next_due_ps(t_min, accel.next_wake_ps())  # a frozen group's wake (same on every rank)
+        if t_min >= stop_ps or t_min >= INF_PS:
+            transport.close()
+            return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
+        t_end = (t_min // window_ps + 1) * window_ps
+        cut = bool(cuts) and cuts[0] <= t_end
+        if cut:
+            t_end = cuts.pop(0)
+        if t_end > stop_ps:
+            t_end = stop_ps
+        transport.run_until(t_end)
+        got = transport.exchange(t_end, report)
+        windows += 1
+        if on_boundary(t_end, got):
+            transport.close()
+            return t_end, windows
+        if got.signal:  # some rank was signalled: every rank stops here
+            transport.close()
+            raise interrupt.exception_for(got.signal)
+        put_back = cut or (accel is not None and accel.woke)  # the same on every rank
+        if put_back and accel is not None:
+            accel.woke = False
+        t_min = transport.next_min(got, put_back)

@@ -1,0 +1,69 @@
+"""The window loop and its grid: one loop over two transports, units, window and cut links."""
+
+import pytest
+
+from helpers import G100, US, config, flows_of, star_topo
+from pwormhole.errors import InputError
+from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
+from pwormhole.run import Run
+from pwormhole.scenario import Scenario
+from pwormhole.topology.model import Link, Topology
+
+
+def two_servers():
+    """Hosts 0,1 on NVSwitch 4 and hosts 2,3 on NVSwitch 5 (25 ns links); the NVSwitches on switch 6 (1 us)."""
+    nv = 25_000
+    links = [Link(0, 4, G100, nv), Link(1, 4, G100, nv), Link(2, 5, G100, nv), Link(3, 5, G100, nv),
+             Link(4, 6, G100, US), Link(5, 6, G100, US), Link(0, 6, G100, US), Link(2, 6, G100, US)]
+    return Topology(7, frozenset({4, 5, 6}), links)
+
+
+def test_grid_units_window_and_cut_links():
+    topo = two_servers()
+    # median delay 1 us: the 25 ns links bind each server into one unit; L is the smallest other delay
+    assert units_of(topo) == [0, 0, 1, 1, 0, 1, 2]
+    assert window_ps(topo) == US
+    grid = WindowGrid(topo)
+    assert (grid.window_ps, grid.unit) == (US, [0, 0, 1, 1, 0, 1, 2])
+    assert round_robin_owner(grid, 2) == [0, 0, 1, 1, 0, 1, 0]
+    check_cut_links(topo, round_robin_owner(grid, 2), US)
+    with pytest.raises(InputError, match=r"cuts link 1-4 \(25000 ps\), shorter than the window \(1000000 ps\)"):
+        check_cut_links(topo, [0, 1, 1, 1, 0, 1, 0], US)
+
+
+def test_grid_without_window_raises_when_read():
+    topo = Topology(2, frozenset(), [Link(0, 1, G100, 0)])
+    grid = WindowGrid(topo)  # the units are there; the window error comes when it is read
+    assert grid.unit == [0, 1]
+    with pytest.raises(InputError, match="zero propagation delay"):
+        grid.window_ps
+
+
+class OneRankComm:
+    """An MPI communicator of one rank that counts its collectives."""
+    size = 1
+    rank = 0
+
+    def __init__(self):
+        self.alltoalls = 0
+        self.allreduces = 0
+
+    def alltoall(self, payload):
+        self.alltoalls += 1
+        return list(payload)
+
+    def allreduce(self, value, op=None):
+        self.allreduces += 1
+        return value
+
+
+def test_mpi_transport_one_collective_per_window_same_answer_as_local():
+    pytest.importorskip("mpi4py")
+    scn = lambda: Scenario("incast", star_topo(5), flows_of([(s, 0, 200_000, 0) for s in range(1, 5)]),  # noqa: E731
+                           config("dcqcn"))
+    local = Run(scn()).run()
+    comm = OneRankComm()
+    mpi = Run(scn(), comm=comm).run()
+    assert mpi.complete and mpi.finish_ps == local.finish_ps and mpi.windows == local.windows
+    assert comm.alltoalls == mpi.windows  # one exchange per window
+    assert comm.allreduces == 1  # the first minimum only: no boundary put events back
