@@ -412,7 +412,8 @@ def add_run_arguments(r) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
+    p = argparse.ArgumentParser(prog="pwormhole",
+                                description="Packet-level RDMA network simulation of training traffic.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="simulate a scenario (default: one iteration of a small GPT on 16 GPUs)",
                        description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "

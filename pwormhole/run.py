@@ -136,7 +136,7 @@ class Run:
             return LocalTransport(self.lps)
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
 
-    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> "Run":
+    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> Run:
         stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
         n_flows = len(self.scn.flows)
         n_ops = self.n_ops

@@ -87,7 +87,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", default="1,2,4", help="comma-separated rank counts (default 1,2,4; 1 is always run)")
     p.add_argument("--modes", default="packet", help="comma-separated modes (default packet; packet is always run)")
-    p.add_argument("--out", metavar="DIR", default="pwormhole-out/scale", help="study folder (default pwormhole-out/scale)")
+    p.add_argument("--out", metavar="DIR", default="pwormhole-out/scale",
+                   help="study folder (default pwormhole-out/scale)")
     p.add_argument("--launcher", choices=("mpiexec", "srun"), default="mpiexec",
                    help="local launcher of multi-rank runs: mpiexec (next to this Python) or srun (inside a Slurm "
                         "allocation, with --mpi=$PWORMHOLE_SRUN_MPI, default pmi2)")
@@ -284,7 +285,8 @@ def _run_slurm(runs: list[Run], run_args: list[str], args) -> None:
             subprocess.run(["scancel", *pending], capture_output=True, timeout=60)
             for job in pending:
                 run = jobs[job]
-                run.status, run.error = "failed", f"job {job} still queued or running after {args.timeout:g} s; cancelled"
+                run.status = "failed"
+                run.error = f"job {job} still queued or running after {args.timeout:g} s; cancelled"
                 done += 1
                 _progress(run, done, len(runs))
             break
@@ -400,7 +402,8 @@ def main(args) -> int:
 
 
 def _report(rows: list[dict]) -> None:
-    print(f"{'mode':<10} {'ranks':>5} {'wall_s':>9} {'sync_s':>8} {'speedup':>8} {'effic.':>7} identical  max_rel_fct_diff")
+    print(f"{'mode':<10} {'ranks':>5} {'wall_s':>9} {'sync_s':>8} {'speedup':>8} {'effic.':>7} "
+          "identical  max_rel_fct_diff")
     for r in rows:
         if r["status"] != "ok":
             print(f"{r['mode']:<10} {r['ranks']:>5} FAILED: {r['error']}")

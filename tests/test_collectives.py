@@ -9,8 +9,8 @@ serialization at the switch; a ring all-reduce is ``2(N-1)`` such steps.
 """
 
 import pytest
-
 from helpers import G100, US, config, star_topo
+
 from pwormhole.errors import InputError
 from pwormhole.run import Run
 from pwormhole.scenario import from_dag

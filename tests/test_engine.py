@@ -1,8 +1,8 @@
 """Packet-level engine: hand-computed timings, fairness, PFC, loss, conservation, determinism."""
 
 import pytest
-
 from helpers import G100, US, config, flows_of, line_topo, run, star_topo
+
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 from pwormhole.topology.model import Link, Topology
@@ -113,8 +113,8 @@ def test_incast_without_pfc_counts_drops_and_recovers():
 
 
 def test_conservation_on_fat_tree_mix():
-    from pwormhole.scenario import fat_tree_mix_scenario
     from pwormhole.run import Run
+    from pwormhole.scenario import fat_tree_mix_scenario
     scn = fat_tree_mix_scenario()
     r = Run(scn).run()
     c = r.counters()
@@ -128,8 +128,8 @@ def test_conservation_on_fat_tree_mix():
 
 @pytest.mark.parametrize("n_lps", [2, 3])
 def test_same_answer_on_any_number_of_lps(n_lps):
-    from pwormhole.scenario import fat_tree_mix_scenario
     from pwormhole.run import Run
+    from pwormhole.scenario import fat_tree_mix_scenario
     one = Run(fat_tree_mix_scenario()).run()
     many = Run(fat_tree_mix_scenario(), n_lps=n_lps).run()
     assert one.finish_ps == many.finish_ps

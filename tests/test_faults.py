@@ -20,10 +20,10 @@ from heapq import heappop
 from pathlib import Path
 
 import pytest
+from helpers import G100, US, config, flows_of, run, star_topo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import G100, US, config, flows_of, run, star_topo
 from pwormhole.errors import InputError
 from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
@@ -458,7 +458,7 @@ def test_link_errors_recovered_by_go_back_n(cc_name):
     assert c["retransmitted_bytes"] > 0 and c["nacks"] > 0
     assert c["drops"] == 0
     assert c["bytes_sent"] == c["bytes_delivered"] == sum(s[2] for s in specs)
-    for fid, (src, dst, size, _) in enumerate(specs):
+    for fid, (_src, dst, size, _) in enumerate(specs):
         assert r.net.nodes[dst].rx[fid][0] == size
 
 

@@ -16,8 +16,14 @@ import pytest
 
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
-from pwormhole.inputs import (detect_flows_format, detect_topology_format, detect_workload_format, load_chakra,
-                              load_flows, load_topology)
+from pwormhole.inputs import (
+    detect_flows_format,
+    detect_topology_format,
+    detect_workload_format,
+    load_chakra,
+    load_flows,
+    load_topology,
+)
 from pwormhole.run import Run
 from pwormhole.scenario import from_dag
 from pwormhole.topology.builders import star
@@ -277,7 +283,8 @@ trigger id 4 multishot
 
 
 def test_htsim_triggers_map_to_dependencies(tmp_path):
-    p = write(tmp_path, "trig.cm", TRIGGERS.replace("Connections 8", "Connections 7").replace("2->1 id 8 trigger 4 size 0\n", ""))
+    text = TRIGGERS.replace("Connections 8", "Connections 7").replace("2->1 id 8 trigger 4 size 0\n", "")
+    p = write(tmp_path, "trig.cm", text)
     dag = read_htsim_cm(p, list(range(6)))
     op = {dag.label[o]: o for o in range(len(dag))}
     f = [dag.flows[dag.arg[op[f"htsim:{k}"]]] for k in range(1, 8)]

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import G100, US, config, flows_of
+
 from pwormhole import cli
 from pwormhole.accel.wormhole import AccelConfig, route_path
 from pwormhole.errors import InputError, StuckError

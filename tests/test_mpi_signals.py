@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_parallel import MPIEXEC, needs_mpi
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -278,8 +278,8 @@ def _write_plan(path):
 
 
 def _write_flows(path):
-    from pwormhole.workload.gen_flows import write_hpcc_flows
     from pwormhole.workload.flows import Flow
+    from pwormhole.workload.gen_flows import write_hpcc_flows
     write_hpcc_flows(path, [Flow(0, 0, 1, 3, 100, 1000, 0, 10000)])
 
 

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import config, flows_of, star_topo
+
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
 from pwormhole.run import simulate
@@ -118,7 +118,8 @@ def _mpirun(n, *args, env=None, timeout=180):
 @needs_mpi
 def test_mpiexec_2_ranks_byte_identical(tmp_path):
     r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--scenario", "fat-tree-mix",
-                         "--out", tmp_path / "one", "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
+                         "--out", tmp_path / "one", "--no-progress"],
+                        capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert r1.returncode == 0, r1.stderr
     r2 = _mpirun(2, "--scenario", "fat-tree-mix", "--out", tmp_path / "two", "--no-progress")
     assert r2.returncode == 0, r2.stderr
@@ -197,4 +198,5 @@ def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
         assert s1["fluid_flows"] == s2["fluid_flows"] > 0
     if "training" in name:
         for d in ("two", "three"):
-            assert (tmp_path / "one" / "collectives.csv").read_bytes() == (tmp_path / d / "collectives.csv").read_bytes()
+            one = (tmp_path / "one" / "collectives.csv").read_bytes()
+            assert one == (tmp_path / d / "collectives.csv").read_bytes()

@@ -150,7 +150,8 @@ def test_topology_crlf_tabs_and_wrapped_switch_ids(tmp_path: Path):
 
 def test_topology_units_and_parallel_links(tmp_path: Path):
     p = tmp_path / "t.txt"
-    p.write_text("4 1 4\n0\n0 1 25Gb/s 1us 0\n0 2 40000000000 0.000002 0.01\n0 3 100Gbps 500ns 0\n0 3 100Gbps 500ns 0\n")
+    p.write_text("4 1 4\n0\n0 1 25Gb/s 1us 0\n0 2 40000000000 0.000002 0.01\n0 3 100Gbps 500ns 0\n"
+                 "0 3 100Gbps 500ns 0\n")
     t = read_hpcc_topology(p)
     assert [(l.rate_bps, l.delay_ps, l.error_rate) for l in t.links] == [
         (25 * G, 1 * US, 0.0), (40 * G, 2 * US, 0.01), (100 * G, 500_000, 0.0), (100 * G, 500_000, 0.0)]
@@ -191,7 +192,8 @@ def test_topology_errors(tmp_path: Path, line: int, text: str, values: list[str]
 def test_topology_duplicate_switch(tmp_path: Path):
     ids = lines_of(MIX / "fat.txt")[1].split()
     assert ids[-1] == "375"
-    bad = write_variant(MIX / "fat.txt", tmp_path / "fat.txt", edits={2: " ".join(ids[:40]) + "\n" + " ".join(ids[40:-1]) + " 320"})
+    line2 = " ".join(ids[:40]) + "\n" + " ".join(ids[40:-1]) + " 320"
+    bad = write_variant(MIX / "fat.txt", tmp_path / "fat.txt", edits={2: line2})
     raises_at(lambda: read_hpcc_topology(bad), bad, 3, "switch id 320 listed twice", "first on line 2")
 
 

@@ -7,11 +7,22 @@ from pathlib import Path
 import pytest
 
 from pwormhole.errors import InputError
-from pwormhole.workload.models import (MODELS, build_model, collective_send_bytes, layer_params,
-                                       per_gpu_bytes)
-from pwormhole.workload.simai import (Layer, Phase, TrainingSpec, dp_ep_groups, dp_groups, ep_groups,
-                                      format_simai_workload, group_of, looks_like_simai_workload,
-                                      pp_groups, pp_stage_of, read_simai_workload, tp_groups)
+from pwormhole.workload.models import MODELS, build_model, collective_send_bytes, layer_params, per_gpu_bytes
+from pwormhole.workload.simai import (
+    Layer,
+    Phase,
+    TrainingSpec,
+    dp_ep_groups,
+    dp_groups,
+    ep_groups,
+    format_simai_workload,
+    group_of,
+    looks_like_simai_workload,
+    pp_groups,
+    pp_stage_of,
+    read_simai_workload,
+    tp_groups,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "simai"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "real_inputs"

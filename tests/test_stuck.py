@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import G100, US, config, flows_of, star_topo
+
 from pwormhole import cli
 from pwormhole.errors import InputError, StuckError
 from pwormhole.run import Run, simulate

@@ -16,8 +16,7 @@ from pwormhole.errors import InputError
 from pwormhole.topology.builders import fat_tree, leaf_spine, rail_optimized, star
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link, Topology
-from pwormhole.topology.routing import (adjacency, hop_distances, next_hops, path_delay_ps, path_delays_ps,
-                                        path_facts)
+from pwormhole.topology.routing import adjacency, hop_distances, next_hops, path_delay_ps, path_delays_ps, path_facts
 from pwormhole.topology.simai import read_simai_topology
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -204,8 +203,8 @@ def _msg(p: Path, line: int, text: str) -> str:
      "NVSwitch id 16 listed twice (first on line 2)"),
     ({2: "15 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33"}, None, 2,
      "NVSwitch id 15 is a GPU id: SimAI numbers the 16 GPUs 0..15 and the switches after them"),
-    ({}, 2, 2, "truncated file: expected 96 links of 5 values (src dst rate delay error_rate); link 1 of 96 has no src, "
-               "found end of file"),
+    ({}, 2, 2, "truncated file: expected 96 links of 5 values (src dst rate delay error_rate); link 1 of 96 has no "
+               "src, found end of file"),
     ({}, 50, 50, "truncated file: expected 96 links of 5 values (src dst rate delay error_rate); link 49 of 96 has no "
                  "src, found end of file"),
     ({1: "34 8 2 16 96 H20", 2: "16 17 18"}, 2, 2,

@@ -1,8 +1,8 @@
 """The window loop and its grid: one loop over two transports, units, window and cut links."""
 
 import pytest
-
 from helpers import G100, US, config, flows_of, star_topo
+
 from pwormhole.errors import InputError
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
@@ -36,7 +36,7 @@ def test_grid_without_window_raises_when_read():
     grid = WindowGrid(topo)  # the units are there; the window error comes when it is read
     assert grid.unit == [0, 1]
     with pytest.raises(InputError, match="zero propagation delay"):
-        grid.window_ps
+        _ = grid.window_ps
 
 
 class OneRankComm:

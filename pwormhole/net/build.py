@@ -18,11 +18,20 @@ from ..errors import InputError
 from ..hpcc_config import check_k_maps
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
-from ..workload.flows import Flow
 from ..workload.dag import Dag
+from ..workload.flows import Flow
 from .dagrun import DagRuntime
 from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
-from .packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_OP_START, EV_TX_DONE, P_INPORT, ecmp_hash
+from .packet import (
+    EV_ARRIVE_HOST,
+    EV_ARRIVE_SWITCH,
+    EV_FLOW_START,
+    EV_NIC_WAKE,
+    EV_OP_START,
+    EV_TX_DONE,
+    P_INPORT,
+    ecmp_hash,
+)
 
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 
@@ -139,14 +148,15 @@ class Network:
         return [(t_ps, a, b)]
 
     def _nic_rate_bps(self) -> int:
-        rates = [ln.rate_bps for ln in self.topo.links if ln.a not in self.topo.switches or ln.b not in self.topo.switches]
+        sw = self.topo.switches
+        rates = [ln.rate_bps for ln in self.topo.links if ln.a not in sw or ln.b not in sw]
         return min(rates) if rates else max(ln.rate_bps for ln in self.topo.links)
 
     def _wire(self) -> None:
         cfg = self.cfg
         topo = self.topo
         nic_rate = self._nic_rate_bps()
-        for li, ln in enumerate(topo.links):
+        for ln in topo.links:
             err = ln.error_rate or cfg.error_rate_per_link
             ends = []
             for me in (ln.a, ln.b):

@@ -85,7 +85,7 @@ class PartitionPlan:
             fh.write("\n")
 
     @staticmethod
-    def from_json(path: str, topo: Topology) -> "PartitionPlan":
+    def from_json(path: str, topo: Topology) -> PartitionPlan:
         """Load a saved plan for ``topo``. InputError naming the file, the line and the value
         for a file that cannot be read, is larger than a plan of ``topo`` can be, is not JSON or
         not a plan (an unknown or missing field, a value of the wrong type or out of range: a
@@ -185,7 +185,7 @@ def _read_plan_text(path: str, topo: Topology) -> str:
 def _line_of(text: str, key: str, index: int | None = None) -> int:
     """1-based line of the value of top-level ``key`` in JSON ``text`` (of its element
     ``index`` when given), for error messages; 1 when not found."""
-    matches = list(re.finditer(r'"%s"\s*:\s*' % re.escape(key), text))
+    matches = list(re.finditer(r'"' + re.escape(key) + r'"\s*:\s*', text))
     if not matches:
         return 1
     pos = matches[-1].end()  # the last one wins, as in json.loads

@@ -93,7 +93,8 @@ def table(r: dict) -> str:
         return "-" if v is None else f"{v * 100:.3f}%"
     rows = [
         ("flows compared", f"{r['flows_compared']} / {r['flows']}"),
-        ("FCT error mean / p99 / max", f"{pct(r['mean_fct_error'])} / {pct(r['p99_fct_error'])} / {pct(r['max_fct_error'])}"),
+        ("FCT error mean / p99 / max",
+         f"{pct(r['mean_fct_error'])} / {pct(r['p99_fct_error'])} / {pct(r['max_fct_error'])}"),
         ("iteration time error", pct(r["iteration_time_error"])),
         ("collective time error (max)", pct(r["collective_time_error"])),
         ("wall packet / wormhole", f"{r['packet_wall_s']:.2f} s / {r['wormhole_wall_s']:.2f} s"),

@@ -115,7 +115,8 @@ def readable(summary: dict) -> str:
         + ("" if summary["complete"] else "  (INCOMPLETE)"),
         f"flows finished   {summary['flows_finished']} / {summary['flows']}",
         f"simulated time   {summary['sim_time_ps'] / 1e9:.6f} ms",
-        f"FCT (us)         mean {f['mean'] / 1e3:.3f}  p50 {f['p50'] / 1e3:.3f}  p99 {f['p99'] / 1e3:.3f}  max {f['max'] / 1e3:.3f}",
+        f"FCT (us)         mean {f['mean'] / 1e3:.3f}  p50 {f['p50'] / 1e3:.3f}  p99 {f['p99'] / 1e3:.3f}  "
+        f"max {f['max'] / 1e3:.3f}",
         f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}",
         f"bytes sent/delivered {summary['bytes_sent']} / {summary['bytes_delivered']}   drops {summary['drops']}   "
         f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
