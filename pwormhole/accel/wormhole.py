@@ -109,7 +109,7 @@ class Wormhole:
         samples = None
         if t >= self.next_sample_ps:
             due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t]
-            samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of, self.hpcc)
+            samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of)
         return started, samples
 
     @staticmethod

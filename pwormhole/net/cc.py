@@ -156,6 +156,18 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
 
 # ----------------------------------------------------------------- HPCC ----
 
+def dcqcn_rate_change_ps(qp, t_ps: int) -> int:
+    """When a DCQCN QP's rate next changes without a new CNP: ``t_ps`` when a CNP awaits its
+    decrease check (within ``RATE_DECREASE_INTERVAL``), its rate-increase timer while it is
+    below its line rate (or its target is), else -1."""
+    if qp.decrease_cnp:
+        return t_ps
+    line = qp.max_rate_bps
+    if qp.rate_bps < line or qp.target_rate_bps < line:
+        return qp.rp_due_ps
+    return -1
+
+
 def dcqcn_timer_after_skip(due_ps: int, t_ps: int, rp_timer_ps: int) -> int:
     """When a DCQCN rate-increase timer due at ``due_ps`` fires after a fast-forward that ends
     at ``t_ps``: at its own time (it runs on while the packets are skipped), or, if that

@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from heapq import heappush
+from typing import NamedTuple
 
 from . import cc
 from .packet import (
@@ -378,6 +379,18 @@ def drop_host_port(node) -> HostPort:
     return port
 
 
+class QPSnapshot(NamedTuple):
+    """A sender's state at a moment, as a flow-level observer reads it (:meth:`SendQP.snapshot`)."""
+
+    cc_rate_bps: int  # DCQCN: its rate; HPCC: its window over its base RTT (its rate without a window)
+    una_bytes: int  # bytes acknowledged
+    una_ps: int  # when the last ACK advanced una_bytes
+    sent_bytes: int  # highest byte sent (after a go-back-N, packets up to it are still in the network)
+    rate_change_ps: int  # DCQCN: when its rate next changes without a new CNP (-1: none; HPCC: -1)
+    cnps: int  # CNPs received so far
+    rate_bps: int  # its pacing rate
+
+
 class SendQP:
     """Sender side of one flow (``RdmaQueuePair``): sequence state, rate, CC state."""
 
@@ -441,6 +454,18 @@ class SendQP:
         self.inc_stage = 0
         self.rto_armed = False
         self.rto_una = -1
+
+    def snapshot(self, t: int) -> QPSnapshot:
+        """Its state at ``t`` (see :class:`QPSnapshot`)."""
+        due = -1
+        if self.host.hpcc and self.win_bytes:
+            rate = self.cur_win * PS_BITS // max(1, self.base_rtt_ps)
+        else:
+            rate = self.rate_bps
+            if not self.host.hpcc:
+                due = cc.dcqcn_rate_change_ps(self, t)
+        sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
+        return QPSnapshot(rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
 
     def advance(self, b: int, t0_ps: int, d_ps: int, alpha_decay: float | None = None, hop_tx_bytes=None) -> None:
         """Fast-forward: ``b`` more bytes sent and acknowledged, and ``d_ps`` of time from
