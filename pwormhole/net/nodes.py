@@ -406,7 +406,7 @@ class SendQP:
         "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
         # loss recovery
         "rto_armed", "rto_una",
-        # time (ps) snd_una last advanced (Wormhole's goodput is measured between such times)
+        # time (ps) snd_una last advanced (a flow's goodput is timed by these)
         "una_ps",
     )
 
@@ -446,7 +446,7 @@ class SendQP:
         self.rp_stage = 0
         self.rp_gen = 0
         self.rp_due_ps = -1  # when the pending DCQCN rate-increase (RP) timer fires (-1: none)
-        self.cnps_rx = 0  # CNPs this QP received (Wormhole: a flow getting CNPs is not steady)
+        self.cnps_rx = 0  # CNPs this QP received
         self.last_update_seq = 0
         self.hops = []
         self.u = 1.0
