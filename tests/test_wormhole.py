@@ -11,6 +11,8 @@ import pytest
 
 from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
+from pwormhole.accel.sampling import Sample
+from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue
 from pwormhole.accel.wormhole import BACKOFF_AFTER_SAMPLES, BACKOFF_EVERY, BACKOFF_MIN_FLOWS, AccelConfig, Wormhole
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag
@@ -517,7 +519,7 @@ def test_slow_queue_growth_is_not_steady():
 
 
 def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
-    """``Wormhole._fills_a_queue`` (``HAS_WIN 0``): what a flow sends is its paced rate, or
+    """``steady.fills_a_queue`` (``HAS_WIN 0``): what a flow sends is its paced rate, or
     its max-min share of its NIC; a queue grows at a switch port receiving more than its
     rate. QPs sharing a NIC below its rate get less than their rates (each packet waits
     for the other's) without any queue: comparing paced rates with goodputs flagged them."""
@@ -528,8 +530,8 @@ def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
 
     def fills(gbps):
         for fid, r in gbps.items():
-            w.flows[fid].samples = deque([(0, r * 10**9, 0, 0, 0, -1, 0)])
-        return w._fills_a_queue(SimpleNamespace(flows=set(gbps)), {fid: 0.0 for fid in gbps})
+            w.flows[fid].samples = deque([Sample(0, r * 10**9, 0, 0, 0, -1, 0, r * 10**9)])
+        return fills_a_queue([w.flows[f] for f in sorted(gbps)], {fid: 0.0 for fid in gbps}, w.facts)
 
     assert fills({0: 60, 1: 45})  # 105 Gb/s into the port to host 4
     assert not fills({0: 60, 1: 40})
@@ -545,8 +547,9 @@ def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
 
     def fills_win(flows, goodput_gbps):
         for fid, (r, inflight) in flows.items():
-            w.flows[fid].samples = deque([(0, r * 10**9, 0, 0, inflight, -1, 0)])
-        return w._fills_a_queue(SimpleNamespace(flows=set(flows)), {f: g / 8000 for f, g in goodput_gbps.items()})
+            w.flows[fid].samples = deque([Sample(0, r * 10**9, 0, 0, inflight, -1, 0, r * 10**9)])
+        goodput = {f: g / 8000 for f, g in goodput_gbps.items()}
+        return fills_a_queue([w.flows[f] for f in sorted(flows)], goodput, w.facts)
 
     assert not fills_win({0: (100, win), 1: (100, win)}, {0: 52, 1: 52})  # both capped
     assert fills_win({0: (100, win), 1: (60, win // 2)}, {0: 52, 1: 52})  # flow 1 paced at 60 Gb/s
@@ -608,7 +611,7 @@ def test_high_priority_acks_do_not_wait_in_the_data_queue():
 
 
 def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
-    """``Wormhole._fifo_shares``: flows whose windows are full and whose only bottleneck is
+    """``steady.fifo_shares``: flows whose windows are full and whose only bottleneck is
     one switch port share its rate as ``W / (rtt + q)`` (equal windows and paths: equally),
     in place of their measured goodputs; otherwise the measured goodputs stand."""
     specs = [(0, 4, 10**7, 0), (1, 4, 10**7, 0), (2, 4, 10**7, 0), (0, 3, 10**7, 0)]
@@ -620,9 +623,9 @@ def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
 
     def shares(inflight, goodput_gbps):
         for fid, x in inflight.items():
-            w.flows[fid].samples = deque([(0, 100 * 10**9, 0, 0, x, -1, 0)] * 4)
+            w.flows[fid].samples = deque([Sample(0, 100 * 10**9, 0, 0, x, -1, 0, 100 * 10**9)] * 4)
         goodput = {f: g / 8000 for f, g in goodput_gbps.items()}
-        w._fifo_shares(SimpleNamespace(flows=set(inflight)), goodput)
+        fifo_shares([w.flows[f] for f in sorted(set(inflight))], goodput, w.samples, w.facts)
         return {f: round(g * 8000, 3) for f, g in goodput.items()}
 
     full = {0: win, 1: win, 2: win}
@@ -640,10 +643,10 @@ def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
 
     def shares_at(rates_gbps, goodput_gbps):  # every window full at its rate (VAR_WIN)
         for fid, r in rates_gbps.items():
-            x = w._enforced_window(w.flows[fid], r * 10**9)
-            w.flows[fid].samples = deque([(0, r * 10**9, 0, 0, x, -1, 0)] * 4)
+            x = enforced_window(w.flows[fid], r * 10**9, w.facts)
+            w.flows[fid].samples = deque([Sample(0, r * 10**9, 0, 0, x, -1, 0, r * 10**9)] * 4)
         goodput = {f: g / 8000 for f, g in goodput_gbps.items()}
-        w._fifo_shares(SimpleNamespace(flows=set(rates_gbps)), goodput)
+        fifo_shares([w.flows[f] for f in sorted(set(rates_gbps))], goodput, w.samples, w.facts)
         return {f: round(g * 8000, 3) for f, g in goodput.items()}
 
     # flows 0 and 1 paced at 49 Gb/s (their windows, scaled to it, are in flight too), spans
@@ -654,7 +657,7 @@ def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
     # flow 2 cut to 7 Gb/s: its window 3640 bytes, 4 packets in flight (the sender sends while
     # less than the window is), so it gets 4 / (52 + 52 + 4) of the port, not 3.64 / 107.64
     got = shares_at({0: 100, 1: 100, 2: 7}, {0: 46, 1: 46, 2: 5})
-    assert w._enforced_window(w.flows[2], 7 * 10**9) == 3640
+    assert enforced_window(w.flows[2], 7 * 10**9, w.facts) == 3640
     assert abs(got[2] / got[0] - 4 / 52) < 1e-6 and abs(sum(got.values()) - 3 * share_gbps) < 1e-3
 
 
@@ -672,11 +675,11 @@ def test_fifo_shares_over_two_ports_in_series():
     w = run.accel
     for fid in range(3):
         fs = w.flows[fid]
-        fs.samples = deque([(0, 10**11, 0, 0, w._enforced_window(fs, 10**11), -1, 0)] * 4)
+        fs.samples = deque([Sample(0, 10**11, 0, 0, enforced_window(fs, 10**11, w.facts), -1, 0, 10**11)] * 4)
 
     def shares(goodput_gbps):
         goodput = {f: g / 8000 for f, g in goodput_gbps.items()}
-        w._fifo_shares(SimpleNamespace(flows={0, 1, 2}), goodput)
+        fifo_shares([w.flows[f] for f in sorted({0, 1, 2})], goodput, w.samples, w.facts)
         return {f: round(g * 8000, 2) for f, g in goodput.items()}
 
     assert shares({0: 37.29, 1: 59.4, 2: 59.75}) == {0: 37.07, 1: 59.45, 2: 59.45}
@@ -691,7 +694,8 @@ def _steady_flow(cnps):
     for i in range(40):
         t = (i + 1) * US
         una = 6250 * i // 1000 * 1000  # whole packets acknowledged by sample i
-        fs.samples.append((t, 50 * 10**9, una, una * 160, una + 20_000, -1, cnps[i]))  # ACK i at una / 6.25 ns
+        # ACK i at una / 6.25 ns
+        fs.samples.append(Sample(t, 50 * 10**9, una, una * 160, una + 20_000, -1, cnps[i], 50 * 10**9))
     return wh, fs
 
 

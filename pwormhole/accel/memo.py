@@ -41,9 +41,11 @@ import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..net.nodes import SwitchPort
+from ..config import CC_HPCC
 from ..outfiles import atomic
+from .config import SETTLE_RTTS
 
-FORMAT = "pwormhole-memo-9"  # 9: HPCC fairness check, sampling backoff; 8: recorded rates are pacing rates (HPCC); 7: FIFO shares, ACK_HIGH_PRIO, windows
+FORMAT = "pwormhole-memo-9"  # bumped whenever what a recording means changes (history: git log)
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -65,8 +67,7 @@ _MAX_LABEL = 200
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    from .wormhole import SETTLE_RTTS
-    eff = accel_cfg.resolved(getattr(cfg, "cc_mode", None) == 3)  # the values in effect, not the 0 that picks them
+    eff = accel_cfg.resolved(getattr(cfg, "cc_mode", None) == CC_HPCC)  # the values in effect, not the 0 that picks them
     parts.append(f"theta={eff.theta!r} samples={eff.samples} sample_ps={eff.sample_ps} "
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
@@ -82,8 +83,9 @@ def group_key(wh, g):
     return wl_hash(graph), graph, order
 
 
-def group_parts(wh, g):
-    """``(order, labels, edges)`` of group ``g`` of Wormhole ``wh``: ``order`` lists its flow
+def group_parts(g, flows: dict, new: set):
+    """``(order, labels, edges)`` of conflict group ``g`` (``flows``: flow id -> FlowState;
+    ``new``: its flows that are new in it): ``order`` lists its flow
     ids in the index order of the flow vertices (``0..F-1``; ports ``F..``), ``labels`` the
     vertex labels by vertex, ``edges`` ``{(flow vertex, port vertex): role}`` (a flow's data
     hop ``d<i>``, else ``a`` where only its ACKs cross the port)."""
@@ -91,8 +93,8 @@ def group_parts(wh, g):
     nf = len(order)
     labels = []
     for fid in order:
-        age = "n" if wh.is_new(fid, g) else "o"
-        fs = wh.flows[fid]  # its window bounds its transient and its FIFO share; its priority, its queue
+        age = "n" if fid in new else "o"
+        fs = flows[fid]  # its window bounds its transient and its FIFO share; its priority, its queue
         labels.append(f"f{_q_rate(fs.rate())}{age}/w{fs.win_bytes}/g{fs.pg}")
     pid: dict = {}
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
@@ -104,7 +106,7 @@ def group_parts(wh, g):
         labels.append(label)
     edges: dict = {}
     for i, fid in enumerate(order):
-        fs = wh.flows[fid]
+        fs = flows[fid]
         for hop, p in enumerate(fs.data_ports):
             edges[(i, pid[p])] = f"d{hop}"
         for p in fs.ack_ports:
@@ -124,7 +126,7 @@ def group_graph(wh, g):
     per-process string hashing (the same run must make the same memo decisions in every
     process).
     """
-    order, labels, edges = group_parts(wh, g)
+    order, labels, edges = group_parts(g, wh.flows, {f for f in g.flows if wh.is_new(f, g)})
     return parts_graph(labels, edges), order
 
 

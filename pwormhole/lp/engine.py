@@ -9,7 +9,7 @@ window boundaries, driven by :mod:`pwormhole.sync`.
 
 from __future__ import annotations
 
-from heapq import heapify, heappop
+from heapq import heapify, heappop, heappush
 
 from ..net.nodes import Host, HostPort, Port, Switch
 from ..net.packet import (
@@ -85,6 +85,34 @@ class LogicalProcess:
                 peer_lp = owner[port.peer.node_id]
                 if peer_lp != lp_id:
                     port.remote = self.outboxes.setdefault(peer_lp, [])
+
+    def set_handler(self, kind: int, handler) -> None:
+        """Handle events of ``kind`` with ``handler(target, arg, t_ps)`` (an opt-in model's own kind)."""
+        handlers = list(self.handlers)
+        handlers[kind] = handler
+        self.handlers = tuple(handlers)
+
+    def extract(self, predicate) -> list:
+        """Remove the pending events for which ``predicate(event)`` holds and return them
+        (in heap order); the others stay pending."""
+        heap = self.heap
+        out, keep = [], []
+        for ev in heap:
+            (out if predicate(ev) else keep).append(ev)
+        if out:
+            heap[:] = keep
+            heapify(heap)
+        return out
+
+    def reinsert(self, events, d_ps: int, retime=None) -> None:
+        """Put extracted ``events`` back, ``d_ps`` later (``retime(event)``, if given and not
+        None, is an event's new time instead); keys are kept, so ties break as before."""
+        heap = self.heap
+        for ev in events:
+            t_ev = retime(ev) if retime is not None else None
+            if t_ev is None:
+                t_ev = ev[0] + d_ps
+            heappush(heap, (t_ev, ev[1], ev[2], ev[3], ev[4]))
 
     def next_time(self) -> int:
         """Time of the earliest pending event, or ``INF_PS``."""

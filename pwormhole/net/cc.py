@@ -156,6 +156,52 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
 
 # ----------------------------------------------------------------- HPCC ----
 
+def dcqcn_rate_change_ps(qp, t_ps: int) -> int:
+    """When a DCQCN QP's rate next changes without a new CNP: ``t_ps`` when a CNP awaits its
+    decrease check (within ``RATE_DECREASE_INTERVAL``), its rate-increase timer while it is
+    below its line rate (or its target is), else -1."""
+    if qp.decrease_cnp:
+        return t_ps
+    line = qp.max_rate_bps
+    if qp.rate_bps < line or qp.target_rate_bps < line:
+        return qp.rp_due_ps
+    return -1
+
+
+def dcqcn_timer_after_skip(due_ps: int, t_ps: int, rp_timer_ps: int) -> int:
+    """When a DCQCN rate-increase timer due at ``due_ps`` fires after a fast-forward that ends
+    at ``t_ps``: at its own time (it runs on while the packets are skipped), or, if that
+    passed, at its next period."""
+    if due_ps >= t_ps:
+        return due_ps
+    return due_ps + -(-(t_ps - due_ps) // rp_timer_ps) * rp_timer_ps
+
+
+def dcqcn_alpha_decay(cfg, d_ps: int) -> float:
+    """The factor a DCQCN alpha decays by over ``d_ps`` without a CNP: once per
+    ``ALPHA_RESUME_INTERVAL``."""
+    return (1 - cfg.ewma_gain) ** (d_ps // cfg.alpha_resume_interval_ps)
+
+
+def hpcc_shift_int(hops, d_ps: int, hop_tx_bytes: list) -> list:
+    """HPCC INT records ``(ts, tx_bytes, qlen, rate)`` after a fast-forward of ``d_ps`` in
+    which hop ``i``'s port sent ``hop_tx_bytes[i]`` more bytes (0 past its end)."""
+    n = len(hop_tx_bytes)
+    return [(ts + d_ps, tx + (hop_tx_bytes[i] if i < n else 0), qlen, rate)
+            for i, (ts, tx, qlen, rate) in enumerate(hops)]
+
+
+def jump_to_rate(qp, rate_bps: int, hpcc: bool) -> None:
+    """Set a QP to a recorded steady rate (capped at its line rate): HPCC's reference rate
+    (its window follows), or DCQCN's target rate, and the pacing rate."""
+    if hpcc:
+        qp.cur_rate_bps = min(rate_bps, qp.max_rate_bps)
+        rate_bps = qp.cur_rate_bps
+    else:
+        qp.target_rate_bps = min(rate_bps, qp.max_rate_bps)
+    set_rate(qp, min(rate_bps, qp.max_rate_bps))
+
+
 def hpcc_on_ack(qp, pkt, cfg) -> None:
     """HPCC reaction to one ACK (``RdmaHw::HandleAckHp`` / ``UpdateRateHp``)."""
     hops = pkt[P_INT]

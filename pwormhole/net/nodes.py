@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from heapq import heappush
+from typing import NamedTuple
 
 from . import cc
 from .packet import (
@@ -51,6 +52,8 @@ PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
 # (polarization: 1 of 4 core uplinks per aggregation switch with the same salt, 85% used
 # with different salts on HPCC's fat.txt; tests/test_faults.py pins the spread).
 ECMP_MIX = 0x9E3779B97F4A7C15
+# fields of a receiver's state (``Host.rx[fid]``, a list: the per-packet path indexes it by number)
+RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE = range(5)
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
@@ -128,6 +131,24 @@ class Port:
             node.pfc_pauses_rx += 1
         elif not self.busy:
             self.kick(t)
+
+    def hold(self) -> bool:
+        """Hold the port: it sends nothing (``kick`` returns, arrivals queue up) until
+        :meth:`release`. Returns the busy state to release it with."""
+        was = self.busy
+        self.busy = True
+        return was
+
+    def release(self, was_busy: bool) -> None:
+        """End a :meth:`hold` (the caller kicks the released ports once all are released)."""
+        self.busy = was_busy
+
+    def queued(self):
+        """The packets waiting in this port's queues."""
+        return ()
+
+    def skip_time(self, t0_ps: int, d_ps: int) -> None:
+        """Its traffic was fast-forwarded from ``t0_ps`` by ``d_ps``: move its pending deadlines."""
 
     def take_down(self, t: int) -> int:
         """The link failed at ``t``: this port never sends again (held busy; its
@@ -214,6 +235,9 @@ class SwitchPort(Port):
         self.transmit(pkt, t)
         if inp.pfc_sent[qi]:
             sw.check_resume(inp, qi, t)
+
+    def queued(self):
+        return (pkt for q in self.qs for pkt in q)
 
     def take_down(self, t: int) -> int:
         """As :meth:`Port.take_down`; each queued packet releases its buffer as a
@@ -330,6 +354,13 @@ class HostPort(Port):
         if not self.busy:
             self.kick(t)
 
+    def queued(self):
+        return iter(self.ctrl)
+
+    def skip_time(self, t0_ps: int, d_ps: int) -> None:
+        if self.wake_ps >= t0_ps:
+            self.wake_ps += d_ps
+
     def take_down(self, t: int) -> int:
         """As :meth:`Port.take_down`: queued ACK/NACKs are lost, later ones discarded
         (the host moves or stops its QPs: :meth:`Host.reroute`)."""
@@ -348,6 +379,18 @@ def drop_host_port(node) -> HostPort:
     return port
 
 
+class QPSnapshot(NamedTuple):
+    """A sender's state at a moment, as a flow-level observer reads it (:meth:`SendQP.snapshot`)."""
+
+    cc_rate_bps: int  # DCQCN: its rate; HPCC: its window over its base RTT (its rate without a window)
+    una_bytes: int  # bytes acknowledged
+    una_ps: int  # when the last ACK advanced una_bytes
+    sent_bytes: int  # highest byte sent (after a go-back-N, packets up to it are still in the network)
+    rate_change_ps: int  # DCQCN: when its rate next changes without a new CNP (-1: none; HPCC: -1)
+    cnps: int  # CNPs received so far
+    rate_bps: int  # its pacing rate
+
+
 class SendQP:
     """Sender side of one flow (``RdmaQueuePair``): sequence state, rate, CC state."""
 
@@ -363,7 +406,7 @@ class SendQP:
         "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
         # loss recovery
         "rto_armed", "rto_una",
-        # time (ps) snd_una last advanced (Wormhole's goodput is measured between such times)
+        # time (ps) snd_una last advanced (a flow's goodput is timed by these)
         "una_ps",
     )
 
@@ -403,7 +446,7 @@ class SendQP:
         self.rp_stage = 0
         self.rp_gen = 0
         self.rp_due_ps = -1  # when the pending DCQCN rate-increase (RP) timer fires (-1: none)
-        self.cnps_rx = 0  # CNPs this QP received (Wormhole: a flow getting CNPs is not steady)
+        self.cnps_rx = 0  # CNPs this QP received
         self.last_update_seq = 0
         self.hops = []
         self.u = 1.0
@@ -411,6 +454,42 @@ class SendQP:
         self.inc_stage = 0
         self.rto_armed = False
         self.rto_una = -1
+
+    def snapshot(self, t: int) -> QPSnapshot:
+        """Its state at ``t`` (see :class:`QPSnapshot`)."""
+        due = -1
+        if self.host.hpcc and self.win_bytes:
+            rate = self.cur_win * PS_BITS // max(1, self.base_rtt_ps)
+        else:
+            rate = self.rate_bps
+            if not self.host.hpcc:
+                due = cc.dcqcn_rate_change_ps(self, t)
+        sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
+        return QPSnapshot(rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
+
+    def advance(self, b: int, t0_ps: int, d_ps: int, alpha_decay: float | None = None, hop_tx_bytes=None) -> None:
+        """Fast-forward: ``b`` more bytes sent and acknowledged, and ``d_ps`` of time from
+        ``t0_ps`` passed without packets. Every field counting bytes or holding a deadline
+        moves here (a new one must too): sequence numbers, pacing, the RTO and HPCC marks,
+        the DCQCN timer (:func:`cc.dcqcn_timer_after_skip`); ``alpha_decay`` multiplies a
+        DCQCN alpha that had a CNP; ``hop_tx_bytes`` (bytes each INT hop sent in the skip)
+        shifts HPCC's INT records (:func:`cc.hpcc_shift_int`)."""
+        self.snd_nxt += b
+        self.snd_una += b
+        self.max_sent += b
+        self.host.bytes_sent += b
+        if self.rto_una >= 0:
+            self.rto_una += b
+        if self.last_update_seq > 0:
+            self.last_update_seq += b
+        if self.next_avail_ps >= t0_ps:
+            self.next_avail_ps += d_ps
+        if self.rp_due_ps >= t0_ps:
+            self.rp_due_ps = cc.dcqcn_timer_after_skip(self.rp_due_ps, t0_ps + d_ps, self.host.cfg.rp_timer_ps)
+        if alpha_decay is not None and not self.first_cnp:
+            self.alpha *= alpha_decay
+        if self.hops:
+            self.hops = cc.hpcc_shift_int(self.hops, d_ps, hop_tx_bytes)
 
     def next_packet(self, t: int):
         """Build the next data packet and advance ``snd_nxt`` and the pacing deadline."""
@@ -593,11 +672,27 @@ class Host(Node):
         self.compute_free_ps = 0  # the GPU's compute stream is busy until then
         self.op_start = {}  # op id -> start time of ops begun here and not yet logged
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
-        self.started = []  # flow ids started here since the last boundary (acceleration bookkeeping)
-        self.fluid = None  # flow id -> accel.fluid.FluidDomain of the flows modelled by rates (opt-in)
+        self.started = []  # flow ids started here since the last boundary (reported at boundaries)
+        self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start(host, fid, t)``)
         self.owner = None
         self.lp_id = 0
         self.outboxes = None
+
+    def advance_rx(self, fid: int, b: int, t0_ps: int, d_ps: int) -> None:
+        """Fast-forward the receiver of flow ``fid``: ``b`` more bytes received in order, and
+        ``d_ps`` from ``t0_ps`` passed (the receiver starts at the advanced position when
+        nothing arrived yet)."""
+        rx = self.rx.get(fid)
+        if rx is None and b > 0:
+            rx = self.rx[fid] = [0, self.ack_interval, -1, -1, self.net.flows[fid].size_bytes]
+        if rx is not None:
+            rx[RX_EXPECTED] += b
+            rx[RX_MILESTONE] += b
+            if rx[RX_NACK_TIMER_PS] >= t0_ps:
+                rx[RX_NACK_TIMER_PS] += d_ps
+            if rx[RX_LAST_NACK] >= 0:
+                rx[RX_LAST_NACK] += b
+            self.bytes_delivered += b
 
     def timer(self, t: int, qp, kind: int, gen: int) -> None:
         heappush(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
@@ -605,10 +700,10 @@ class Host(Node):
 
     # -- events -------------------------------------------------------------
     def on_flow_start(self, fid: int, t: int) -> None:
-        if self.fluid is not None:
-            domain = self.fluid.get(fid)
-            if domain is not None:  # opt-in fluid NVLink (accel/fluid.py): no QP, no packets
-                domain.start(self, fid, t)
+        if self.flow_models is not None:
+            model = self.flow_models.get(fid)
+            if model is not None:  # carried by a model given at set-up (no QP, no packets)
+                model.start(self, fid, t)
                 return
         flow = self.net.flows[fid]
         port = self.pick_port(flow.dst, self.flow_hash[fid])

@@ -43,7 +43,7 @@ EV_TIMER = 5  # target: Host, arg: (SendQP, timer kind, generation)
 EV_OP_START = 6  # target: Host, arg: op id (a DAG op whose dependencies are met; waits for not_before)
 EV_OP_DONE = 7  # target: Host, arg: op id (a compute op ends)
 EV_NOTIFY = 8  # target: Host, arg: op id (a dependency that ended on another host)
-EV_FLUID = 9  # target: accel.fluid.FluidDomain, arg: (what, flow id or version) (opt-in fluid NVLink)
+EV_MODEL = 9  # target and arg: those of a model that registers its handler (LogicalProcess.set_handler)
 N_EVENT_KINDS = 10
 
 N_PRIORITIES = 8  # HPCC qbb devices have 8 queues; queue 0 is strict priority

@@ -1,0 +1,115 @@
+"""Wormhole parameters and the tuned constants of acceleration.
+
+Each constant states its rule; where it was measured is in bench/RESULTS.md
+("Constants of accel/ and where they were measured").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..units import PS_PER_S
+
+BPS_PER_BYTE_PS = 8 * PS_PER_S
+"""Bits per byte x ps per s: bytes/ps -> bits/s (an int: exact in integer rates, and the same
+as 8e12 in float arithmetic)."""
+
+
+@dataclass
+class AccelConfig:
+    """Wormhole parameters (defaults chosen by ``bench/sensitivity.py``; see bench/RESULTS.md).
+
+    Attributes:
+        theta: steadiness threshold on ``(max - min) / mean`` of the sampled rates (and on the
+            goodput span's halves and the drift of the bytes in flight); 0: :data:`THETA`.
+        samples: number of samples a flow must be steady over; 0: :data:`SAMPLES`.
+        sample_ps: sampling period (0: one synchronization window ``L``).
+        margin_rtts: wake this many RTTs (of the flow's own path) before the earliest
+            predicted completion.
+        min_span_packets: goodput is measured over at least this many packets; 0: :data:`MIN_SPAN_PACKETS`.
+        min_skip_ps: do not freeze for less than this (0: 8 windows).
+        skip: fast-forward steady groups.
+        memo: memoize transients.
+        fluid_nvlink: model the flows inside each server's NVSwitches by rates, not packets
+            (:mod:`pwormhole.accel.fluid`; opt-in: completions are then not packet by packet).
+    """
+
+    theta: float = 0.0
+    samples: int = 0
+    sample_ps: int = 0
+    margin_rtts: int = 1
+    min_skip_ps: int = 0
+    min_span_packets: int = 0
+    skip: bool = True
+    memo: bool = True
+    fluid_nvlink: bool = False
+
+    def resolved(self, hpcc: bool) -> "AccelConfig":
+        """A copy with ``theta``, ``samples`` and ``min_span_packets`` (0: by congestion
+        control) set to the values in effect under HPCC (``hpcc``) or DCQCN."""
+        return replace(self, theta=self.theta or THETA[hpcc], samples=self.samples or SAMPLES[hpcc],
+                       min_span_packets=self.min_span_packets or MIN_SPAN_PACKETS[hpcc])
+
+
+# {hpcc?: value}: defaults by congestion control
+MIN_SPAN_PACKETS = {False: 100, True: 500}
+"""Goodput span (packets, ACK-timed): DCQCN holds its rate exactly; HPCC windows drift slowly
+and shorter spans let a drifting flow look steady. Measured in bench/RESULTS.md."""
+
+THETA = {False: 0.02, True: 0.005}
+"""Steadiness threshold: HPCC's goodput settles through a damped oscillation that 0.02 reads
+as steady across its crest. Measured in bench/RESULTS.md."""
+
+SAMPLES = {False: 4, True: 8}
+"""Samples a flow must be steady over: a DCQCN rate change is a step far over theta; HPCC
+adjusts its window every ACK. Measured in bench/RESULTS.md."""
+
+SETTLE_RTTS = 1.5
+"""A goodput span is ACK-timed from this many path RTTs after the group's newest flow started
+(the reverse direction's ACKs reach the shared ports by then). Measured in bench/RESULTS.md."""
+
+BACKOFF_AFTER_SAMPLES = 64
+"""A group of at least :data:`BACKOFF_MIN_FLOWS` flows not steady this many sampling periods
+after it formed is sampled and checked only every :data:`BACKOFF_EVERY` periods (sampling
+costs per flow). Measured in bench/RESULTS.md."""
+BACKOFF_MIN_FLOWS = 16
+"""See :data:`BACKOFF_AFTER_SAMPLES`."""
+BACKOFF_EVERY = 8
+"""See :data:`BACKOFF_AFTER_SAMPLES`."""
+
+FRESH_WINDOWS = 4
+"""A flow is new in a group when it started within this many windows of the group's forming."""
+
+REFILL_BUDGET = 0.01
+"""A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
+of its size (``excess growth x (1 - goodput / line rate)``). Measured in bench/RESULTS.md."""
+
+HPCC_FAIRNESS = 0.2
+"""Under HPCC a group is not steady while a flow is more than this fraction off its max-min
+share at the group's saturated ports. Measured in bench/RESULTS.md."""
+
+HPCC_SATURATION = 0.03
+"""A port is saturated for the HPCC fairness test when its data and ACK load reach
+``1 - HPCC_SATURATION`` of ``U_TARGET`` times its rate."""
+
+OVERLOAD_SLACK = 0.005
+"""A group is not steady while its flows send more than ``1 + OVERLOAD_SLACK`` times a switch
+port's rate into it (the slack covers the pacing's per-packet rounding)."""
+
+FIFO_SATURATION = 0.02
+"""A switch port is saturated for the FIFO-share solver at ``1 - FIFO_SATURATION`` of its rate."""
+
+FIFO_SWEEPS = 50
+"""At most this many Gauss-Seidel sweeps of the FIFO-share solver (the measured goodputs stand
+when they do not settle). Measured in bench/RESULTS.md."""
+
+FIFO_TOLERANCE = 1e-6
+"""The FIFO-share solver settles when each saturated port's equation holds to this fraction of its rate."""
+
+INFLIGHT_SLACK_PACKETS = 4
+"""Over the goodput span a steady flow's bytes in flight may change by ``theta`` of the bytes
+acknowledged plus this many packets (a growing queue is not steady). Measured in bench/RESULTS.md."""
+
+INFLIGHT_BASELINE_SPANS = 4
+"""The bytes-in-flight check is also made over up to this many goodput spans of the settled
+history (a slowly filling queue). Measured in bench/RESULTS.md."""

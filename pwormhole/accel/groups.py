@@ -1,0 +1,171 @@
+"""The flow table and conflict groups (replicated on every rank; no rank-local objects).
+
+A flow's ports are the egress ports its data and its ACKs cross, with the ECMP choices its
+packets make; flows sharing a port are one group (connected components), so a group owns
+every packet that crosses its ports.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..net.nodes import SwitchPort
+
+
+def route_path(nodes, src: int, dst: int, h: int) -> list:
+    """The egress ports a packet of ECMP hash ``h`` crosses from node ``src`` to ``dst``
+    (the choices the per-packet path makes)."""
+    node = nodes[src]
+    out = []
+    while node.node_id != dst:
+        port = node.route_port(dst, h)
+        out.append(port)
+        node = port.peer
+        if len(out) > 64:
+            raise RuntimeError(f"routing loop from {src} to {dst}")
+    return out
+
+
+class FlowState:
+    """Replicated facts of an active flow (no reference to rank-local objects)."""
+
+    __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
+                 "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps")
+
+    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps):
+        self.fid = flow.flow_id
+        self.src = flow.src
+        self.dst = flow.dst
+        self.pg = flow.pg
+        self.size = flow.size_bytes
+        self.samples: deque = deque()  # of sampling.Sample
+        self.gid = -1
+        self.rtt_ps = rtt_ps  # the QP's base RTT (the network's largest with HPCC's global_t)
+        self.start_ps = start_ps  # the boundary that reported the start
+        self.win_bytes = win_bytes
+        self.mtu = mtu
+        self.wire_bytes = mtu + hdr_bytes
+        self.set_path(data, ack, path_rtt_ps)
+        self.line_rate_bps = data[0].rate_bps
+
+    def set_path(self, data: list, ack: list, path_rtt_ps: int) -> None:
+        """The ports its data and its ACKs cross, and its own path's RTT (the wake margin's unit)."""
+        self.data_ports = data
+        self.data_hops = [p for p in data if isinstance(p, SwitchPort)]  # the INT hops, in order
+        self.ack_ports = ack
+        self.ports = set(data) | set(ack)
+        self.path_rtt_ps = path_rtt_ps
+
+    def una(self) -> int:
+        """Acknowledged bytes at the last sample (0 before the first)."""
+        return self.samples[-1].una_bytes if self.samples else 0
+
+    def rate(self) -> int:
+        """Congestion-control rate at the last sample (the line rate before the first)."""
+        return self.samples[-1].rate_bps if self.samples else self.line_rate_bps
+
+    def pacing_rate(self) -> int:
+        """The QP's pacing rate at the last sample (the line rate before the first); under HPCC
+        with ``GLOBAL_T`` not the window over the base RTT."""
+        return self.samples[-1].pacing_rate_bps if self.samples else self.line_rate_bps
+
+
+class Group:
+    """A conflict group: its flows (ids) and ports, and its acceleration state."""
+
+    __slots__ = ("gid", "flows", "ports", "formed_ps", "newest_start_ps", "frozen", "memo_checked", "memo_key",
+                 "memo_base", "refill", "next_check_ps")
+
+    def __init__(self, gid, flows, ports, formed_ps, newest_start_ps):
+        self.gid = gid
+        self.flows = flows  # set of flow ids
+        self.ports = ports  # set of Port objects
+        self.formed_ps = formed_ps  # when it last changed (formed, merged, split or woken)
+        self.newest_start_ps = newest_start_ps  # the boundary that reported its latest flow start
+        self.frozen = None  # fastforward.Frozen while fast-forwarded
+        self.memo_checked = False
+        self.memo_key = None
+        self.memo_base = None  # {fid: (acked, in-flight bytes), "@t": time} at the lookup (recording a transient)
+        self.refill = None  # ((entry, mapping), time): after an HPCC memo jump, skip on from that time
+        self.next_check_ps = 0  # neither sampled nor checked before this (config.BACKOFF_AFTER_SAMPLES)
+
+
+def components(fids, flows: dict) -> list:
+    """``[(flow ids, ports)]``: the connected components of the flows ``fids`` (sharing a
+    port), in the order of their smallest flow id; ``flows``: flow id -> FlowState."""
+    by_port: dict = {}
+    for f in fids:
+        for p in flows[f].ports:
+            by_port.setdefault(p, []).append(f)
+    seen: set = set()
+    out = []
+    for f in sorted(fids):
+        if f in seen:
+            continue
+        comp, ports, stack = set(), set(), [f]
+        seen.add(f)
+        while stack:
+            x = stack.pop()
+            comp.add(x)
+            for p in flows[x].ports:
+                ports.add(p)
+                for y in by_port[p]:
+                    if y not in seen:
+                        seen.add(y)
+                        stack.append(y)
+        out.append((comp, ports))
+    return out
+
+
+class FlowTable:
+    """The active flows and their conflict groups: merged when a new flow touches several,
+    split when a flow leaves (only that group is touched)."""
+
+    def __init__(self):
+        self.flows: dict[int, FlowState] = {}
+        self.groups: dict[int, Group] = {}
+        self.port_gid: dict = {}
+        self.next_gid = 0
+
+    def new_group(self, flows: set, ports: set, t: int) -> Group:
+        gid = self.next_gid
+        self.next_gid += 1
+        g = Group(gid, flows, ports, t, max(self.flows[f].start_ps for f in flows))
+        self.groups[gid] = g
+        for p in ports:
+            self.port_gid[p] = gid
+        for fid in flows:
+            self.flows[fid].gid = gid
+        return g
+
+    def touching(self, ports) -> list:
+        """Remove and return (by group id) the groups holding one of ``ports``."""
+        gids = {self.port_gid[p] for p in ports if p in self.port_gid}
+        return [self.groups.pop(gid) for gid in sorted(gids)]
+
+    def add(self, fs: FlowState, merged: list, t: int) -> Group:
+        """Add flow ``fs`` in one group with the groups ``merged`` (from :meth:`touching`)."""
+        self.flows[fs.fid] = fs
+        flows, ports = {fs.fid}, set(fs.ports)
+        for g in merged:
+            flows |= g.flows
+            ports |= g.ports
+        return self.new_group(flows, ports, t)
+
+    def remove(self, fid: int, t: int) -> None:
+        """Flow ``fid`` finished: its group splits into connected components."""
+        fs = self.flows.pop(fid, None)
+        if fs is None:
+            return
+        g = self.groups.pop(fs.gid)
+        for p in g.ports:
+            del self.port_gid[p]
+        for comp, ports in components(g.flows - {fid}, self.flows):
+            self.new_group(comp, ports, t)
+
+    def regroup(self, t: int) -> list:
+        """Rebuild every group from the flows' (new) ports; returns the groups."""
+        self.groups.clear()
+        self.port_gid.clear()
+        fids = sorted(self.flows)
+        return [self.new_group(comp, ports, t) for comp, ports in components(fids, self.flows)]

@@ -1,0 +1,142 @@
+"""Memo replay: when a conflict group forms, look its transient up in the memo cache
+(:mod:`pwormhole.accel.memo`), record it when it becomes steady, and apply a hit.
+
+On a hit the group is frozen for the recorded convergence time and wakes with the recorded
+bytes advanced (plus the recorded growth of the flows' bytes in flight: a frozen pipeline holds
+only its own packets) and the recorded steady rates; then it is fast-forwarded on with the
+recorded goodputs (:func:`plan_after_jump`). A jump cut short by a new flow advances in proportion
+to the time spent. Lookups use sampled, replicated values only, so every rank decides alike.
+"""
+
+from __future__ import annotations
+
+from ..net.cc import jump_to_rate
+from .config import BPS_PER_BYTE_PS, FRESH_WINDOWS, REFILL_BUDGET
+from .fastforward import inflight, room, wake_by
+
+REFUSED = "refused"  # lookup(): a hit that a flow's tail or pipeline refill rules out
+
+
+def is_new(fs, g, window_ps: int) -> bool:
+    """Flow ``fs`` started within :data:`~.config.FRESH_WINDOWS` windows of group ``g``'s forming."""
+    return fs.start_ps + FRESH_WINDOWS * window_ps >= g.formed_ps
+
+
+def due(g, t: int, flows: dict, hpcc: bool, rerouted: set, window_ps: int):
+    """Whether group ``g`` (neither frozen nor backed off, not yet checked) is looked up now:
+    True; False marks it checked for good (rerouted flows; an HPCC group whose flows are not
+    all new: their windows' past is not in the key; a DCQCN rate cut or one pending: its
+    timers are not in the key); None: not yet (a flow unsampled at ``t``, or one that has sent
+    its last byte: what is left is looked up once it leaves)."""
+    if not rerouted.isdisjoint(g.flows):
+        return False
+    if hpcc and not all(is_new(flows[f], g, window_ps) for f in g.flows):
+        return False
+    if not hpcc and any(flows[f].rate() < flows[f].line_rate_bps
+                        or (flows[f].samples and flows[f].samples[-1].rp_due_ps >= 0) for f in g.flows):
+        return False
+    if all(flows[f].samples and flows[f].samples[-1].t_ps == t for f in g.flows):
+        if any(flows[f].samples[-1].sent_bytes >= flows[f].size for f in g.flows):
+            return None
+        return True
+    return None
+
+
+def lookup(memo, g, t: int, flows: dict, window_ps: int, margin_rtts: int, parts):
+    """Look group ``g`` up at ``t`` (``parts``: ``memo.group_parts``' answer for it). A miss
+    (None) starts a recording (``g.memo_base``); a hit is ``(entry, mapping, wake_ps)`` or
+    :data:`REFUSED` when a flow would not keep its pipeline, 4 packets and ``margin_rtts`` RTTs
+    of data after the jump, or when its refill could be off by more than
+    :data:`~.config.REFILL_BUDGET` of its size."""
+    order, labels, edges = parts
+    hit, key, graph = memo.lookup(labels, edges)
+    g.memo_key = (key, graph, order)
+    if hit is None:
+        g.memo_base = {fid: (flows[fid].una(), inflight(flows[fid], t, 0.0)) for fid in g.flows}
+        g.memo_base["@t"] = t
+        return None
+    entry, idx_map = hit
+    mapping = {order[i]: j for i, j in idx_map.items()}  # flow id -> recorded flow index
+    growth = {f: max(0, entry.flows[mapping[f]].get("inflight_growth", 0)) for f in g.flows}
+    shared = min(growth.values())
+    for fid in g.flows:
+        fs = flows[fid]
+        share = min(1.0, entry.flows[mapping[fid]]["goodput"] * BPS_PER_BYTE_PS / fs.line_rate_bps)
+        if (growth[fid] - shared) * (1 - share) > REFILL_BUDGET * fs.size:
+            g.memo_base = None
+            return REFUSED
+    for fid in g.flows:
+        fs = flows[fid]
+        rec = entry.flows[mapping[fid]]
+        jump = rec["bytes"] + max(0, rec.get("inflight_growth", 0))
+        tail = inflight(fs, t, rec["goodput"]) + 4 * fs.mtu + margin_rtts * rec["goodput"] * fs.path_rtt_ps
+        if fs.size - fs.una() <= jump + tail:
+            g.memo_base = None
+            return REFUSED
+    g.memo_base = None
+    return entry, mapping, t + -(-entry.convergence_ps // window_ps) * window_ps
+
+
+def record(memo, g, t: int, goodput: dict, flows: dict, hpcc: bool) -> None:
+    """Insert the transient of ``g`` (recording since its lookup), now steady at ``goodput``;
+    nothing when it is not consistent (faster than the line) or a DCQCN flow was cut (a replay
+    could not restore its recovery timers)."""
+    base = g.memo_base
+    g.memo_base = None
+    key, graph, order = g.memo_key
+    rec = {}
+    conv = t - base["@t"]
+    for i, fid in enumerate(order):
+        fs = flows[fid]
+        una0, inflight0 = base[fid]
+        b = fs.una() - una0
+        if b < 0 or b * BPS_PER_BYTE_PS > fs.line_rate_bps * max(conv, 1):
+            return
+        if not hpcc and fs.rate() < fs.line_rate_bps:
+            return
+        growth = inflight(fs, t, goodput[fid]) - inflight0  # pipeline filled during the transient
+        rec[i] = {"bytes": b, "goodput": goodput[fid], "rate_bps": fs.pacing_rate(), "inflight_growth": growth}
+    memo.insert(key, graph, conv, rec)
+
+
+def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
+    """Bytes to advance each flow of ``g`` woken ``d`` ps after a memo jump: a whole jump
+    advances the recorded bytes plus the recorded pipeline growth and sets the recorded steady
+    rates (local senders); an interrupted one the recorded bytes scaled by ``d / convergence``."""
+    entry, mapping = fz.memo
+    whole = d >= entry.convergence_ps
+    adv = {}
+    for fid in g.flows:
+        fs = flows[fid]
+        rec = entry.flows[mapping[fid]]
+        if whole:
+            b = max(0, rec["bytes"] + rec.get("inflight_growth", 0))
+        else:
+            b = rec["bytes"] * d // max(1, entry.convergence_ps)
+        adv[fid] = min(b // fs.mtu * fs.mtu, room(fs, fz.una0[fid], fz.inflight0[fid]))
+        if fs.src in local and whole:
+            qp = nodes[fs.src].sqp.get(fid)
+            if qp is not None:  # the recorded pacing rate (HPCC's window follows it)
+                jump_to_rate(qp, int(rec["rate_bps"]), hpcc)
+    return adv
+
+
+def plan_after_jump(g, t: int, fz, adv: dict, flows: dict, margin_rtts: int):
+    """``(goodput, una, wake_ps)`` to fast-forward ``g`` on after a whole memo jump with the
+    recorded goodputs, or None (a recorded goodput of 0). The wake is timed from the frozen
+    pipeline plus the recorded growth (the packet run has those bytes in flight)."""
+    entry, mapping = fz.memo
+    goodput, una = {}, {}
+    wake = None
+    for fid in g.flows:
+        fs = flows[fid]
+        rec = entry.flows[mapping[fid]]
+        gp = rec["goodput"]
+        if gp <= 0:
+            return None
+        goodput[fid] = gp
+        una[fid] = fz.una0[fid] + adv.get(fid, 0)
+        growth = min(rec.get("inflight_growth", 0), adv.get(fid, 0))
+        done = wake_by(fs, t, una[fid] - growth, gp, margin_rtts, {fid: fz.inflight0[fid] + growth})
+        wake = done if wake is None or done < wake else wake
+    return goodput, una, wake

@@ -1,0 +1,106 @@
+"""Rate solvers of the steadiness tests (pure numerics over ports and flows).
+
+* :func:`max_min_shares`: water-filling of max-min shares over saturated ports (HPCC fairness).
+* :func:`fifo_solve`: the long-run shares of window-bound flows at FIFO switch queues: each
+  keeps its window ``W`` in flight, so by Little's law gets ``min(W / (rtt + d), paced rate)``
+  where ``d`` sums its queues' delays; one equation per saturated port (the shares fill its
+  rate less its ACKs), solved by Gauss-Seidel sweeps and bisection.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+from ..net.nodes import SwitchPort
+from .config import BPS_PER_BYTE_PS, FIFO_SWEEPS, FIFO_TOLERANCE
+
+
+def max_min_shares(room: dict, crossing: dict, data_ports: dict) -> dict:
+    """Flow id -> max-min share (bytes/ps) of the flows crossing the ports of ``room`` (port ->
+    capacity, bytes/ps; consumed); ``crossing``: port -> flow ids; ``data_ports``: flow id ->
+    the ports its data cross. The tightest port (ties by node id and index) is filled first."""
+    share: dict = {}
+    while True:
+        best = None
+        for p in room:
+            n = sum(1 for f in crossing[p] if f not in share)
+            if n:
+                key = (max(0.0, room[p]) / n, p.node.node_id, p.idx)
+                if best is None or key < best[0]:
+                    best = (key, p)
+        if best is None:
+            break
+        (level, _, _), p = best
+        for f in crossing[p]:
+            if f not in share:
+                share[f] = level
+                for q in data_ports[f]:
+                    if q in room:
+                        room[q] -= level
+        del room[p]
+    return share
+
+
+def fifo_solve(flows: list, bound: set, crossing: dict, saturated: set, ack_load: dict, win: dict, pace: dict,
+               ack_queued: bool):
+    """``{flow id: payload bytes/ps}`` of the window-bound flows (``bound``) modelled at the
+    ``saturated`` switch ports, or None (nothing modelled, or the sweeps did not settle).
+
+    ``crossing``: port -> the FlowStates whose data cross it; ``ack_load``: port -> ACK bytes/ps;
+    ``win``: flow id -> wire bytes it keeps in flight; ``pace``: flow id -> its paced rate
+    (wire bytes/ps); ``ack_queued``: ACKs wait in their flow's priority queue. Modelled: ports
+    whose data are of one priority and whose ACK load is under their rate, and the flows all of
+    whose saturated ports are modelled (a NIC is round robin, never modelled)."""
+    ports = [p for p in crossing if p in saturated and isinstance(p, SwitchPort)
+             and p.rate_bps / BPS_PER_BYTE_PS > ack_load.get(p, 0.0)
+             and all(fs.pg == crossing[p][0].pg for fs in crossing[p])]
+    modelled = [fs for fs in flows if fs.fid in bound]
+    while ports:  # drop flows crossing a saturated port not modelled, and the ports they cross
+        keep = set(ports)
+        fss = [fs for fs in modelled
+               if all(p in keep for p in chain(fs.data_ports, fs.ack_ports) if p in saturated)]
+        on = {fs.fid for fs in fss}
+        ports2 = [p for p in ports if all(fs.fid in on for fs in crossing[p])]
+        if len(ports2) == len(ports) and len(fss) == len(modelled):
+            break
+        ports, modelled = ports2, fss
+    if not ports:
+        return None
+    delay = {p: 0.0 for p in ports}  # ps
+    pg = {p: crossing[p][0].pg for p in ports}  # the priority of each modelled port's data
+    queues = {}
+    for fs in modelled:  # the modelled queues its packets wait in: its data's, and its ACKs' where shared
+        queues[fs.fid] = [p for p in fs.data_ports if p in delay] + [
+            p for p in fs.ack_ports if p in delay and ack_queued and pg[p] == fs.pg]
+    modelled = [fs for fs in modelled if queues[fs.fid]]  # the others keep their measured goodputs
+
+    def share(fs, d_ps):  # wire bytes/ps at a total queue delay d_ps
+        return min(win[fs.fid] / (fs.path_rtt_ps + d_ps), pace[fs.fid])
+
+    for sweep in range(FIFO_SWEEPS):
+        for p in (ports if sweep % 2 == 0 else reversed(ports)):  # symmetric sweeps
+            cap = p.rate_bps / BPS_PER_BYTE_PS - ack_load.get(p, 0.0)
+            terms = [(fs, sum(delay[x] for x in queues[fs.fid]) - delay[p]) for fs in crossing[p]]
+            lo, hi = 0.0, float(max(fs.path_rtt_ps + d for fs, d in terms))
+            if sum(share(fs, d) for fs, d in terms) <= cap:
+                hi = 0.0  # the windows (or the paced rates) do not fill it: no queue
+            else:
+                while sum(share(fs, d + hi) for fs, d in terms) > cap:
+                    hi *= 2
+                for _ in range(40):  # to 2^-40 of the bracket
+                    mid = (lo + hi) / 2
+                    if sum(share(fs, d + mid) for fs, d in terms) > cap:
+                        lo = mid
+                    else:
+                        hi = mid
+            delay[p] = hi
+        # settled when every port's equation holds at once (to FIFO_TOLERANCE of its rate)
+        total = {fs.fid: share(fs, sum(delay[x] for x in queues[fs.fid])) for fs in modelled}
+        for p in ports:
+            cap = p.rate_bps / BPS_PER_BYTE_PS - ack_load.get(p, 0.0)
+            err = sum(total[fs.fid] for fs in crossing[p]) - cap
+            if err > FIFO_TOLERANCE * cap or (delay[p] > 0 and err < -FIFO_TOLERANCE * cap):
+                break
+        else:
+            return {fs.fid: total[fs.fid] * fs.mtu / fs.wire_bytes for fs in modelled}
+    return None

@@ -1,0 +1,212 @@
+"""Steadiness tests of a conflict group (pure functions of the samples and the flow table).
+
+A flow is steady when, over its last ``samples`` samples since its group last changed, its
+CC rate varies by less than ``theta`` of its mean, and over the goodput span (the last samples
+holding ``min_span_packets`` packets, ACK-timed from :data:`~.config.SETTLE_RTTS` path RTTs
+after the group's newest flow started) the goodputs of its halves agree to ``theta``, its bytes
+in flight hold, and it received no CNP. A group is steady when all its flows are, none of its
+switch ports fills (:func:`fills_a_queue`), and under HPCC its flows are near their max-min
+shares (:func:`hpcc_unfair`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from itertools import islice
+from typing import NamedTuple
+
+from .config import (
+    BPS_PER_BYTE_PS, FIFO_SATURATION, HPCC_FAIRNESS, HPCC_SATURATION, INFLIGHT_BASELINE_SPANS,
+    INFLIGHT_SLACK_PACKETS, OVERLOAD_SLACK, SETTLE_RTTS,
+)
+from .solvers import fifo_solve, max_min_shares
+
+
+class NetFacts(NamedTuple):
+    """What the tests need of the network's settings."""
+
+    ack_every_pkts: int  # packets per ACK
+    ack_bytes: int  # wire bytes of an ACK
+    var_win: bool  # VAR_WIN: the window scales with the rate
+    min_win_bytes: int  # the smallest window the CC enforces
+    rate_bound: bool  # RATE_BOUND: senders are paced at their CC rate
+    ack_high_prio: bool  # ACK_HIGH_PRIO: ACKs do not wait in their flow's queue
+    u_target: float  # HPCC's target utilization
+
+
+def goodput(fs, since: int, newest_start_ps: int, samples: int, theta: float, min_span_packets: int):
+    """Bytes per ps of flow ``fs`` over its steady span, or None when not steady (or too few
+    samples). ``since``: when its group last changed (older samples are not used);
+    ``newest_start_ps``: the boundary that reported the group's latest flow start. Cost: the
+    last ``samples`` samples, then two binary searches (times and acked bytes never decrease
+    within a history, which a wake clears)."""
+    q = fs.samples
+    need = samples
+    if len(q) < need:
+        return None
+    last = list(islice(reversed(q), need))  # newest first
+    if last[-1].t_ps < since or last[-1].una_bytes <= 0:
+        return None
+    rates = [x.rate_bps for x in last]
+    mean = sum(rates) / need
+    if mean <= 0 or (max(rates) - min(rates)) / mean >= theta:
+        return None
+    # the span, ACK-timed (exact event times, not quantized by the boundaries)
+    b1, t1 = last[0].una_bytes, last[0].una_ps
+    want = min_span_packets * fs.mtu
+    if b1 - q[0].una_bytes < want:  # not enough bytes in the whole history
+        return None
+    n = len(q)
+    # from the newest sample j with b1 - una(j) >= want (and at least `need` samples), among those
+    # taken since the group formed and ACK-timed SETTLE_RTTS path RTTs after its newest flow started
+    settled = max(since, newest_start_ps + int(SETTLE_RTTS * fs.path_rtt_ps))
+    lo = bisect_left(q, True, key=lambda x: x.t_ps >= since and x.una_ps >= settled and x.una_bytes > 0)
+    j = min(n - need, bisect_right(q, b1 - want, key=lambda x: x.una_bytes) - 1)
+    if j < lo:
+        return None
+    if q[j].cnps != last[0].cnps:  # a CNP during the span: DCQCN cuts the rate at its next check
+        return None
+    b0, t0 = q[j].una_bytes, q[j].una_ps
+    mid = q[n - 1 - (n - j) // 2]
+    bm, tm = mid.una_bytes, mid.una_ps
+    if t1 <= tm or tm <= t0 or b1 <= bm or bm <= b0:
+        return None
+    g1 = (bm - b0) / (tm - t0)
+    g2 = (b1 - bm) / (t1 - tm)
+    if abs(g1 - g2) / g2 >= theta:
+        return None
+    # the bytes in flight must hold (a sender faster than its goodput fills a queue)
+    grow = (last[0].sent_bytes - last[0].una_bytes) - (q[j].sent_bytes - q[j].una_bytes)
+    if abs(grow) > theta * (b1 - b0) + INFLIGHT_SLACK_PACKETS * fs.mtu:
+        return None
+    # and over a longer baseline where the history has one (a slowly filling queue)
+    k = max(lo, n - 1 - INFLIGHT_BASELINE_SPANS * (n - 1 - j))
+    if k < j:
+        grow = (last[0].sent_bytes - last[0].una_bytes) - (q[k].sent_bytes - q[k].una_bytes)
+        if abs(grow) > theta * (b1 - q[k].una_bytes) + INFLIGHT_SLACK_PACKETS * fs.mtu:
+            return None
+    return (b1 - b0) / (t1 - t0)
+
+
+def enforced_window(fs, rate_bps: int, facts: NetFacts) -> int:
+    """The window the sender of ``fs`` enforces at ``rate_bps`` (bytes; 0: none): ``SendQP.cur_win``,
+    which ``VAR_WIN`` scales with the rate (``cc.set_rate``)."""
+    win = fs.win_bytes
+    if win and facts.var_win:
+        win = max(facts.min_win_bytes, win * rate_bps // fs.line_rate_bps)
+    elif win:
+        win = max(facts.min_win_bytes, win)
+    return win
+
+
+def port_loads(flows: list, goodput: dict, facts: NetFacts) -> tuple:
+    """``(data, acks)``: bytes/ps into each port of the flows' data (wire bytes, at ``goodput``)
+    and of their ACKs (one per ``ack_every_pkts`` packets)."""
+    data: dict = {}
+    acks: dict = {}
+    for fs in flows:
+        gp = goodput[fs.fid]
+        ack = gp / (fs.mtu * facts.ack_every_pkts) * facts.ack_bytes
+        for p in fs.ack_ports:
+            acks[p] = acks.get(p, 0.0) + ack
+        wire = gp * fs.wire_bytes / fs.mtu
+        for p in fs.data_ports:
+            data[p] = data.get(p, 0.0) + wire
+    return data, acks
+
+
+def fills_a_queue(flows: list, goodput: dict, facts: NetFacts) -> bool:
+    """The flows (sorted by id) send more into one of their switch ports than it forwards, and
+    one crossing it is not window-bound: its queue grows, so the group is not steady (DCQCN, and
+    HPCC without a window). A flow sends its goodput when its window is full or all is sent,
+    else its paced rate, within its max-min share of its NIC less the ACKs the NIC sends."""
+    load = port_loads(flows, goodput, facts)[1]  # ACKs first (at the goodput's pace)
+    by_nic: dict = {}
+    for fs in flows:
+        by_nic.setdefault(fs.data_ports[0], []).append(fs)
+    fillers: set = set()  # ports crossed by the data of a flow whose window is not full
+    for nic, fss in by_nic.items():
+        room = nic.rate_bps / BPS_PER_BYTE_PS - load.get(nic, 0.0)  # control packets go first
+        asks = []
+        for fs in fss:
+            last = fs.samples[-1]
+            win = enforced_window(fs, fs.rate(), facts)
+            if (win and last.sent_bytes - last.una_bytes >= win - 2 * fs.mtu) or last.sent_bytes >= fs.size:
+                ask = goodput[fs.fid] * fs.wire_bytes / fs.mtu  # window full, or draining: bounded
+            else:
+                ask = (fs.rate() if facts.rate_bound else fs.line_rate_bps) / BPS_PER_BYTE_PS
+                fillers.update(fs.data_hops)
+            asks.append((ask, fs.fid, fs))
+        asks.sort()
+        for i, (ask, _fid, fs) in enumerate(asks):
+            sends = min(ask, max(0.0, room) / (len(asks) - i))  # max-min share of the NIC
+            room -= sends
+            for p in fs.data_hops:
+                load[p] = load.get(p, 0.0) + sends
+    return any(p in fillers and b > (1 + OVERLOAD_SLACK) * p.rate_bps / BPS_PER_BYTE_PS for p, b in load.items())
+
+
+def hpcc_unfair(flows: list, goodput: dict, facts: NetFacts) -> bool:
+    """HPCC: a flow (of ``flows``, sorted by id) is more than :data:`~.config.HPCC_FAIRNESS` off
+    its max-min share at the group's saturated ports of one priority, where HPCC's additive
+    increase slowly moves it: not steady yet (each port's capacity is the data load it carries)."""
+    if len(flows) < 2:
+        return False
+    load, ack_load = port_loads(flows, goodput, facts)
+    crossing: dict = {}
+    for fs in flows:
+        for p in fs.data_ports:
+            crossing.setdefault(p, []).append(fs.fid)
+    pg = {fs.fid: fs.pg for fs in flows}
+    u = facts.u_target
+    room = {p: b for p, b in load.items()
+            if b + ack_load.get(p, 0.0) >= (1 - HPCC_SATURATION) * u * p.rate_bps / BPS_PER_BYTE_PS
+            and len({pg[f] for f in crossing[p]}) == 1}  # strict priorities are not max-min
+    if not any(len(crossing[p]) > 1 for p in room):
+        return False
+    data_ports = {fs.fid: fs.data_ports for fs in flows}
+    share = max_min_shares(room, crossing, data_ports)
+    wire = {fs.fid: fs.wire_bytes / fs.mtu for fs in flows}
+    return any(abs(goodput[f] * wire[f] - s) > HPCC_FAIRNESS * s for f, s in share.items())
+
+
+def fifo_shares(flows: list, goodput: dict, samples: int, facts: NetFacts) -> None:
+    """Replace (in place) the measured goodputs of window-bound flows (``flows``, sorted by id)
+    whose bottlenecks are FIFO switch queues by their long-run shares (:func:`~.solvers.fifo_solve`;
+    DCQCN with windows): a span reads each at a different point of a slow swing. Window-bound: the
+    enforced window in flight at each of the last ``samples`` samples, bytes left to send. A port
+    the shares would overload (read just under saturation) joins the model and it is solved again;
+    the measured goodputs stand when that fails."""
+    bound = set()
+    for fs in flows:
+        win = enforced_window(fs, fs.rate(), facts)
+        if win and fs.samples[-1].sent_bytes < fs.size and all(
+                x.sent_bytes - x.una_bytes >= win - 2 * fs.mtu for x in islice(reversed(fs.samples), samples)):
+            bound.add(fs.fid)
+    if not bound:
+        return
+    load, ack_load = port_loads(flows, goodput, facts)
+    crossing: dict = {}  # port -> the flows whose data cross it
+    for fs in flows:
+        for p in fs.data_ports:
+            crossing.setdefault(p, []).append(fs)
+    saturated = {p for p, b in load.items()
+                 if b + ack_load.get(p, 0.0) >= (1 - FIFO_SATURATION) * p.rate_bps / BPS_PER_BYTE_PS}
+    win, pace = {}, {}
+    for fs in flows:
+        if fs.fid in bound:  # it sends while less than its window is in flight: up to the next whole packet
+            win[fs.fid] = -(-enforced_window(fs, fs.rate(), facts) // fs.mtu) * fs.wire_bytes
+            pace[fs.fid] = (fs.rate() if facts.rate_bound else fs.line_rate_bps) / BPS_PER_BYTE_PS
+    while True:
+        new = fifo_solve(flows, bound, crossing, saturated, ack_load, win, pace, not facts.ack_high_prio)
+        if new is None:
+            return  # the measured goodputs stand
+        load2, ack_load2 = port_loads(flows, {**goodput, **new}, facts)
+        over = {p for p, b in load2.items()
+                if b + ack_load2.get(p, 0.0) > (1 + OVERLOAD_SLACK) * p.rate_bps / BPS_PER_BYTE_PS}
+        if not over:
+            goodput.update(new)
+            return
+        if over <= saturated:
+            return  # a port it overloads could not be modelled
+        saturated |= over
