@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 import pytest
+from helpers import config, flows_of
 
-from helpers import flows_of, config
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError

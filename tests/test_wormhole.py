@@ -8,8 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from helpers import G100, US, config, flows_of, star_topo
+
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue
@@ -429,8 +429,10 @@ def test_memo_entries_never_shared_across_link_rates():
 def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     fp = config_fingerprint(config(), AccelConfig())
     # theta 0 picks the CC's default: the same configuration as that value set by hand
-    assert fp == config_fingerprint(config(), AccelConfig(theta=0.02)) != config_fingerprint(config(), AccelConfig(theta=0.03))
-    assert config_fingerprint(config("hpcc"), AccelConfig()) == config_fingerprint(config("hpcc"), AccelConfig(theta=0.005))
+    assert fp == config_fingerprint(config(), AccelConfig(theta=0.02))
+    assert fp != config_fingerprint(config(), AccelConfig(theta=0.03))
+    hpcc = config_fingerprint(config("hpcc"), AccelConfig())
+    assert hpcc == config_fingerprint(config("hpcc"), AccelConfig(theta=0.005))
     memo = MemoCache(fp)
     both(star_topo(6), pattern(0, 3_000 * US), memo=memo)
     path = tmp_path / "memo.json"

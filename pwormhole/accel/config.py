@@ -44,7 +44,7 @@ class AccelConfig:
     memo: bool = True
     fluid_nvlink: bool = False
 
-    def resolved(self, hpcc: bool) -> "AccelConfig":
+    def resolved(self, hpcc: bool) -> AccelConfig:
         """A copy with ``theta``, ``samples`` and ``min_span_packets`` (0: by congestion
         control) set to the values in effect under HPCC (``hpcc``) or DCQCN."""
         return replace(self, theta=self.theta or THETA[hpcc], samples=self.samples or SAMPLES[hpcc],

@@ -16,7 +16,17 @@ from bisect import bisect_left
 
 from ..net import cc
 from ..net.packet import (
-    EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, P_FLOW, P_INPORT, P_INT, P_SEQ, P_TYPE, T_PFC,
+    EV_ARRIVE_HOST,
+    EV_ARRIVE_SWITCH,
+    EV_NIC_WAKE,
+    EV_TIMER,
+    EV_TX_DONE,
+    P_FLOW,
+    P_INPORT,
+    P_INT,
+    P_SEQ,
+    P_TYPE,
+    T_PFC,
 )
 from .groups import route_path
 

@@ -321,7 +321,7 @@ def build_domains(net, flows, owner) -> tuple[dict, dict]:
             parent[find(a)] = find(b)
         elif b not in net.topo.switches:
             hosts_of.setdefault(b, set()).add(a)
-    for h, ns in hosts_of.items():
+    for ns in hosts_of.values():
         first = min(ns)
         for n in ns:
             parent[find(n)] = find(first)

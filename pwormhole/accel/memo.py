@@ -40,8 +40,8 @@ import stat
 import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
 
-from ..net.nodes import SwitchPort
 from ..config import CC_HPCC
+from ..net.nodes import SwitchPort
 from ..outfiles import atomic
 from .config import SETTLE_RTTS
 
@@ -67,7 +67,8 @@ _MAX_LABEL = 200
 def config_fingerprint(cfg, accel_cfg) -> str:
     """A digest of everything a recording depends on besides the group graph."""
     parts = [f"{k}={getattr(cfg, k, None)!r}" for k in CC_FIELDS]
-    eff = accel_cfg.resolved(getattr(cfg, "cc_mode", None) == CC_HPCC)  # the values in effect, not the 0 that picks them
+    # the values in effect, not the 0 that picks them
+    eff = accel_cfg.resolved(getattr(cfg, "cc_mode", None) == CC_HPCC)
     parts.append(f"theta={eff.theta!r} samples={eff.samples} sample_ps={eff.sample_ps} "
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
@@ -172,7 +173,7 @@ class MemoLimits:
         self.max_convergence_ps = max_convergence_ps
 
     @classmethod
-    def of(cls, scn) -> "MemoLimits":
+    def of(cls, scn) -> MemoLimits:
         """The bounds of scenario ``scn`` (its topology, flows and configuration)."""
         cfg = scn.config
         size = max((f.size_bytes for f in scn.flows), default=0)
@@ -330,7 +331,7 @@ class MemoCache:
             fh.write(self._text())
 
     @classmethod
-    def load(cls, path: str, fingerprint: str, warn, limits: MemoLimits | None = None) -> "MemoCache":
+    def load(cls, path: str, fingerprint: str, warn, limits: MemoLimits | None = None) -> MemoCache:
         """The cache saved in ``path``; an empty one (and ``warn(message)``) when the
         file is missing, not a regular file, over :data:`MAX_FILE_BYTES`, unreadable,
         corrupt or from another configuration. Entries that are malformed or outside

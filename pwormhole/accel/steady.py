@@ -16,8 +16,14 @@ from itertools import islice
 from typing import NamedTuple
 
 from .config import (
-    BPS_PER_BYTE_PS, FIFO_SATURATION, HPCC_FAIRNESS, HPCC_SATURATION, INFLIGHT_BASELINE_SPANS,
-    INFLIGHT_SLACK_PACKETS, OVERLOAD_SLACK, SETTLE_RTTS,
+    BPS_PER_BYTE_PS,
+    FIFO_SATURATION,
+    HPCC_FAIRNESS,
+    HPCC_SATURATION,
+    INFLIGHT_BASELINE_SPANS,
+    INFLIGHT_SLACK_PACKETS,
+    OVERLOAD_SLACK,
+    SETTLE_RTTS,
 )
 from .solvers import fifo_solve, max_min_shares
 

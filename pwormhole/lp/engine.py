@@ -13,8 +13,16 @@ from heapq import heapify, heappop, heappush
 
 from ..net.nodes import Host, HostPort, Port, Switch
 from ..net.packet import (
-    EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE, EV_OP_START, EV_TIMER,
-    EV_TX_DONE, N_EVENT_KINDS,
+    EV_ARRIVE_HOST,
+    EV_ARRIVE_SWITCH,
+    EV_FLOW_START,
+    EV_NIC_WAKE,
+    EV_NOTIFY,
+    EV_OP_DONE,
+    EV_OP_START,
+    EV_TIMER,
+    EV_TX_DONE,
+    N_EVENT_KINDS,
 )
 
 INF_PS = 1 << 62  # "nothing pending": no event in a heap, no planned wake

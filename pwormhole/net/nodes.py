@@ -35,10 +35,34 @@ from typing import NamedTuple
 
 from . import cc
 from .packet import (
-    ACK_INT_BYTES, ACK_MIN_BYTES, DATA_HEADER_BYTES, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE, EV_OP_START, EV_TIMER,
+    ACK_INT_BYTES,
+    ACK_MIN_BYTES,
+    DATA_HEADER_BYTES,
+    EV_NIC_WAKE,
+    EV_NOTIFY,
+    EV_OP_DONE,
+    EV_OP_START,
+    EV_TIMER,
     EV_TX_DONE,
-    INT_HEADER_BYTES, N_PRIORITIES, P_DST, P_ECN, P_FLOW, P_HASH, P_INPORT, P_INT, P_PAUSE, P_PAY, P_PG,
-    P_SEQ, P_SIZE, P_TYPE, PFC_FRAME_BYTES, T_ACK, T_DATA, T_NACK, T_PFC,
+    INT_HEADER_BYTES,
+    N_PRIORITIES,
+    P_DST,
+    P_ECN,
+    P_FLOW,
+    P_HASH,
+    P_INPORT,
+    P_INT,
+    P_PAUSE,
+    P_PAY,
+    P_PG,
+    P_SEQ,
+    P_SIZE,
+    P_TYPE,
+    PFC_FRAME_BYTES,
+    T_ACK,
+    T_DATA,
+    T_NACK,
+    T_PFC,
 )
 
 PS_BITS = 8_000_000_000_000  # 8 bits/byte x 1e12 ps/s: serialization = ceil(bytes * PS_BITS / rate)
@@ -225,7 +249,8 @@ class SwitchPort(Port):
         self.eg_bytes[qi] = eg
         if pkt[P_TYPE] == T_DATA:
             if sw.ecn and eg > self.kmin_bytes:
-                if eg > self.kmax_bytes or sw.rng.random() < self.pmax * (eg - self.kmin_bytes) / (self.kmax_bytes - self.kmin_bytes):
+                if eg > self.kmax_bytes or (sw.rng.random()
+                                            < self.pmax * (eg - self.kmin_bytes) / (self.kmax_bytes - self.kmin_bytes)):
                     if not pkt[P_ECN]:
                         pkt[P_ECN] = True
                         sw.ecn_marks += 1
