@@ -26,7 +26,6 @@ from heapq import heappop
 from .config import CC_DCQCN
 from .lp.engine import LogicalProcess
 from .net.build import Network
-from .partition.grid import window_ps
 from .topology.model import Link, Topology
 from .workload.flows import Flow
 
@@ -112,7 +111,7 @@ class StandaloneFct:
         nv = frozenset(i + 1 for i, (_, _, is_nv) in enumerate(hops) if is_nv and i + 1 < n - 1)
         topo = Topology(n, frozenset(range(1, n - 1)), links, name="alone", nvswitches=nv)
         flow = Flow(0, 0, n - 1, 3, 100, size_bytes, 0)
-        net = Network(topo, [flow], self.cfg, window_ps=window_ps(topo))  # the line's own grid (its errors too)
+        net = Network(topo, [flow], self.cfg, window_ps=self.net.window_ps)  # the real run's window
         net.max_rtt_ps, net.max_bdp_bytes = rtt_ps, win_bytes  # the real network's QP window
         lp = LogicalProcess(0, net.nodes, net.initial_events(), [0] * n)
         heap, handlers, dst = lp.heap, lp.handlers, net.nodes[n - 1]

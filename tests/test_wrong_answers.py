@@ -126,3 +126,17 @@ def test_a_flow_alone_has_slowdown_one(tmp_path, cc, mode):
             assert f"{json.loads((out / 'summary.json').read_text())['slowdown']['mean']:.3f}" == "1.000"
         else:  # fast-forwarded: Wormhole's own error (HPCC's slow drift to U_TARGET: 0.2% at 3 MB)
             assert abs(fct_ns - standalone_ns) <= standalone_ns * 0.003, (size, fct_ns, standalone_ns)
+
+
+def test_standalone_of_a_route_of_zero_delay_links(tmp_path):
+    """Two hosts joined through their switch by zero-delay links (the rest of the fabric has
+    1 us links, so the run's window is 1 us): the lone copy of their route takes the run's
+    window instead of failing to find one of its own."""
+    (tmp_path / "topo.txt").write_text("6 1 5\n2\n0 2 100Gbps 0ns 0\n1 2 100Gbps 0ns 0\n3 2 100Gbps 1us 0\n"
+                                       "4 2 100Gbps 1us 0\n5 2 100Gbps 1us 0\n")
+    (tmp_path / "flow.txt").write_text("1\n0 1 3 100 100000 0\n")
+    out = tmp_path / "out"
+    assert cli.main(["run", "--topology", str(tmp_path / "topo.txt"), "--flows", str(tmp_path / "flow.txt"),
+                     "--cc", "dcqcn", "--mode", "packet", "--out", str(out), "--no-progress"]) == 0
+    cols = (out / "fct.txt").read_text().split()
+    assert int(cols[6]) == int(cols[7]) > 0
