@@ -196,13 +196,14 @@ class Run:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
-        if not self.complete and accel is not None:
-            accel.settle(self.t_end_ps)  # fast-forwarded bytes, counted up to the stop
-        cut_off = sorted(f for f in self.net.no_path if f not in finish)
-        if not self.complete and self.stuck is None and cut_off:
-            self.stuck = self._stuck_report(self.t_end_ps, stuck_text.no_path_reason(cut_off, self.net.failed))
-        if not self.complete and self.stuck is None and self.t_end_ps < stop_ps:
-            self.stuck = self._stuck_report(self.t_end_ps, stuck_text.NO_EVENT)
+        if not self.complete:
+            if accel is not None:
+                accel.settle(self.t_end_ps)  # fast-forwarded bytes, counted up to the stop
+            cut_off = sorted(f for f in self.net.no_path if f not in finish)
+            if self.stuck is None and cut_off:
+                self.stuck = self._stuck_report(self.t_end_ps, stuck_text.no_path_reason(cut_off, self.net.failed))
+            elif self.stuck is None and self.t_end_ps < stop_ps:
+                self.stuck = self._stuck_report(self.t_end_ps, stuck_text.NO_EVENT)
         return self
 
     def _link_down(self, t_ps: int, a: int, b: int) -> None:

@@ -25,7 +25,7 @@ from heapq import heappop
 
 from .config import CC_DCQCN
 from .lp.engine import LogicalProcess
-from .net.build import Network
+from .net.build import Network, route_path
 from .topology.model import Link, Topology
 from .workload.flows import Flow
 
@@ -37,14 +37,8 @@ STEADY_PACKETS = 256
 
 def route_links(net: Network, flow: Flow) -> list:
     """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses."""
-    node = net.nodes[flow.src]
-    h = node.flow_hash[flow.flow_id]
-    out = []
-    while node.node_id != flow.dst:
-        port = node.route_port(flow.dst, h)
-        out.append((port.rate_bps, port.delay_ps, port.peer.node_id in net.topo.nvswitches))
-        node = port.peer
-    return out
+    ports = route_path(net.nodes, flow.src, flow.dst, net.nodes[flow.src].flow_hash[flow.flow_id])
+    return [(p.rate_bps, p.delay_ps, p.peer.node_id in net.topo.nvswitches) for p in ports]
 
 
 class StandaloneFct:

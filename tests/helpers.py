@@ -1,4 +1,10 @@
-"""Small scenario builders shared by the engine tests."""
+"""Small scenario builders shared by the engine tests, and where mpiexec is."""
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
 
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
 from pwormhole.run import Run
@@ -7,6 +13,21 @@ from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.flows import Flow
 
 G100 = 100 * 10**9
+# mpiexec of this Python's environment (the mpich wheel), else one on PATH
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+
+def _mpi_ok() -> bool:
+    if not MPIEXEC:
+        return False
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_mpi = pytest.mark.skipif(not _mpi_ok(), reason="mpi4py/mpiexec not installed (pip install -e '.[mpi]')")
 US = 1_000_000
 
 
@@ -37,4 +58,4 @@ def line_topo():
     return Topology(4, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US)])
 
 
-__all__ = ["G100", "US", "flows_of", "config", "run", "star_topo", "line_topo"]
+__all__ = ["G100", "MPIEXEC", "US", "needs_mpi", "flows_of", "config", "run", "star_topo", "line_topo"]

@@ -10,14 +10,13 @@ bytes started on the wire) shows that nothing crossed the link afterwards.
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import G100, US, config, flows_of
+from helpers import G100, MPIEXEC, US, config, flows_of, needs_mpi
 
 from pwormhole import cli
 from pwormhole.accel.wormhole import AccelConfig, route_path
@@ -33,7 +32,6 @@ T0 = 2 * S  # HPCC's LINK_DOWN times are 2 s + a us: the flows start at 2 s (emp
 DATA_WIRE = 1036  # 1000 B payload + 36 B headers (DCQCN)
 TX = 82_880  # ps to serialize DATA_WIRE at 100 Gb/s
 ACK_TX = 3_840  # ps for a 48 B ACK/NACK at 100 Gb/s
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
 
 def two_spines(senders: int = 1) -> Topology:
@@ -222,17 +220,7 @@ def test_fat_tree_permutation_with_a_failed_link(tmp_path):
     assert runs["wormhole"].finish_ps == runs["wormhole-2lps"].finish_ps
 
 
-def _mpi_ok() -> bool:
-    if not MPIEXEC:
-        return False
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _mpi_ok(), reason="mpi4py/mpiexec not installed (pip install -e '.[mpi]')")
+@needs_mpi
 def test_fat_tree_failure_identical_on_1_and_2_ranks(tmp_path):
     """The failure is a boundary of its own, applied the same way on every rank: fct.txt is
     byte-identical on 1 process and 2 MPI ranks (Wormhole mode; 2 in-process LPs: above)."""

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_parallel import MPIEXEC, needs_mpi
+from helpers import MPIEXEC, needs_mpi
 
 ROOT = Path(__file__).resolve().parents[1]
 MIX = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"  # 66 nodes (a star), flows among 4 of them

@@ -1,14 +1,13 @@
 """Parallel LPs: same answer on any LP count (in-process and mpiexec), plans, faults."""
 
 import json
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import config, flows_of, star_topo
+from helpers import MPIEXEC, config, flows_of, needs_mpi, star_topo
 
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
@@ -18,20 +17,6 @@ from pwormhole.topology.hpcc import read_hpcc_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 FAT = ROOT / "tests" / "data" / "hpcc" / "mix" / "fat.txt"
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-
-
-def _mpi_ok():
-    if not MPIEXEC:
-        return False
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_mpi = pytest.mark.skipif(not _mpi_ok(), reason="mpi4py/mpiexec not installed (pip install -e '.[mpi]')")
 
 
 def incast_scenario():

@@ -1,18 +1,17 @@
 """Runs that used to end with exit 0 and a wrong answer (issue 20, cases 1, 3 and 4)."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import MPIEXEC
 
 from pwormhole import cli
 from pwormhole.lp.engine import INF_PS, next_due_ps
 
 ROOT = Path(__file__).resolve().parents[1]
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 CONFIG = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"
 
 

@@ -9,21 +9,10 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..net.build import route_path
 from ..net.nodes import SwitchPort
 
-
-def route_path(nodes, src: int, dst: int, h: int) -> list:
-    """The egress ports a packet of ECMP hash ``h`` crosses from node ``src`` to ``dst``
-    (the choices the per-packet path makes)."""
-    node = nodes[src]
-    out = []
-    while node.node_id != dst:
-        port = node.route_port(dst, h)
-        out.append(port)
-        node = port.peer
-        if len(out) > 64:
-            raise RuntimeError(f"routing loop from {src} to {dst}")
-    return out
+__all__ = ["FlowState", "FlowTable", "Group", "components", "route_path"]
 
 
 class FlowState:
