@@ -207,7 +207,7 @@ def _accel_config(args, comm):
     if mode not in ("wormhole", "packet"):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
-        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "window", "sample", "fluid_nvlink"):
+        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "fluid_nvlink"):
             if getattr(args, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -216,10 +216,10 @@ def _accel_config(args, comm):
         if not 0 < args.theta < 1:
             raise InputError(f"--theta must be between 0 and 1, got {args.theta}")
         cfg.theta = args.theta
-    if args.window is not None:
-        if args.window < 2:
-            raise InputError(f"--window (samples) must be >= 2, got {args.window}")
-        cfg.samples = args.window
+    if args.samples is not None:
+        if args.samples < 2:
+            raise InputError(f"--samples must be >= 2, got {args.samples}")
+        cfg.samples = args.samples
     if args.sample is not None:
         try:
             cfg.sample_ps = parse_time_ps(args.sample)
@@ -399,8 +399,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--theta", type=float,
                    help="steadiness threshold on (max-min)/mean of the rates, on the goodput span's halves and "
                         "on the drift of the bytes in flight (default 0.02 under DCQCN, 0.005 under HPCC)")
-    w.add_argument("--window", type=int,
-                   help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC)")
+    w.add_argument("--samples", "--window", type=int, dest="samples",
+                   help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC; "
+                        "--window is its old name)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
     w.add_argument("--fluid-nvlink", action="store_true",
                    help="give the flows inside each server's NVSwitch fair-share rates instead of simulating "

@@ -21,6 +21,7 @@ from .accel.wormhole import Wormhole
 from .errors import OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
+from .net.nodes import handler_table
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .partition.plan import make_plan
 from .report import stuck as stuck_text
@@ -107,7 +108,8 @@ class Run:
         initial = self.net.initial_events()
         self.comm = comm
         ids = [comm.rank] if comm is not None else range(n_lps)
-        self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner)
+        handlers = handler_table()
+        self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner, handlers)
                     for i in ids]
         self.n_lps = n_lps
         self.accel = Wormhole(self.net, self.lps, accel, memo, owner) if accel is not None else None
@@ -169,7 +171,7 @@ class Run:
                 accel.on_boundary(t_ps, done, got.report)
             else:
                 for lp in lps:
-                    lp.started.clear()
+                    lp.flow_start_log.clear()
             while failures and failures[0][0] <= t_ps:
                 self._link_down(t_ps, *failures.pop(0)[1:])
             bar.update(t_ps, self.events)
@@ -397,7 +399,7 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
-        summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_bytes, flow_time,
+        summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids), shared))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace

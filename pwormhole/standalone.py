@@ -26,6 +26,7 @@ from heapq import heappop
 from .config import CC_DCQCN
 from .lp.engine import LogicalProcess
 from .net.build import Network, route_path
+from .net.nodes import handler_table
 from .topology.model import Link, Topology
 from .workload.flows import Flow
 
@@ -107,7 +108,7 @@ class StandaloneFct:
         flow = Flow(0, 0, n - 1, 3, 100, size_bytes, 0)
         net = Network(topo, [flow], self.cfg, window_ps=self.net.window_ps)  # the real run's window
         net.max_rtt_ps, net.max_bdp_bytes = rtt_ps, win_bytes  # the real network's QP window
-        lp = LogicalProcess(0, net.nodes, net.initial_events(), [0] * n)
+        lp = LogicalProcess(0, net.nodes, net.initial_events(), [0] * n, handler_table())
         heap, handlers, dst = lp.heap, lp.handlers, net.nodes[n - 1]
         got = 0
         same = 0  # deliveries in a row at the same spacing

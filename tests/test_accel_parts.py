@@ -44,7 +44,7 @@ def test_hpcc_int_records_shift_by_the_skip():
 
 
 def test_extract_and_reinsert_keep_the_keys():
-    lp = LogicalProcess(0, [], [], [])
+    lp = LogicalProcess(0, [], [], [], ())
     lp.heap.extend([(5, 1, 0, None, "a"), (7, 2, 0, None, "b"), (9, 3, 0, None, "c")])
     out = lp.extract(lambda ev: ev[4] != "b")
     assert sorted(out) == [(5, 1, 0, None, "a"), (9, 3, 0, None, "c")] and lp.heap == [(7, 2, 0, None, "b")]

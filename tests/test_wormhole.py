@@ -691,7 +691,7 @@ def test_fifo_shares_over_two_ports_in_series():
 def _steady_flow(cnps):
     """A Wormhole view of one flow acknowledged at 50 Gb/s (6.25 bytes/ns), sampled every
     1 us for 40 us, with ``cnps[i]`` CNPs received by sample ``i``."""
-    wh = SimpleNamespace(samples=4, min_span_bytes=100, theta=0.02, cfg=AccelConfig())
+    wh = SimpleNamespace(samples=4, min_span_packets=100, theta=0.02, cfg=AccelConfig())
     fs = SimpleNamespace(samples=deque(), mtu=1000, path_rtt_ps=4 * US)
     for i in range(40):
         t = (i + 1) * US

@@ -61,7 +61,7 @@ class Wormhole:
         self.window_ps = net.window_ps
         self.hpcc = net.cfg.cc_mode == CC_HPCC
         eff = cfg.resolved(self.hpcc)
-        self.min_span_bytes = eff.min_span_packets  # packets (the name is the summary's key)
+        self.min_span_packets = eff.min_span_packets
         self.samples = eff.samples
         self.theta = eff.theta
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
@@ -103,9 +103,9 @@ class Wormhole:
         the groups neither frozen nor backed off."""
         started = []
         for lp in self.lps:
-            if lp.started:
-                started.extend(lp.started)
-                lp.started.clear()
+            if lp.flow_start_log:
+                started.extend(lp.flow_start_log)
+                lp.flow_start_log.clear()
         samples = None
         if t >= self.next_sample_ps:
             due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t]
@@ -220,7 +220,7 @@ class Wormhole:
     # -- steadiness ----------------------------------------------------------------------
     def _goodput(self, fs: FlowState, since: int, newest_start_ps: int):
         """:func:`.steady.goodput` with this run's thresholds."""
-        return goodput(fs, since, newest_start_ps, self.samples, self.theta, self.min_span_bytes)
+        return goodput(fs, since, newest_start_ps, self.samples, self.theta, self.min_span_packets)
 
     def _decide(self, t: int) -> None:
         backoff_from = t - BACKOFF_AFTER_SAMPLES * self.sample_ps

@@ -11,20 +11,6 @@ from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
 
-from ..net.nodes import Host, HostPort, Port, Switch
-from ..net.packet import (
-    EV_ARRIVE_HOST,
-    EV_ARRIVE_SWITCH,
-    EV_FLOW_START,
-    EV_NIC_WAKE,
-    EV_NOTIFY,
-    EV_OP_DONE,
-    EV_OP_START,
-    EV_TIMER,
-    EV_TX_DONE,
-    N_EVENT_KINDS,
-)
-
 INF_PS = 1 << 62  # "nothing pending": no event in a heap, no planned wake
 
 
@@ -37,21 +23,6 @@ def next_due_ps(event_ps: int, wake_ps: int) -> int:
     return event_ps
 
 
-def handler_table() -> tuple:
-    """Handlers indexed by event kind (see ``pwormhole.net.packet``)."""
-    table = [None] * N_EVENT_KINDS
-    table[EV_ARRIVE_HOST] = Host.on_arrive
-    table[EV_ARRIVE_SWITCH] = Switch.on_arrive
-    table[EV_TX_DONE] = Port.on_tx_done
-    table[EV_NIC_WAKE] = HostPort.on_wake
-    table[EV_FLOW_START] = Host.on_flow_start
-    table[EV_TIMER] = Host.on_timer
-    table[EV_OP_START] = Host.on_op_start
-    table[EV_OP_DONE] = Host.on_op_done
-    table[EV_NOTIFY] = Host.on_notify
-    return tuple(table)
-
-
 class LogicalProcess:
     """The nodes of one LP and their events.
 
@@ -59,14 +30,16 @@ class LogicalProcess:
         lp_id: index of this LP (its rank under MPI).
         nodes: the node objects it owns.
         heap: its event heap (shared by reference with its nodes and ports).
-        outboxes: ``peer lp id -> list of events`` for packets crossing to that LP.
+        outboxes: ``peer lp id -> list of events`` for events crossing to that LP.
+        handlers: the handler table, indexed by event kind (given by the network model).
         finished: ``(flow id, finish_ps, start_ps)`` of flows completed since the last boundary.
         pfc_log: PFC records of its nodes since the last boundary.
         op_log: ``(op id, start_ps, end_ps)`` of DAG compute ops and marks ended since the last boundary.
+        flow_start_log: flow ids whose QP started since the last boundary.
         events: events processed so far.
     """
 
-    def __init__(self, lp_id: int, nodes, initial_events, owner: list[int]):
+    def __init__(self, lp_id: int, nodes, initial_events, owner: list[int], handlers: tuple):
         self.lp_id = lp_id
         self.nodes = nodes
         self.heap: list[tuple] = [ev for ev in initial_events if owner[ev[3].node_id] == lp_id]
@@ -74,25 +47,16 @@ class LogicalProcess:
         self.outboxes: dict[int, list[tuple]] = {}
         self.finished: list[tuple[int, int, int]] = []  # drained at boundaries
         self.op_log: list[tuple[int, int, int]] = []
-        self.started: list[int] = []  # flow ids started since the last boundary (read by accel/)
+        self.flow_start_log: list[int] = []
         self.pfc_log: list[tuple] = []  # PFC frames received, drained at boundaries
         self.events = 0
-        self.handlers = handler_table()
+        self.handlers = handlers
+        remote_boxes: dict[int, list[tuple]] = {}
+        for node_id, peer_lp in enumerate(owner):
+            if peer_lp != lp_id:
+                remote_boxes[node_id] = self.outboxes.setdefault(peer_lp, [])
         for node in nodes:
-            node.heap = self.heap
-            node.pfc_log = self.pfc_log
-            if not node.is_switch:
-                node.finished = self.finished
-                node.op_log = self.op_log
-                node.started = self.started
-                node.owner = owner
-                node.lp_id = lp_id
-                node.outboxes = self.outboxes
-            for port in node.ports:
-                port.heap = self.heap
-                peer_lp = owner[port.peer.node_id]
-                if peer_lp != lp_id:
-                    port.remote = self.outboxes.setdefault(peer_lp, [])
+            node.attach(self.heap, remote_boxes, self.pfc_log, self.finished, self.op_log, self.flow_start_log)
 
     def set_handler(self, kind: int, handler) -> None:
         """Handle events of ``kind`` with ``handler(target, arg, t_ps)`` (an opt-in model's own kind)."""

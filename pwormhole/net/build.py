@@ -240,8 +240,8 @@ class Network:
         ECMP tables are recomputed without the link (a destination no longer
         reached maps to a port that drops), and ``no_path`` gets the flows whose
         ends it disconnected. Then each host moves its QPs to their new NIC port
-        and parks those without a path (:meth:`Host.reroute`). The same on any
-        LP split: only per-node state changes, in node order.
+        and parks those without a path (:meth:`Host.reroute`). The same however
+        the nodes are split among heaps: only per-node state changes, in node order.
 
         Returns the indices of the links taken down (none when already down).
         """

@@ -11,7 +11,7 @@ Built once per run from the DAG and the topology, read by every host:
   children: a notification leaves the end host when ``op`` ends and arrives
   after the path's propagation delay (DESIGN.md invariant 6);
 * ``remaining[op]``: dependencies not yet satisfied (mutable; each op's count
-  is only touched by the LP owning its host).
+  is only touched by the heap serving its host).
 """
 
 from __future__ import annotations

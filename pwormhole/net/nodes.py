@@ -20,10 +20,12 @@ High-Precision-Congestion-Control, ``simulation/src/point-to-point/model``):
   dequeue under HPCC.
 
 Handlers only: nothing here knows about windows, ranks or acceleration.
-Events go into ``node.heap`` (the LP's heap) or, for a peer in another LP,
-into the port's ``remote`` outbox. Each node draws its event keys from its
-own counter (``kbase + seq``) so that ties break the same way on any rank
-count (DESIGN.md invariant 2).
+Events go into ``node.heap`` or, for a node served by another heap, into the
+outbox given for it (the port's ``remote``; a host's ``remote_boxes``), like
+ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
+``Node.attach``. Each node draws its event keys from its own counter
+(``kbase + seq``) so that ties break the same way however the nodes are split
+(DESIGN.md invariant 2).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from .packet import (
     ACK_INT_BYTES,
     ACK_MIN_BYTES,
     DATA_HEADER_BYTES,
+    EV_ARRIVE_HOST,
+    EV_ARRIVE_SWITCH,
+    EV_FLOW_START,
     EV_NIC_WAKE,
     EV_NOTIFY,
     EV_OP_DONE,
@@ -45,6 +50,7 @@ from .packet import (
     EV_TIMER,
     EV_TX_DONE,
     INT_HEADER_BYTES,
+    N_EVENT_KINDS,
     N_PRIORITIES,
     P_DST,
     P_ECN,
@@ -91,7 +97,7 @@ class Port:
     Attributes (units in names): ``rate_bps``, ``delay_ps``, ``peer`` (node
     object at the far end), ``peer_idx`` (this link's port index at the peer),
     ``arrive_kind`` (event kind of an arrival at the peer), ``remote`` (outbox
-    list when the peer is in another LP, else None), ``paused`` (per priority:
+    list when the peer is served by another heap, else None), ``paused`` (per priority:
     paused by the peer's PFC), ``error_rate`` (per-packet loss on this link),
     ``tx_bytes`` (bytes started on the wire so far: the per-link byte counter),
     ``up`` (False once the link failed: the port is then held busy for good).
@@ -559,6 +565,19 @@ class Node:
         self.lost = 0  # packets lost to link errors when sent from here
         self.drops = 0  # packets dropped by buffer admission here
 
+    def attach(self, heap: list, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
+               flow_start_log: list) -> None:
+        """Where this node puts its events and records, each shared by the nodes of one heap:
+        ``heap`` (pending events), ``remote_boxes`` (node id -> outbox of the events for a node
+        served by another heap), ``pfc_log`` (PFC frames received); at hosts also ``finished``
+        ((flow id, finish_ps, start_ps) of completed flows), ``op_log`` ((op id, start_ps, end_ps)
+        of workload ops ended) and ``flow_start_log`` (flow ids whose QP started)."""
+        self.heap = heap
+        self.pfc_log = pfc_log
+        for port in self.ports:
+            port.heap = heap
+            port.remote = remote_boxes.get(port.peer.node_id)
+
     def route_port(self, dst: int, h: int):
         """The egress port a packet of hash ``h`` to ``dst`` takes here (same choice as the per-packet path)."""
         return self.pick_port(dst, h)
@@ -692,16 +711,22 @@ class Host(Node):
         self.retx_bytes = 0
         self.bytes_delivered = 0
         self.bytes_sent = 0
-        # workload DAG (None for flow lists); the LP sets owner/lp_id/outboxes/op_log
+        # workload DAG (None for flow lists)
         self.dag = None
         self.compute_free_ps = 0  # the GPU's compute stream is busy until then
         self.op_start = {}  # op id -> start time of ops begun here and not yet logged
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
-        self.started = []  # flow ids started here since the last boundary (reported at boundaries)
+        self.flow_start_log = []  # flow ids whose QP started here; drained at boundaries
         self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start(host, fid, t)``)
-        self.owner = None
-        self.lp_id = 0
-        self.outboxes = None
+        self.remote_boxes = {}  # node id -> outbox of events for a node served by another heap
+
+    def attach(self, heap: list, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
+               flow_start_log: list) -> None:
+        super().attach(heap, remote_boxes, pfc_log, finished, op_log, flow_start_log)
+        self.finished = finished
+        self.op_log = op_log
+        self.flow_start_log = flow_start_log
+        self.remote_boxes = remote_boxes
 
     def advance_rx(self, fid: int, b: int, t0_ps: int, d_ps: int) -> None:
         """Fast-forward the receiver of flow ``fid``: ``b`` more bytes received in order, and
@@ -740,7 +765,7 @@ class Host(Node):
             qp.done = True
             self.parked[fid] = qp
             return
-        self.started.append(fid)
+        self.flow_start_log.append(fid)
         self.sqp[fid] = qp
         port.qps.append(qp)
         if not port.busy:
@@ -748,14 +773,14 @@ class Host(Node):
 
     # -- workload DAG (pwormhole.workload.dag; tables in pwormhole.net.dagrun) ----
     def post(self, t: int, target, kind: int, arg) -> None:
-        """Schedule an event at another host: into this LP's heap or the owner's outbox."""
+        """Schedule an event at another host: into this heap or the outbox given for it."""
         ev = (t, self.kbase + self.seq, kind, target, arg)
         self.seq += 1
-        lp = self.owner[target.node_id]
-        if lp == self.lp_id:
+        box = self.remote_boxes.get(target.node_id)
+        if box is None:
             heappush(self.heap, ev)
         else:
-            self.outboxes.setdefault(lp, []).append(ev)
+            box.append(ev)
 
     def dag_satisfy(self, children, t: int) -> None:
         """One dependency of each of ``children`` (ops on this host) is met at ``t``."""
@@ -961,3 +986,18 @@ class Host(Node):
             port = self.ports[i]
             if not port.busy:
                 port.kick(t)
+
+
+def handler_table() -> tuple:
+    """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``."""
+    table: list = [None] * N_EVENT_KINDS
+    table[EV_ARRIVE_HOST] = Host.on_arrive
+    table[EV_ARRIVE_SWITCH] = Switch.on_arrive
+    table[EV_TX_DONE] = Port.on_tx_done
+    table[EV_NIC_WAKE] = HostPort.on_wake
+    table[EV_FLOW_START] = Host.on_flow_start
+    table[EV_TIMER] = Host.on_timer
+    table[EV_OP_START] = Host.on_op_start
+    table[EV_OP_DONE] = Host.on_op_done
+    table[EV_NOTIFY] = Host.on_notify
+    return tuple(table)

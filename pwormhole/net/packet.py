@@ -4,7 +4,7 @@ A packet is a plain ``list`` indexed by the ``P_*`` constants below (a list,
 not an object, to keep the per-packet path cheap; it is mutable because
 switches mark ECN and push INT hops into it). An event is a plain tuple
 ``(t_ps, key, kind, target, arg)`` (DESIGN.md invariant 2); ``kind`` is one of
-the ``EV_*`` constants and indexes the LP's handler table.
+the ``EV_*`` constants and indexes the handler table (``nodes.handler_table``).
 
 Wire sizes follow the HPCC ns-3 simulator (``simulation/src/point-to-point``):
 a data packet is payload + PPP (2) + IPv4 (20) + UDP (8) + SeqTs (6) bytes,
@@ -33,7 +33,7 @@ T_ACK = 1
 T_NACK = 2
 T_PFC = 3
 
-# event kinds (index into the LP's handler table)
+# event kinds (index into the handler table)
 EV_ARRIVE_HOST = 0  # target: Host, arg: packet
 EV_ARRIVE_SWITCH = 1  # target: Switch, arg: packet
 EV_TX_DONE = 2  # target: Port, arg: None
@@ -56,5 +56,5 @@ PFC_FRAME_BYTES = 64
 
 
 def ecmp_hash(src: int, dst: int, sport: int, dport: int) -> int:
-    """Deterministic 5-tuple hash of a flow (same on every rank and run)."""
+    """Deterministic 5-tuple hash of a flow (same in every process and run)."""
     return hash((src, dst, sport, dport, 17)) & 0x7FFFFFFFFFFFFFFF
