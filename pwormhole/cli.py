@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from .accel.config import NVLINK_CHOICES
+from .config import NVLINK_CC_CHOICES, NVLINK_CC_NONE
 from .errors import InputError, OutputError, StuckError, Terminated
 from .units import parse_time_ps
 
@@ -108,6 +110,12 @@ def _chakra_scenario(args, topo):
 
 
 def _load_scenario(args):
+    scn = _read_scenario(args)
+    scn.config.nvlink_cc = args.nvlink_cc
+    return scn
+
+
+def _read_scenario(args):
     from .scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config
 
     scn = _training_scenario(args)
@@ -207,7 +215,7 @@ def _accel_config(args, comm):
     if mode not in ("wormhole", "packet"):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
-        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "fluid_nvlink"):
+        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink"):
             if getattr(args, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -229,7 +237,8 @@ def _accel_config(args, comm):
             raise InputError(f"--sample must be positive, got {args.sample}")
     cfg.skip = not args.no_skip
     cfg.memo = not args.no_memo
-    cfg.fluid_nvlink = bool(args.fluid_nvlink)
+    if args.nvlink is not None:
+        cfg.nvlink = args.nvlink
     if args.memo_cache and not cfg.memo:
         raise InputError("--memo-cache needs memoization (drop --no-memo)")
     return cfg
@@ -384,6 +393,10 @@ def add_run_arguments(r) -> None:
     t.add_argument("--cc", choices=("dcqcn", "hpcc"),
                    help="congestion control when no --config is given (default: dcqcn for training workloads, "
                         "hpcc for flow files, as HPCC's own default)")
+    t.add_argument("--nvlink-cc", choices=NVLINK_CC_CHOICES, default=NVLINK_CC_NONE,
+                   help="congestion control on NVLink (links to NVSwitches): none (default; line rate, "
+                        "link-level backpressure only, as the hardware) or nic (the NIC's CC also on NVLink, "
+                        "as SimAI's ns-3)")
     t.add_argument("--plot", action="store_true", help="also write timeline.png, a per-GPU Gantt chart")
     r.add_argument("--out", metavar="DIR", help="output folder (default pwormhole-out/<scenario>)")
     r.add_argument("--until", metavar="TIME",
@@ -403,10 +416,12 @@ def add_run_arguments(r) -> None:
                    help="samples a flow must be steady over (default 4 under DCQCN, 8 under HPCC; "
                         "--window is its old name)")
     w.add_argument("--sample", metavar="TIME", help="sampling period (default: the synchronization window)")
-    w.add_argument("--fluid-nvlink", action="store_true",
-                   help="give the flows inside each server's NVSwitch fair-share rates instead of simulating "
-                        "their packets (DCQCN only; much faster on TP traffic, approximate when several flows "
-                        "share an NVLink port; see README, 'Fidelity and speed')")
+    w.add_argument("--nvlink", choices=NVLINK_CHOICES,
+                   help="NVLink flows (inside each server's NVSwitches): auto (default: by max-min rates where "
+                        "NVLink runs no end-to-end CC and they hold, else packets), fluid (rates; refused where "
+                        "they do not hold) or packet (check the rates against packets)")
+    w.add_argument("--fluid-nvlink", dest="nvlink", action="store_const", const="fluid",
+                   help="the old name of --nvlink fluid")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 CC_DCQCN = 1
 CC_HPCC = 3
 CC_NAMES = {CC_DCQCN: "dcqcn", CC_HPCC: "hpcc"}
+NVLINK_CC_NONE = "none"  # NVLink runs no end-to-end CC: line rate, link-level backpressure only
+NVLINK_CC_NIC = "nic"  # the NIC's CC also on NVLink queue pairs (SimAI's ns-3)
+NVLINK_CC_CHOICES = (NVLINK_CC_NONE, NVLINK_CC_NIC)
 
 
 @dataclass
@@ -67,6 +70,9 @@ class ModelConfig:
         default_factory=lambda: {25 * 10**9: 100_000, 50 * 10**9: 200_000, 100 * 10**9: 400_000})
     pmax_map: dict[int, float] = field(default_factory=lambda: {25 * 10**9: 0.2, 50 * 10**9: 0.2, 100 * 10**9: 0.2})
     buffer_size_bytes: int = 32 * 2**20
+
+    # NVLink (links to NVSwitches; pwormhole extension, not in ns-3's config.txt)
+    nvlink_cc: str = NVLINK_CC_NONE
 
     # run
     simulator_stop_ps: int = 4 * 10**12

@@ -37,9 +37,9 @@ from .sync.windows import run_windows
 from .units import format_time
 
 PROGRESS_AFTER_S = 2.0
-FLUID_SHARED_WARNING = ("--fluid-nvlink: {} NVLink flows shared a port with another flow's data; their FCTs are "
-                        "approximate (max-min rates, not DCQCN's unequal shares: 1.9% to 23% per flow on small "
-                        "patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
+FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows shared a port with another flow's "
+                        "data; their FCTs are approximate (max-min rates, not DCQCN's unequal shares: 1.9% to 23% "
+                        "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
 
 class _Progress:
@@ -112,7 +112,7 @@ class Run:
         self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner, handlers)
                     for i in ids]
         self.n_lps = n_lps
-        self.accel = Wormhole(self.net, self.lps, accel, memo, owner) if accel is not None else None
+        self.accel = Wormhole(self.net, self.lps, accel, memo) if accel is not None else None
         self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
         self.start_ps: dict[int, int] = {}
@@ -337,7 +337,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
     writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
-            "cc": scn.config.cc_name, "seed": seed}
+            "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed}
     if comm is not None and rank0:
         _arm_partial_summary(sim, writer, head)
     interrupted = None
@@ -394,13 +394,16 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         wh = sim.accel
         st = wh.stats()
         shared = st["fluid_shared_flows"]  # this rank's domains
+        handed = sum(1 for d in wh.fluid_domains.values() for f in d.packet_fids if f in sim.finish_ps)
         if comm is not None:
             shared = allreduce_sum(comm, shared)
+            handed = allreduce_sum(comm, handed)
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
-                                     sum(1 for f in sim.finish_ps if f in wh.fluid_fids), shared))
+                                     sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,
+                                     handed, wh.nvlink_model, wh.nvlink_packets_why))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)

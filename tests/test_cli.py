@@ -112,8 +112,8 @@ def test_cc_applies_to_the_embedded_scenarios_and_conflicts_with_hpcc_config(tmp
             "--no-progress")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "m" / "summary.json").read_text())["cc"] == "hpcc"
-    r = cli("run", "--cc", "hpcc", "--fluid-nvlink", "--out", tmp_path / "f")  # the default GPT scenario
-    assert r.returncode == 2 and "--fluid-nvlink needs DCQCN" in r.stderr and "Traceback" not in r.stderr
+    r = cli("run", "--cc", "hpcc", "--nvlink-cc", "nic", "--fluid-nvlink", "--out", tmp_path / "f")  # default GPT
+    assert r.returncode == 2 and "HPCC also runs on NVLink" in r.stderr and "Traceback" not in r.stderr
     r = cli("run", "--hpcc-config", ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt", "--cc", "dcqcn",
             "--out", tmp_path / "h")
     assert r.returncode == 2 and "--cc and --hpcc-config both set the congestion control" in r.stderr

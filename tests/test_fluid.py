@@ -1,4 +1,4 @@
-"""Opt-in fluid NVLink (pwormhole/accel/fluid.py) against packet mode."""
+"""NVLink flows by rates in Wormhole mode (pwormhole/accel/fluid.py) against packet mode."""
 
 import subprocess
 import sys
@@ -14,12 +14,13 @@ from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.models import build_model
 
-FLUID = AccelConfig(fluid_nvlink=True)
+FLUID = AccelConfig()  # the default: NVLink flows by rates wherever they hold
+M = 1_000_000
 
 
-def server(cc="dcqcn"):
+def server(cc="dcqcn", **kw):
     topo = topology_from_arg("rail-optimized:gpus=8")
-    cfg = config(cc)
+    cfg = config(cc, **kw)
     cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
     return topo, cfg
 
@@ -28,24 +29,40 @@ def fcts(run, n):
     return [run.finish_ps[i] - run.start_ps[i] for i in range(n)]
 
 
-@pytest.mark.parametrize("pattern", ["lone", "ring", "ring-4MB", "incast", "alltoall", "incast-and-pair"])
-def test_fluid_nvlink_flows_match_packets(pattern):
+PATTERNS = {
+    "lone": [(0, 1, 262144, 0)],
+    "ring": [(i, (i + 1) % 8, 262144, 0) for i in range(8)],
+    "ring-4MB": [(i, (i + 1) % 8, 4 * M, 0) for i in range(8)],
+    "incast": [(i, 0, M, 0) for i in range(1, 8)],
+    "alltoall": [(i, j, 262144, 0) for i in range(8) for j in range(8) if i != j],
+    # max-min, not equal shares: 4 -> 5 is alone on its ports and runs at the line rate
+    "incast-and-pair": [(1, 0, M, 0), (2, 0, M, 0), (3, 0, M, 0), (4, 5, M, 0)],
+    # GPU 1 also sends to GPU 7: its NIC port splits evenly, so GPU 0's port is fed unevenly
+    # (not max-min): handed over to packets at the start
+    "incast-and-fork": [(i, 0, 8 * M, 0) for i in range(1, 7)] + [(1, 7, 8 * M, 0)],
+    # 3 -> 4 arrives at the line rate where 0 -> 4 arrives at half (GPU 0 also feeds 0 -> 1)
+    "staggered": [(i, (i + 1) % 8, 2 * M, i * 300_000) for i in range(8)] + [(0, 4, 2 * M, 100_000)],
+}
+HANDED_OVER = {"incast-and-fork": 7, "staggered": 9}  # flows finished by packets
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_nvlink_flows_by_rates_match_packets(pattern, cc):
     """Flows inside one server's NVSwitch, by rates, against the same flows packet by
-    packet: a lone flow (857.7 ns for 262 KB), a TP ring step (890.4 ns: each port also
-    carries the reverse flow's ACKs), a 4 MB ring, a 7-to-1 incast and an all-to-all."""
-    specs = {"lone": [(0, 1, 262144, 0)],
-             "ring": [(i, (i + 1) % 8, 262144, 0) for i in range(8)],
-             "ring-4MB": [(i, (i + 1) % 8, 4_000_000, 0) for i in range(8)],
-             "incast": [(i, 0, 1_000_000, 0) for i in range(1, 8)],
-             "alltoall": [(i, j, 262144, 0) for i in range(8) for j in range(8) if i != j],
-             # max-min, not equal shares: 4 -> 5 is alone on its ports and runs at the line rate
-             "incast-and-pair": [(1, 0, 1_000_000, 0), (2, 0, 1_000_000, 0), (3, 0, 1_000_000, 0),
-                                 (4, 5, 1_000_000, 0)]}[pattern]
-    topo, cfg = server()
+    packet (NVLink without end-to-end CC, the default, under either NIC CC): a lone flow
+    (857.7 ns for 262 KB), a TP ring step (890.4 ns: each port also carries the reverse
+    flow's ACKs), a 4 MB ring, a 7-to-1 incast and an all-to-all by rates; two patterns
+    whose packets do not share max-min fairly are handed over to packets, and exact."""
+    specs = PATTERNS[pattern]
+    topo, cfg = server(cc)
     ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
     fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
-    assert len(fast.accel.fluid_fids) == len(specs)
-    assert fast.events <= 5 * len(specs) and ref.events > 500 * len(specs)
+    assert fast.accel.nvlink_model == "rates" and len(fast.accel.fluid_fids) == len(specs)
+    handed = sum(len(d.packet_fids) for d in fast.accel.fluid_domains.values())
+    assert handed == HANDED_OVER.get(pattern, 0)
+    if not handed:
+        assert fast.events <= 5 * len(specs) and ref.events > 500 * len(specs)
     for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
         assert abs(b - a) / a < 0.005
     if pattern == "ring":
@@ -57,8 +74,18 @@ def test_fluid_nvlink_flows_match_packets(pattern):
         assert abs(fcts(ref, 1)[0] - 890_380) < 20
     c = fast.counters()
     assert c["bytes_sent"] == c["bytes_delivered"] == sum(s[2] for s in specs)
-    shared = fast.accel.stats()["fluid_shared_flows"]  # flows whose FCT the warning calls approximate
-    assert shared == {"lone": 0, "ring": 0, "ring-4MB": 0, "incast": 7, "alltoall": 56, "incast-and-pair": 3}[pattern]
+    assert fast.accel.stats()["fluid_shared_flows"] == 0  # counted under --nvlink-cc nic only
+
+
+def test_rates_under_nic_cc_are_opt_in_and_flagged():
+    """``nvlink_cc="nic"`` (DCQCN also on NVLink): rates only when asked (``nvlink="fluid"``),
+    never handed over, and the flows sharing a port counted as approximate."""
+    specs = PATTERNS["incast-and-pair"]
+    topo, cfg = server(nvlink_cc="nic")
+    auto = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID)
+    assert auto.accel.nvlink_model == "packets" and "opt in" in auto.accel.nvlink_packets_why
+    fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=AccelConfig(nvlink="fluid")).run()
+    assert fast.accel.nvlink_model == "rates" and fast.accel.stats()["fluid_shared_flows"] == 3
 
 
 def gpt16(**kw):
@@ -84,29 +111,36 @@ def test_fluid_nvlink_gpt_iteration_and_lp_counts():
     assert two.finish_ps == fast.finish_ps and two.start_ps == fast.start_ps
 
 
-def test_fluid_nvlink_refused_under_hpcc_on_lossy_fabrics_and_split_servers():
-    topo, cfg = server("hpcc")
-    with pytest.raises(InputError, match="DCQCN"):
-        Run(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
-    topo, cfg = server()
-    cfg.enable_pfc = False
-    with pytest.raises(InputError, match="lossless"):
-        Run(Scenario("t", topo, flows_of([(0, 1, 262144, 0)]), cfg), accel=FLUID)
+def test_rates_refused_where_they_do_not_hold():
+    """``nvlink="fluid"`` is refused (``auto`` falls back to packets, saying why) under HPCC
+    with the NIC's CC on NVLink and on a lossy NVLink; no LP assignment may split a server."""
+    one = flows_of([(0, 1, 262144, 0)])
+    for cc, kw, why in (("hpcc", {"nvlink_cc": "nic"}, "HPCC also runs on NVLink"),
+                        ("dcqcn", {"nvlink_cc": "nic", "enable_pfc": False}, "can lose packets"),
+                        ("dcqcn", {"error_rate_per_link": 1e-6}, "can lose packets")):
+        topo, cfg = server(cc, **kw)
+        with pytest.raises(InputError, match=why):
+            Run(Scenario("t", topo, one, cfg), accel=AccelConfig(nvlink="fluid"))
+        auto = Run(Scenario("t", topo, one, cfg), accel=FLUID)
+        assert auto.accel.nvlink_model == "packets" and auto.accel.nvlink_packets_why
+    topo, cfg = server(enable_pfc=False)  # NIC switches lossy; NVLink without CC stays lossless
+    assert Run(Scenario("t", topo, one, cfg), accel=FLUID).accel.nvlink_model == "rates"
     # one NVSwitch (8) and 8 GPUs, nothing else: the window is the NVLink delay, so a plan may cut it
     nvl = Topology(9, frozenset({8}), [Link(h, 8, 2880 * 10**9, 25_000) for h in range(8)], nvswitches=frozenset({8}))
     cfg = config()
     cfg.fill_k_maps({2880 * 10**9})
-    scn = Scenario("t", nvl, flows_of([(0, 1, 262144, 0)]), cfg)
-    with pytest.raises(InputError, match="one LP"):
+    scn = Scenario("t", nvl, one, cfg)
+    with pytest.raises(InputError, match="keep each server in one LP"):
         Run(scn, n_lps=2, owner=[0, 1, 0, 1, 0, 1, 0, 1, 0], accel=FLUID)
-    assert Run(scn, n_lps=2, owner=[0] * 8 + [0], accel=FLUID).run().complete
+    assert Run(scn, n_lps=2, owner=[0] * 8 + [0], accel=FLUID).run().accel.nvlink_model == "rates"
 
 
-def test_fluid_nvlink_flag_needs_wormhole_mode(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--fluid-nvlink",
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True)
-    assert p.returncode != 0 and "--fluid-nvlink applies to --mode wormhole only" in p.stderr
-    assert "Traceback" not in p.stderr
+def test_nvlink_flag_needs_wormhole_mode(tmp_path):
+    for flag in (["--nvlink", "packet"], ["--fluid-nvlink"]):
+        p = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", *flag,
+                            "--out", str(tmp_path / "o")], capture_output=True, text=True)
+        assert p.returncode == 2 and "--nvlink applies to --mode wormhole only" in p.stderr
+        assert "Traceback" not in p.stderr
 
 
 def test_fluid_flows_in_progress_are_reported():

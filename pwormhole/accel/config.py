@@ -30,8 +30,9 @@ class AccelConfig:
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
-        fluid_nvlink: model the flows inside each server's NVSwitches by rates, not packets
-            (:mod:`pwormhole.accel.fluid`; opt-in: completions are then not packet by packet).
+        nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
+            :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
+            else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
     """
 
     theta: float = 0.0
@@ -42,13 +43,17 @@ class AccelConfig:
     min_span_packets: int = 0
     skip: bool = True
     memo: bool = True
-    fluid_nvlink: bool = False
+    nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:
         """A copy with ``theta``, ``samples`` and ``min_span_packets`` (0: by congestion
         control) set to the values in effect under HPCC (``hpcc``) or DCQCN."""
         return replace(self, theta=self.theta or THETA[hpcc], samples=self.samples or SAMPLES[hpcc],
                        min_span_packets=self.min_span_packets or MIN_SPAN_PACKETS[hpcc])
+
+
+NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET = "auto", "fluid", "packet"
+NVLINK_CHOICES = (NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET)
 
 
 # {hpcc?: value}: defaults by congestion control

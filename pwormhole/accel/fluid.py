@@ -1,17 +1,14 @@
-"""Flow-level (fluid) model of the flows inside each server's NVSwitches: an opt-in
-acceleration (``AccelConfig.fluid_nvlink``, ``--fluid-nvlink``), Wormhole mode only.
+"""Flow-level (fluid) model of the flows inside each server's NVSwitches, in Wormhole mode
+(``AccelConfig.nvlink``: by default wherever NVLink runs no end-to-end CC).
 
-Why: a tensor-parallel ring step over NVLink lasts less than one synchronization
-window (262 KB at 2880 Gb/s: 0.73 us), so Wormhole can never skip it, and at 14-70%
-of a GPT iteration's bytes those packets bound its events ratio (bench/RESULTS.md).
-A server's NVLink fabric (a domain: its GPUs and NVSwitches) is isolated: its
-host-to-NVSwitch and NVSwitch-to-host ports carry only the flows between the hosts of
-that server and their ACKs (:func:`build_domains` refuses any other flow crossing an
-NVSwitch). This module replaces
-those flows' packets by rates, the way SimAI's analytical backend treats NVLink, and
-is measured against the plain packet run by ``pwormhole compare`` (the packet
-reference is never changed). It departs from issue 4's rule that completions are
-simulated packet by packet, so it is off by default.
+Why: a tensor-parallel ring step over NVLink lasts less than one synchronization window
+(262 KB at 2880 Gb/s: 0.73 us), so fast-forward can never skip it, and those packets bound
+Wormhole's events ratio (bench/RESULTS.md). A server's NVLink fabric (a domain: its GPUs and
+NVSwitches) is isolated: its host-to-NVSwitch and NVSwitch-to-host ports carry only the
+flows between the hosts of that server and their ACKs. Without end-to-end CC (the default
+``nvlink_cc``, as NVLink hardware: line rate, link-level backpressure) those flows share the
+ports max-min fairly, which this module computes instead of their packets, the way SimAI's
+analytical backend treats NVLink; ``pwormhole compare`` measures it against packet mode.
 
 Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
 
@@ -21,11 +18,8 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
 * Rates are max-min fair under those port capacities (progressive filling with
   the per-port wire-byte coefficients), recomputed whenever a flow of the domain
   starts or finishes: a ring step's data and the reverse flow's ACKs share a port
-  exactly as they do packet by packet. Congestion control is not modelled: under
-  DCQCN an uncongested NVLink flow stays at the line rate; flows sharing a port
-  with other flows' data are only approximated (counted in :attr:`FluidDomain.shared`,
-  which the run reports); HPCC is refused (its window cut slows overlapping ring
-  steps).
+  exactly as they do packet by packet. Flows sharing a port with other flows' data are
+  counted in :attr:`FluidDomain.shared` (the run reports them).
 * When the last wire byte leaves the source, the last packet reaches the
   destination after the two links' delays and its serialization at the NVSwitch
   (the destination's DAG children start then), and the ACK reaches the source
@@ -33,22 +27,23 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
 
 Events are plain tuples ``(t, key, EV_FLUID, domain, arg)`` with keys from the
 counter of the server's lowest-numbered NVSwitch (DESIGN.md invariant 2); a domain
-lives in that NVSwitch's LP, and :func:`build_domains` refuses a plan that puts a
-fluid flow's hosts elsewhere, so the answer is the same on any LP count. Unlike the
-rest of Wormhole, these events act mid-window (a flow's start cannot wait for a
-boundary) and rates are floats (deterministic: every loop runs in a fixed order).
+lives in that NVSwitch's LP, and no LP assignment splits a server (``partition.grid``),
+so the answer is the same on any LP count. Unlike the rest of Wormhole, these
+events act mid-window (a flow's start cannot wait for a boundary) and rates are floats
+(deterministic: every loop runs in a fixed order).
 """
 
 from __future__ import annotations
 
 from heapq import heappush
 
-from ..config import CC_DCQCN
+from ..config import CC_DCQCN, NVLINK_CC_NIC
 from ..errors import InputError
 from ..net.packet import EV_MODEL
-from ..units import PS_PER_S
 from ..units import serialization_ps as _tx_ps
+from .config import NVLINK_FLUID, NVLINK_PACKET
 from .groups import route_path
+from .solvers import max_min, max_min_holds
 
 EV_FLUID = EV_MODEL  # the event kind of the fluid model (its handler: FluidDomain.on_event)
 
@@ -78,10 +73,10 @@ class FluidDomain:
     def __init__(self, nvswitch, net):
         self.nvs = nvswitch  # the server's lowest-numbered NVSwitch: its heap and key counter
         self.net = net
-        host0 = next(nd for nd in net.nodes if not nd.is_switch)
+        nic = next(p.peer.ports[p.peer_idx] for p in nvswitch.ports if not p.peer.is_switch)  # an NVLink NIC port
         self.mtu = net.cfg.packet_payload_bytes
-        self.hdr_bytes = host0.hdr_bytes
-        self.ack_bytes = host0.ack_bytes
+        self.hdr_bytes = nic.hdr_bytes
+        self.ack_bytes = nic.ack_bytes
         self.ack_every = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         self.active: dict[int, FluidFlow] = {}
         self.start_ps: dict[int, int] = {}  # fid -> start time, until the flow's ACK completes it
@@ -89,11 +84,18 @@ class FluidDomain:
         self.last_ps = 0
         self.version = 0
         self.dirty = False  # a ("rates", 0) event is pending
-        self.shared: set = set()  # flows that shared an NVLink port with another flow's data
+        self.nic_cc = net.cfg.nvlink_cc == NVLINK_CC_NIC  # opt-in rates under DCQCN: approximate, never handed over
+        self.shared: set = set()  # (nic_cc) flows that shared an NVLink port with another flow's data
+        self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
+        self.packet_fids: set = set()  # flows handed over to packets, or started after
 
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
+        if self.by_packets:
+            self.packet_fids.add(fid)
+            host.open_qp(fid, t, t, 0)
+            return
         flow = self.net.flows[fid]
         h = host.flow_hash[fid]
         up = host.pick_port(flow.dst, h)  # host -> NVSwitch (the ECMP choice of its packets)
@@ -224,53 +226,58 @@ class FluidDomain:
                 break
         return a + _tx_ps(self.ack_bytes, ack_down.rate_bps) + ack_down.delay_ps
 
-    def _rates(self) -> None:
-        """Max-min fair wire rates (bytes/ps) by progressive filling over the ports."""
-        active = self.active
+    def _users(self) -> tuple[dict, dict]:
+        """``(port -> [(fid, wire bytes per data wire byte)], port -> [fids sending data on it])``."""
         ack_coef = self.ack_bytes / (self.ack_every * (self.mtu + self.hdr_bytes))
-        users: dict = {}  # port -> [(fid, coefficient)]
+        users: dict = {}
         data_users: dict = {}
-        for fid in sorted(active):
-            st = active[fid]
+        for fid in sorted(self.active):
+            st = self.active[fid]
             for p in st.data_ports:
                 users.setdefault(p, []).append((fid, 1.0))
                 data_users.setdefault(p, []).append(fid)
             for p in st.ack_ports:
                 users.setdefault(p, []).append((fid, ack_coef))
-        for fids in data_users.values():
-            if len(fids) > 1:  # DCQCN's sharing between them is not max-min: approximate
-                self.shared.update(fids)
-        cap = {p: p.rate_bps / 8 / PS_PER_S for p in users}  # bytes per ps
-        residual = dict(cap)
-        rate = {fid: 0.0 for fid in active}
-        open_ = set(active)
-        while open_:
-            best = None
-            for p, us in users.items():
-                w = sum(c for f, c in us if f in open_)
-                if w > 0:
-                    lvl = residual[p] / w
-                    if best is None or lvl < best:
-                        best = lvl
-            if best is None:
-                break
-            for f in open_:
-                rate[f] += best
-            for p, us in users.items():
-                residual[p] -= best * sum(c for f, c in us if f in open_)
-            full = [p for p, us in users.items() if residual[p] <= 1e-9 * cap[p]
-                    and any(f in open_ for f, _ in us)]
-            for p in full:
-                for f, _ in users[p]:
-                    open_.discard(f)
-        for fid, st in active.items():
+        return users, data_users
+
+    def _rates(self) -> bool:
+        """Set max-min fair wire rates (bytes/ps); False when packets without end-to-end CC
+        would not share the ports so (see :func:`max_min_holds`)."""
+        users, data_users = self._users()
+        if self.nic_cc:
+            for fids in data_users.values():
+                if len(fids) > 1:  # DCQCN's sharing between them is not max-min: approximate
+                    self.shared.update(fids)
+        rate = max_min(users, self.active)
+        for fid, st in self.active.items():
             st.rate = rate[fid]
+        if self.nic_cc:
+            return True
+        first_hops = {p: us for p, us in users.items() if not p.node.is_switch}
+        return max_min_holds(users, data_users, max_min(first_hops, self.active), self.active)
+
+    def _to_packets(self, t: int) -> None:
+        """From ``t`` on, this server's flows run as packets: each active flow gets its QP at
+        the bytes it sent so far (whole packets, acknowledged and received), flows that sent
+        their last byte finish as planned, and later flows start as QPs."""
+        self.by_packets = True
+        nodes = self.net.nodes
+        for fid in sorted(self.active):
+            done = self.sent_bytes(fid, t) // self.mtu * self.mtu
+            st = self.active.pop(fid)
+            flow = self.net.flows[fid]
+            nodes[flow.dst].advance_rx(fid, done, t, 0)
+            nodes[flow.src].open_qp(fid, t, st.start_ps, done)
+            self.packet_fids.add(fid)
+        self.version += 1
 
     def _reschedule(self, t: int) -> None:
         self.version += 1
         if not self.active:
             return
-        self._rates()
+        if not self._rates():
+            self._to_packets(t)
+            return
         nxt = None
         for st in self.active.values():
             if st.rate > 0:
@@ -281,29 +288,18 @@ class FluidDomain:
             self._post(nxt, ("next", self.version))
 
 
-def build_domains(net, flows, owner) -> tuple[dict, dict]:
-    """``({anchor NVSwitch id: FluidDomain}, {fluid flow id: anchor id})``.
+def nvlink_flows(net) -> tuple[dict, list]:
+    """``({flow id: anchor NVSwitch id}, [flow ids crossing an NVSwitch otherwise])``.
 
-    A domain is one server: its hosts and NVSwitches, connected by NVLink links
-    (a connected component of the host-NVSwitch links), anchored at its
-    lowest-numbered NVSwitch. A flow is fluid when its data and its ACKs each
-    cross exactly one NVSwitch of one domain (host -> NVSwitch -> host, by the ECMP
-    choice its packets would make).
-
-    Raises:
-        InputError: some flow crosses an NVSwitch otherwise (its packets would share
-            ports the rates assume they own), the fabric can lose packets (PFC off
-            or link errors: fluid flows never lose any), or a server's nodes are in
-            several LPs (``owner``: node id -> LP).
+    A domain is one server: its hosts and NVSwitches, connected by NVLink links (a
+    connected component of the host-NVSwitch links), anchored at its lowest-numbered
+    NVSwitch. A flow is an NVLink flow of a domain when its data and its ACKs each cross
+    exactly one NVSwitch of it (host -> NVSwitch -> host, by the ECMP choice its packets
+    would make).
     """
-    nvs_ids = set(getattr(net.topo, "nvswitches", ()) or ())
-    domains: dict = {}
-    fluid: dict = {}
+    nvs_ids = set(net.topo.nvswitches)
     if not nvs_ids:
-        return domains, fluid
-    if net.lossy:
-        raise InputError("--fluid-nvlink needs a lossless fabric (PFC on, no link errors): fluid NVLink flows "
-                         "never lose packets")
+        return {}, []
     parent = {n: n for n in nvs_ids}
 
     def find(x):
@@ -329,7 +325,9 @@ def build_domains(net, flows, owner) -> tuple[dict, dict]:
     for n in sorted(nvs_ids):
         anchor_of.setdefault(find(n), n)
     nodes = net.nodes
-    for f in flows:
+    inside: dict = {}
+    odd: list = []
+    for f in net.flows:
         h = nodes[f.src].flow_hash[f.flow_id]
         legs = [route_path(nodes, f.src, f.dst, h), route_path(nodes, f.dst, f.src, h)]
         crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in nvs_ids}
@@ -337,41 +335,67 @@ def build_domains(net, flows, owner) -> tuple[dict, dict]:
             continue
         anchors = {anchor_of[find(n)] for n in crossed}
         if len(anchors) != 1 or any(len(leg) != 2 for leg in legs):
-            raise InputError(f"--fluid-nvlink: flow {f.flow_id} from host {f.src} to host {f.dst} crosses an "
-                             f"NVSwitch ({sorted(crossed)}) but not as host -> NVSwitch -> host inside one server; "
-                             "its packets would share the NVLink ports the rates assume they own")
-        anchor = anchors.pop()
-        if not owner[f.src] == owner[f.dst] == owner[anchor]:
-            raise InputError(f"--fluid-nvlink: hosts {f.src}, {f.dst} and NVSwitch {anchor} of one server are in "
-                             "different LPs; keep each server in one LP")
-        if anchor not in domains:
-            domains[anchor] = FluidDomain(nodes[anchor], net)
-        fluid[f.flow_id] = anchor
-    return domains, fluid
+            odd.append(f.flow_id)
+        else:
+            inside[f.flow_id] = anchors.pop()
+    return inside, odd
 
 
-def setup(net, lps, owner) -> tuple[dict, set]:
-    """Opt-in fluid NVLink: ``(domains, fluid flow ids)``; gives the local senders of fluid
-    flows their domain (``Host.flow_models``) and the LPs the ``EV_FLUID`` handler.
+def rates_refused(net, odd: list, explicit: bool) -> str | None:
+    """Why NVLink flows cannot be given rates in this run (None: they can). ``explicit``: the
+    user asked for rates (``nvlink="fluid"``), which also allows them under DCQCN with the
+    NIC's CC on NVLink (approximate where flows share a port; counted)."""
+    cfg = net.cfg
+    nic_cc = cfg.nvlink_cc == NVLINK_CC_NIC
+    if nic_cc and cfg.cc_mode != CC_DCQCN:
+        return ("HPCC also runs on NVLink (--nvlink-cc nic) and the rates leave out its window, which slows "
+                "overlapping TP ring steps (5.5% mean FCT error measured on a GPT-7B layer)")
+    if nic_cc and not explicit:
+        return "DCQCN also runs on NVLink (--nvlink-cc nic): rates are only an approximation (opt in: --nvlink fluid)"
+    nvs = net.topo.nvswitches
+    errors = cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in net.topo.links
+                                                 if ln.a in nvs or ln.b in nvs)
+    if errors or (nic_cc and not cfg.enable_pfc):
+        return "NVLink can lose packets here (PFC off or link errors) and flows given rates never lose any"
+    if net.failures:
+        return "link failures (LINK_DOWN) are not modelled for flows given rates"
+    if odd:
+        return (f"flow {odd[0]} crosses an NVSwitch but not as host -> NVSwitch -> host inside one server; its "
+                "packets would share the NVLink ports the rates assume they own")
+    return None  # every server is in one LP: partition.grid.check_cut_links
+
+
+def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:
+    """How this run simulates its NVLink flows (``wanted``: :data:`NVLINK_CHOICES`).
+
+    Returns ``(domains, fluid flow ids, NVLink flow ids, why not by rates)``: by rates, the
+    domains ``{anchor NVSwitch id: FluidDomain}`` and the flows they carry (their local senders
+    get their domain as ``Host.flow_models``, the LPs the ``EV_FLUID`` handler); otherwise no
+    domain, and the reason (None when not asked or no NVLink flow).
 
     Raises:
-        InputError: not DCQCN, or link failures in the scenario (or see :func:`build_domains`).
+        InputError: ``wanted`` is ``fluid`` and the rates do not hold here.
     """
-    if net.cfg.cc_mode != CC_DCQCN:
-        raise InputError("--fluid-nvlink needs DCQCN (CC_MODE 1): its NVLink rates leave out HPCC's window "
-                         "control, which slows overlapping TP ring steps (5.5% mean FCT error measured on a "
-                         "GPT-7B layer); use --cc dcqcn or leave --fluid-nvlink off")
-    if net.failures:
-        raise InputError("--fluid-nvlink does not model link failures (LINK_DOWN); drop the flag or the LINK_DOWN")
-    owner = owner if owner is not None else [0] * len(net.nodes)
-    domains, anchor_of = build_domains(net, net.flows, owner)
+    inside, odd = nvlink_flows(net)
+    nvlink_fids = set(inside) | set(odd)
+    if wanted == NVLINK_PACKET or not nvlink_fids:
+        return {}, set(), nvlink_fids, None
+    why = rates_refused(net, odd, wanted == NVLINK_FLUID)
+    if why is not None:
+        if wanted == NVLINK_FLUID:
+            raise InputError(f"--nvlink fluid: {why}; use --nvlink packet or auto")
+        return {}, set(), nvlink_fids, why
+    domains: dict = {}
     local = {nd.node_id for lp in lps for nd in lp.nodes}
-    for fid in sorted(anchor_of):
+    for fid in sorted(inside):
+        anchor = inside[fid]
+        if anchor not in domains:
+            domains[anchor] = FluidDomain(net.nodes[anchor], net)
         host = net.nodes[net.flows[fid].src]
         if host.node_id in local:
             if host.flow_models is None:
                 host.flow_models = {}
-            host.flow_models[fid] = domains[anchor_of[fid]]
+            host.flow_models[fid] = domains[anchor]
     for lp in lps:
         lp.set_handler(EV_FLUID, FluidDomain.on_event)
-    return domains, set(anchor_of)
+    return domains, set(inside), nvlink_fids, None

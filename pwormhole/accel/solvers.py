@@ -5,6 +5,8 @@
   keeps its window ``W`` in flight, so by Little's law gets ``min(W / (rtt + d), paced rate)``
   where ``d`` sums its queues' delays; one equation per saturated port (the shares fill its
   rate less its ACKs), solved by Gauss-Seidel sweeps and bisection.
+* :func:`max_min`: progressive filling with per-port coefficients (NVLink flows by rates), and
+  :func:`max_min_holds`: whether packets without end-to-end CC share the ports so.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from itertools import chain
 
 from ..net.nodes import SwitchPort
+from ..units import PS_PER_S
 from .config import BPS_PER_BYTE_PS, FIFO_SWEEPS, FIFO_TOLERANCE
 
 
@@ -104,3 +107,54 @@ def fifo_solve(flows: list, bound: set, crossing: dict, saturated: set, ack_load
         else:
             return {fs.fid: total[fs.fid] * fs.mtu / fs.wire_bytes for fs in modelled}
     return None
+
+
+def max_min(users: dict, flows) -> dict:
+    """Max-min fair rates of ``flows`` (bytes/ps) by progressive filling over the ports of
+    ``users`` (port -> [(fid, wire bytes per data wire byte)]); a flow on none gets 0."""
+    cap = {p: p.rate_bps / 8 / PS_PER_S for p in users}  # bytes per ps
+    residual = dict(cap)
+    rate = {fid: 0.0 for fid in flows}
+    open_ = {f for us in users.values() for f, _ in us}
+    while open_:
+        best = None
+        for p, us in users.items():
+            w = sum(c for f, c in us if f in open_)
+            if w > 0:
+                lvl = residual[p] / w
+                if best is None or lvl < best:
+                    best = lvl
+        if best is None:
+            break
+        for f in open_:
+            rate[f] += best
+        for p, us in users.items():
+            residual[p] -= best * sum(c for f, c in us if f in open_)
+        full = [p for p, us in users.items() if residual[p] <= 1e-9 * cap[p]
+                and any(f in open_ for f, _ in us)]
+        for p in full:
+            for f, _ in users[p]:
+                open_.discard(f)
+    return rate
+
+
+def max_min_holds(users: dict, data_users: dict, first_hop: dict, flows) -> bool:
+    """Whether packets without end-to-end CC share the ports as max-min does. Their senders
+    split each NIC port's capacity equally (round robin: the rates ``first_hop`` computes
+    over the first hops alone) and an NVSwitch port serves its arrivals first in, first out,
+    so max-min holds when no NVSwitch port is overloaded at the first-hop rates, or when the
+    flows into an overloaded one arrive at equal rates, each alone on its NIC port (they then
+    get equal shares, as max-min gives them, and nothing else waits behind them)."""
+    for p, us in users.items():
+        if not p.node.is_switch:
+            continue
+        load = sum(first_hop[f] * c for f, c in us)
+        if load <= p.rate_bps / 8 / PS_PER_S * (1 + 1e-9):
+            continue
+        into = data_users.get(p, [])
+        if not into or any(len(data_users[flows[f].data_ports[0]]) != 1 for f in into):
+            return False
+        lo, hi = min(first_hop[f] for f in into), max(first_hop[f] for f in into)
+        if hi - lo > 1e-9 * hi:
+            return False
+    return True

@@ -15,7 +15,7 @@ its own objects.
 
 from __future__ import annotations
 
-from ..config import CC_HPCC
+from ..config import CC_HPCC, NVLINK_CC_NONE
 from ..lp.engine import INF_PS
 from ..net import cc
 from ..net.cc import min_window_bytes
@@ -40,7 +40,6 @@ class Wormhole:
             under MPI); their events are extracted when groups freeze.
         cfg: an :class:`AccelConfig`.
         memo: a :class:`~pwormhole.accel.memo.MemoCache` (None: no memoization).
-        owner: node id -> LP (the plan; None: one LP), checked by ``fluid_nvlink``.
 
     Call :meth:`local_report` after the window's events (before the exchange) and
     :meth:`on_boundary` with every rank's reports merged.
@@ -51,7 +50,7 @@ class Wormhole:
 
     FRESH_WINDOWS = FRESH_WINDOWS
 
-    def __init__(self, net, lps, cfg: AccelConfig, memo=None, owner=None):
+    def __init__(self, net, lps, cfg: AccelConfig, memo=None):
         self.net = net
         self.lps = lps
         self.cfg = cfg
@@ -83,10 +82,12 @@ class Wormhole:
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}  # the local node ids
-        self.fluid_domains: dict = {}
-        self.fluid_fids: set = set()  # the flows modelled by rates (replicated: every rank's)
-        if cfg.fluid_nvlink:
-            self.fluid_domains, self.fluid_fids = fluid.setup(net, lps, owner)
+        # NVLink flows: by rates (fluid_fids, replicated) or, without end-to-end CC, packet by
+        # packet outside the conflict groups (no CC state to fast-forward or replay)
+        self.fluid_domains, self.fluid_fids, nvlink_fids, self.nvlink_packets_why = fluid.setup(
+            net, lps, cfg.nvlink)
+        self.nvlink_model = "rates" if self.fluid_fids else ("packets" if nvlink_fids else "none")
+        self.ungrouped = nvlink_fids if net.cfg.nvlink_cc == NVLINK_CC_NONE else set()
         self.starts_on: dict = {}  # port -> sorted start times of the flow list's flows crossing it
         if net.dag_rt is None and (cfg.skip or cfg.memo):
             self.starts_on = ff.index_starts(net, self.fluid_fids)
@@ -167,7 +168,7 @@ class Wormhole:
 
     # -- flow table ----------------------------------------------------------------------
     def _flow_started(self, fid: int, t: int) -> None:
-        if fid in self.net_finished:
+        if fid in self.net_finished or fid in self.ungrouped:
             return
         net = self.net
         f = net.flows[fid]

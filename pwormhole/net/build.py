@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from heapq import heapify
 
-from ..config import ModelConfig
+from ..config import NVLINK_CC_NONE, ModelConfig
 from ..errors import InputError
 from ..hpcc_config import check_k_maps
 from ..topology.model import Topology
@@ -23,6 +23,8 @@ from ..workload.flows import Flow
 from .dagrun import DagRuntime
 from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
 from .packet import (
+    ACK_MIN_BYTES,
+    DATA_HEADER_BYTES,
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
     EV_FLOW_START,
@@ -185,11 +187,19 @@ class Network:
             pb.peer, pb.peer_idx = self.nodes[ln.a], pa.idx
             for p, other in ((pa, ln.b), (pb, ln.a)):
                 p.arrive_kind = EV_ARRIVE_SWITCH if other in topo.switches else EV_ARRIVE_HOST
+        no_nvlink_cc = cfg.nvlink_cc == NVLINK_CC_NONE
         for node in self.nodes:
             if not node.is_switch:
                 for p in node.ports:
-                    p.has_win = cfg.has_win
+                    p.cc_off = no_nvlink_cc and p.peer.node_id in topo.nvswitches
+                    p.has_win = cfg.has_win and not p.cc_off
+                    if p.cc_off:  # no INT header, no INT in the ACKs
+                        p.hdr_bytes = DATA_HEADER_BYTES
+                        p.ack_bytes = ACK_MIN_BYTES
                 continue
+            if no_nvlink_cc and node.node_id in topo.nvswitches:  # NVLink: lossless, no ECN marks
+                node.ecn = False
+                node.pfc = True
             for p in node.ports:
                 r = p.rate_bps
                 if cfg.enable_qcn:  # every rate is in the maps: checked by check_k_maps

@@ -333,7 +333,7 @@ class RouteTable(dict):
 class HostPort(Port):
     """A NIC port: a control queue (ACK/NACK, served first) and round robin over QPs."""
 
-    __slots__ = ("ctrl", "qps", "rr", "wake_ps", "has_win")
+    __slots__ = ("ctrl", "qps", "rr", "wake_ps", "has_win", "cc_off", "hdr_bytes", "ack_bytes")
 
     def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
         super().__init__(node, idx, rate_bps, delay_ps, error_rate)
@@ -342,6 +342,9 @@ class HostPort(Port):
         self.rr = 0
         self.wake_ps = -1
         self.has_win = True
+        self.cc_off = False  # its QPs run no end-to-end CC (NVLink: line rate, PFC backpressure only)
+        self.hdr_bytes = node.hdr_bytes  # header of its data packets
+        self.ack_bytes = node.ack_bytes  # size of the ACK/NACKs it sends
 
     def kick(self, t: int) -> None:
         """Send a control packet, else the next eligible QP's next data packet."""
@@ -430,6 +433,7 @@ class SendQP:
         "rate_bps", "max_rate_bps", "next_avail_ps", "last_pkt_bytes", "bdp_bytes", "win_bytes", "cur_win", "var_win",
         "min_win_bytes",
         "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
+        "dcqcn", "hpcc",  # the CC it runs (neither: none, at line rate)
         # DCQCN
         "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen", "rp_due_ps",
         "cnps_rx",
@@ -459,7 +463,9 @@ class SendQP:
         self.next_avail_ps = 0
         self.last_pkt_bytes = 0
         self.bdp_bytes = max(1, win_bytes)
-        self.win_bytes = win_bytes if cfg.has_win else 0
+        self.dcqcn = host.dcqcn and not port.cc_off
+        self.hpcc = host.hpcc and not port.cc_off
+        self.win_bytes = win_bytes if cfg.has_win and not port.cc_off else 0
         self.min_win_bytes = cc.min_window_bytes(cfg)  # liveness floor under coalesced ACKs
         self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
         self.var_win = cfg.var_win
@@ -489,11 +495,11 @@ class SendQP:
     def snapshot(self, t: int) -> QPSnapshot:
         """Its state at ``t`` (see :class:`QPSnapshot`)."""
         due = -1
-        if self.host.hpcc and self.win_bytes:
+        if self.hpcc and self.win_bytes:
             rate = self.cur_win * PS_BITS // max(1, self.base_rtt_ps)
         else:
             rate = self.rate_bps
-            if not self.host.hpcc:
+            if self.dcqcn:
                 due = cc.dcqcn_rate_change_ps(self, t)
         sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
         return QPSnapshot(rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
@@ -543,7 +549,7 @@ class SendQP:
             self.rto_una = self.snd_una
             host.timer(t + host.rto_ps, self, cc.TM_RTO, 0)
         return [T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
-                [] if host.hpcc else None, 0, 0, host.node_id]
+                [] if self.hpcc else None, 0, 0, host.node_id]
 
 
 class Node:
@@ -755,16 +761,23 @@ class Host(Node):
             if model is not None:  # carried by a model given at set-up (no QP, no packets)
                 model.start(self, fid, t)
                 return
+        self.open_qp(fid, t, t, 0)
+
+    def open_qp(self, fid: int, t: int, start_ps: int, done_bytes: int) -> None:
+        """Start flow ``fid``'s QP at ``t``: its FCT counts from ``start_ps`` and its first
+        ``done_bytes`` count as sent and acknowledged (a flow a model carried so far)."""
         flow = self.net.flows[fid]
         port = self.pick_port(flow.dst, self.flow_hash[fid])
         rtt_ps, bdp_bytes = self.net.qp_window(flow)
-        qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, self.hdr_bytes)
+        qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, port.hdr_bytes)
         qp.next_avail_ps = t
-        qp.start_ps = t
+        qp.start_ps = start_ps
         if self.net.no_path and fid in self.net.no_path:  # a link failure left it no path: it never sends
             qp.done = True
             self.parked[fid] = qp
             return
+        if done_bytes:
+            qp.advance(done_bytes, t, 0)
         self.flow_start_log.append(fid)
         self.sqp[fid] = qp
         port.qps.append(qp)
@@ -899,10 +912,9 @@ class Host(Node):
         else:
             typ = T_ACK  # duplicate (after a go-back): re-ack so the sender learns
         src = pkt[12]
-        ack = [typ, fid, exp, self.ack_bytes, 0, pkt[P_PG], src, pkt[P_HASH], pkt[P_ECN], pkt[P_INT], 0, 0,
-               self.node_id]
         port = self.pick_port(src, pkt[P_HASH])
-        port.ctrl.append(ack)
+        port.ctrl.append([typ, fid, exp, port.ack_bytes, 0, pkt[P_PG], src, pkt[P_HASH], pkt[P_ECN], pkt[P_INT], 0, 0,
+                          self.node_id])
         if not port.busy:
             port.kick(t)
 
@@ -925,12 +937,12 @@ class Host(Node):
         if pkt[P_TYPE] == T_NACK:
             self.retx_bytes += qp.snd_nxt - qp.snd_una
             qp.snd_nxt = qp.snd_una
-        if self.dcqcn:
+        if qp.dcqcn:
             if pkt[P_ECN]:
                 self.cnps_rx += 1
                 qp.cnps_rx += 1
                 cc.dcqcn_on_cnp(qp, self, t)
-        elif self.hpcc:
+        elif qp.hpcc:
             cc.hpcc_on_ack(qp, pkt, self.cfg)
         port = qp.port
         if not port.busy:

@@ -1,10 +1,11 @@
 """The window grid of a topology (DESIGN.md invariant 3): units, the window ``L``, the cut-link rule.
 
-A link shorter than half the median link delay (an NVLink inside a server)
-binds its ends into one indivisible *unit*; ``L`` is the smallest delay among
-the other links, a property of the topology alone. An LP assignment may cut
-only links at least ``L`` long, so a packet sent to another LP lands in a
-later window.
+A link to an NVSwitch, or shorter than half the median link delay, binds its
+ends into one indivisible *unit* (so a server is never split: its NVLink
+flows stay in one LP); ``L`` is the smallest delay among the other links (or
+among all, when there are no others), a property of the topology alone. An LP
+assignment may cut only links at least ``L`` long and no NVSwitch link, so a
+packet sent to another LP lands in a later window.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ def _short(delay_ps: int, median_ps: int) -> bool:
     return 2 * delay_ps < median_ps
 
 
+def _binds(topo: Topology, ln, median_ps: int) -> bool:
+    """A link whose ends share a unit: an NVLink (to an NVSwitch) or a short link."""
+    return _short(ln.delay_ps, median_ps) or ln.a in topo.nvswitches or ln.b in topo.nvswitches
+
+
 def units_of(topo: Topology) -> list[int]:
-    """``unit[node]``: nodes joined by links shorter than half the median delay share a unit."""
+    """``unit[node]``: nodes joined by NVSwitch links or links shorter than half the median
+    delay share a unit."""
     parent = list(range(topo.n_nodes))
 
     def find(x):
@@ -31,7 +38,7 @@ def units_of(topo: Topology) -> list[int]:
     delays = sorted(ln.delay_ps for ln in topo.links)
     median = delays[len(delays) // 2] if delays else 0
     for ln in topo.links:
-        if _short(ln.delay_ps, median):
+        if _binds(topo, ln, median):
             parent[find(ln.a)] = find(ln.b)
     roots: dict[int, int] = {}
     return [roots.setdefault(find(n), len(roots)) for n in range(topo.n_nodes)]
@@ -44,7 +51,7 @@ def window_ps(topo: Topology) -> int:
     if not delays:
         raise InputError("topology has no links", topo.source)
     median = delays[len(delays) // 2]
-    L = min(d for d in delays if not _short(d, median))
+    L = min((ln.delay_ps for ln in topo.links if not _binds(topo, ln, median)), default=delays[0])
     if L <= 0:
         raise InputError("every inter-unit link has zero propagation delay; the window L must be > 0", topo.source)
     return L
@@ -83,7 +90,10 @@ def round_robin_owner(grid: WindowGrid, n_lps: int) -> list[int]:
 
 def check_cut_links(topo: Topology, owner: list[int], window_ps: int) -> None:
     """InputError when ``owner`` cuts a link shorter than the window (invariant 3)."""
+    nvs = topo.nvswitches
     for ln in topo.links:
+        if owner[ln.a] != owner[ln.b] and (ln.a in nvs or ln.b in nvs):
+            raise InputError(f"LP assignment cuts NVLink {ln.a}-{ln.b} (to an NVSwitch); keep each server in one LP")
         if owner[ln.a] != owner[ln.b] and ln.delay_ps < window_ps:
             raise InputError(f"LP assignment cuts link {ln.a}-{ln.b} ({ln.delay_ps} ps), shorter than the "
                              f"window ({window_ps} ps); keep its ends in one LP")

@@ -12,9 +12,10 @@ keys (DESIGN.md "Measuring"):
 * ``speedup_wall`` (packet wall / wormhole wall, same process, same
   scenario), ``speedup_events`` (events processed, ratio);
 * ``skipped_time_fraction`` (flow-time spent frozen / total flow-time),
-  ``memo_hits``, ``memo_misses``, ``skips``; ``fluid_flows`` and
-  ``fluid_shared_flows`` (``--fluid-nvlink``: flows given rates, and those of them
-  that shared an NVLink port with another flow's data, whose FCTs are approximate);
+  ``memo_hits``, ``memo_misses``, ``skips``; ``nvlink_model``, ``fluid_flows``
+  and ``nvlink_packet_flows`` (NVLink flows finished by rates, and by packets in servers
+  where the rates stopped holding), ``fluid_shared_flows`` (under ``--nvlink-cc nic``:
+  flows given rates that shared a port with another flow's data, whose FCTs are approximate);
 * ``flows``, ``flows_compared`` and both runs' ``wall_s`` and ``events``.
 """
 
@@ -81,7 +82,9 @@ def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict
         "skipped_time_fraction": ws.get("skipped_time_fraction", 0.0),
         "memo_hits": ws.get("memo_hits", 0),
         "memo_misses": ws.get("memo_misses", 0),
+        "nvlink_model": ws.get("nvlink_model"),
         "fluid_flows": ws.get("fluid_flows", 0),
+        "nvlink_packet_flows": ws.get("nvlink_packet_flows", 0),
         "fluid_shared_flows": ws.get("fluid_shared_flows", 0),
         "complete": bool(ps["complete"] and ws["complete"]),
     }
@@ -103,9 +106,9 @@ def table(r: dict) -> str:
         ("skips, skipped flow-time", f"{r['skips']}, {r['skipped_time_fraction'] * 100:.1f}%"),
         ("memo hits / misses", f"{r['memo_hits']} / {r['memo_misses']}"),
     ]
-    if r.get("fluid_flows"):
-        rows.append(("NVLink flows by rates (--fluid-nvlink)",
-                     f"{r['fluid_flows']} ({r.get('fluid_shared_flows', 0)} shared a port: approximate)"))
+    if r.get("fluid_flows") or r.get("nvlink_packet_flows"):
+        rows.append(("NVLink flows by rates / packets", f"{r['fluid_flows']} / {r.get('nvlink_packet_flows', 0)}"
+                     + (f" ({r['fluid_shared_flows']} approximate)" if r.get("fluid_shared_flows") else "")))
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
 

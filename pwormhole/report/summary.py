@@ -60,17 +60,24 @@ def run_summary(head: dict, sim_time_ps: int, wall_s: float, events_by_rank: lis
 
 
 def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int, min_span_packets: int,
-                  flow_time_ps: int, fluid_flows: int, fluid_shared_flows: int) -> dict:
-    """The Wormhole keys: ``stats`` of the run, the settings ``accel`` and the resolved ones."""
+                  flow_time_ps: int, fluid_flows: int, fluid_shared_flows: int, nvlink_packet_flows: int,
+                  nvlink_model: str, nvlink_packets_reason: str | None) -> dict:
+    """The Wormhole keys: ``stats`` of the run, the settings ``accel`` and the resolved ones
+    (``nvlink_model``: how NVLink flows ran, ``rates``, ``packets`` or ``none``; under ``rates``,
+    ``fluid_flows`` finished by rates and ``nvlink_packet_flows`` by packets, in servers where
+    the rates stopped holding)."""
     return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
             "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
             "wakes_interrupted": stats["wakes_interrupted"],
+            "nvlink_model": nvlink_model,
+            "nvlink_packets_reason": nvlink_packets_reason,
             "fluid_flows": fluid_flows,
+            "nvlink_packet_flows": nvlink_packet_flows,
             "fluid_shared_flows": fluid_shared_flows,
             "accel": {"theta": theta, "window_samples": samples, "sample_ps": sample_ps,
                       "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
-                      "memo": accel.memo, "fluid_nvlink": accel.fluid_nvlink}}
+                      "memo": accel.memo, "nvlink": accel.nvlink}}
 
 
 def training_summary(report: dict, complete: bool) -> dict:
@@ -126,9 +133,13 @@ def readable(summary: dict) -> str:
         line = (f"Wormhole         skips {summary.get('skips', 0)}  skipped flow-time "
                 f"{summary.get('skipped_time_fraction', 0) * 100:.1f}%  memo hits/misses "
                 f"{summary.get('memo_hits', 0)}/{summary.get('memo_misses', 0)}")
-        if (summary.get("accel") or {}).get("fluid_nvlink"):
-            line += (f"  NVLink flows by rates {summary.get('fluid_flows', 0)} "
-                     f"({summary.get('fluid_shared_flows', 0)} shared a port)")
+        if summary.get("nvlink_model") == "rates":
+            line += (f"  NVLink flows by rates {summary.get('fluid_flows', 0)}, by packets "
+                     f"{summary.get('nvlink_packet_flows', 0)}")
+            if summary.get("fluid_shared_flows"):
+                line += f" ({summary['fluid_shared_flows']} approximate: shared a port under --nvlink-cc nic)"
+        elif summary.get("nvlink_model") == "packets":
+            line += "  NVLink flows by packets"
         lines.append(line)
     if summary.get("iterations"):
         its = summary["iterations"]

@@ -1,0 +1,80 @@
+"""NVLink in packet mode: no end-to-end congestion control (line rate, PFC backpressure at
+the NVSwitch, no ECN, no INT), and ``nvlink_cc="nic"`` (the NIC's CC also on NVLink)."""
+
+import pytest
+from helpers import config, flows_of
+
+from pwormhole.run import Run
+from pwormhole.scenario import Scenario, topology_from_arg
+
+NVLINK_BPS = 2_880_000_000_000  # the rail-optimized server's default NVLink rate
+DELAY_PS = 25_000  # its NVLink delay (host -> NVSwitch and NVSwitch -> host)
+
+
+def tx_ps(wire_bytes: int) -> int:
+    """Serialization at the NVLink rate, rounded up to a ps (as ports do)."""
+    return -(-wire_bytes * 8_000_000_000_000 // NVLINK_BPS)
+
+
+def packet_run(specs, cc: str, nvlink_cc: str = "none"):
+    topo = topology_from_arg("rail-optimized:gpus=8")
+    cfg = config(cc, nvlink_cc=nvlink_cc)
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    r = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
+    return r, [r.finish_ps[i] - r.start_ps[i] for i in range(len(specs))]
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+def test_one_nvlink_flow_at_line_rate(cc):
+    """262,144 bytes from GPU 0 to GPU 1: 262 packets of 1,036 wire bytes (36-byte header, no
+    INT header even under HPCC) back to back, the last of 180 bytes waits at the NVSwitch for
+    the one before it, then the 48-byte ACK (no INT) comes back over both hops."""
+    r, (fct,) = packet_run([(0, 1, 262_144, 0)], cc)
+    full, last, ack = tx_ps(1036), tx_ps(180), tx_ps(48)
+    last_leaves_nvswitch = DELAY_PS + 263 * full  # right behind packet 262, which left at 262 x full
+    at_dst = last_leaves_nvswitch + last + DELAY_PS
+    assert fct == at_dst + 2 * (ack + DELAY_PS) == 857_682
+    c = r.counters()
+    assert c["ecn_marks"] == c["cnps"] == c["drops"] == c["pfc_pauses"] == 0
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+def test_ring_step_on_nvlink(cc):
+    """A TP ring step over 8 GPUs (each sends 262,144 bytes to the next): each NIC port to the
+    NVSwitch also carries the 48-byte ACKs of the flow it receives, so every flow takes 262
+    full packets plus 262 ACKs of the neighbour's flow on its first hop, then the lone flow's
+    tail: the same FCT for all 8, under either CC."""
+    _, fcts = packet_run([(i, (i + 1) % 8, 262_144, 0) for i in range(8)], cc)
+    full, last, ack = tx_ps(1036), tx_ps(180), tx_ps(48)
+    by_hand = 262 * (full + ack) + DELAY_PS + full + last + DELAY_PS + 2 * (ack + DELAY_PS)
+    assert len(set(fcts)) == 1
+    assert abs(fcts[0] - by_hand) <= 2 * full  # where the last ACKs fall among the data packets
+    assert fcts[0] == 890_378
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+def test_incast_on_one_nvswitch_shares_the_port_without_loss(cc):
+    """7-to-1 incast of 8 MB each into GPU 0: 56 MB do not fit the NVSwitch's 32 MiB buffer,
+    so it pauses its ingress ports (PFC) instead of dropping; every flow gets a seventh of the
+    port and ends within 20 packet times of the port's drain time (56,000 packets of 1,036
+    bytes: 161.168 us), plus the last packet's hop and its ACK's way back."""
+    r, fcts = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], cc)
+    full = tx_ps(1036)
+    drain_ps = 56_000 * full
+    assert drain_ps == 161_168_000
+    for fct in fcts:
+        assert drain_ps - 20 * full < fct < drain_ps + DELAY_PS + 2 * (tx_ps(48) + DELAY_PS) + 20 * full
+    c = r.counters()
+    assert c["drops"] == c["lost_packets"] == c["ecn_marks"] == c["cnps"] == 0
+    assert c["pfc_pauses"] > 0 and c["bytes_delivered"] == 56_000_000
+
+
+def test_nic_cc_on_nvlink_is_kept_as_an_option():
+    """``nvlink_cc="nic"``: HPCC's INT headers and window also on NVLink (SimAI's choice): the
+    lone flow carries 42 more header bytes per packet and the incast shares unevenly."""
+    _, (lone,) = packet_run([(0, 1, 262_144, 0)], "hpcc", "nic")
+    assert lone == 927_411  # 78-byte headers: 262 x tx(1078) + ... (vs 857,682 without CC)
+    _, fcts = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], "hpcc", "nic")
+    assert max(fcts) - min(fcts) > 50_000_000  # HPCC's windows, not fair shares
+    _, same = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], "dcqcn", "nic")
+    assert max(same) - min(same) < 100_000  # DCQCN never marked: the window keeps the queue short
