@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from itertools import chain
+from typing import Any
 
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
@@ -23,7 +24,7 @@ from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
 from .net.nodes import handler_table
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
-from .partition.plan import make_plan
+from .partition.plan import PartitionPlan, make_plan
 from .report import stuck as stuck_text
 from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
 from .report.training import training_report
@@ -47,7 +48,7 @@ class _Progress:
 
     def __init__(self, stop_ps: int, enabled: bool | None):
         self.enabled = enabled
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar once shown (tqdm ships no types)
         self.t0 = time.monotonic()
         self.stop_ps = stop_ps
         self.last = 0.0
@@ -150,11 +151,15 @@ class Run:
         lps = self.lps
         failures = [f for f in self.net.failures if f[0] < stop_ps]  # (t_ps, a, b): boundaries of their own
         watch = self.comm is None  # under MPI only the empty-heap case is detected (byte counters are per rank)
-        check = {"next": self.stall_check_ps, "last": None, "since": 0}
+        # the stall watchdog: next boundary it looks at, progress mark seen last, and since when
+        next_check_ps = self.stall_check_ps
+        last_mark: tuple[int, int, int] | None = None
+        since_ps = 0
 
         def on_boundary(t_ps: int, got) -> bool:
             """The boundary hooks, in order: completions, PFC and op records; acceleration;
             link failures; progress; then the stall watchdog (in-process LPs)."""
+            nonlocal next_check_ps, last_mark, since_ps
             self.t_end_ps = t_ps  # kept if the run is interrupted
             done = got.finished
             if done:
@@ -177,14 +182,14 @@ class Run:
             bar.update(t_ps, self.events)
             if len(finish) == n_flows and len(op_times) == n_ops:
                 return True
-            if watch and t_ps >= check["next"]:
-                check["next"] = t_ps + self.stall_check_ps
+            if watch and t_ps >= next_check_ps:
+                next_check_ps = t_ps + self.stall_check_ps
                 mark = self._progress_mark()
-                if mark != check["last"] or (accel is not None and accel.next_wake_ps() < INF_PS):
+                if mark != last_mark or (accel is not None and accel.next_wake_ps() < INF_PS):
                     # progress, or a group fast-forwarded (its bytes move at its wake)
-                    check["last"], check["since"] = mark, t_ps
-                elif t_ps - check["since"] >= self.stall_ps and self._active_flows():
-                    self.stuck = self._stuck_report(t_ps, stuck_text.no_byte_reason(t_ps - check["since"]))
+                    last_mark, since_ps = mark, t_ps
+                elif t_ps - since_ps >= self.stall_ps and self._active_flows():
+                    self.stuck = self._stuck_report(t_ps, stuck_text.no_byte_reason(t_ps - since_ps))
                     return True
             return False
 
@@ -217,7 +222,7 @@ class Run:
             self.net.fail_link(a, b, t_ps)
 
     # -- progress watchdog -------------------------------------------------------------
-    def _progress_mark(self):
+    def _progress_mark(self) -> tuple[int, int, int]:
         return (sum(h.bytes_delivered for h in self._hosts), len(self.finish_ps), len(self.op_times))
 
     def _active_flows(self) -> list:
@@ -263,8 +268,11 @@ class Run:
 
 def _plan_owner(scn: Scenario, parts: int, comm, rank0: bool):
     """A METIS plan of ``parts`` LPs (rank 0 makes it and says when some LPs will be idle; every rank gets it)."""
-    plan = make_plan(scn.topology, parts, scn.flows, scn.config.packet_payload_bytes) if rank0 else None
-    idle = plan.warning("ranks" if comm is not None else "LPs") if rank0 else None
+    plan: PartitionPlan | None = None
+    idle: str | None = None
+    if rank0:
+        plan = make_plan(scn.topology, parts, scn.flows, scn.config.packet_payload_bytes)
+        idle = plan.warning("ranks" if comm is not None else "LPs")
     if idle:
         print(f"pwormhole: warning: {idle}", file=sys.stderr)
     if comm is not None:

@@ -314,9 +314,10 @@ def _rows(runs: list[Run]) -> list[dict]:
     by = {(r.mode, r.ranks): r for r in runs}
     ref = by.get((REFERENCE_MODE, 1))
     ref_wall = ref.summary.get("wall_s") if ref and ref.status == "ok" else None
+    ref_fct = ref.fct if ref and ref.status == "ok" else None  # a run "ok" has read its fct file
     rows = []
     for r in runs:
-        row = dict.fromkeys(COLUMNS, "")
+        row: dict[str, object] = dict.fromkeys(COLUMNS, "")
         row.update(mode=r.mode, ranks=r.ranks, status=r.status, out=r.out, error=r.error)
         if r.status == "ok":
             s = r.summary
@@ -329,8 +330,8 @@ def _rows(runs: list[Run]) -> list[dict]:
             if base and base.status == "ok":
                 row["efficiency"] = f"{float(base.summary['wall_s']) / wall / r.ranks:.6f}"
                 row["identical"] = base.fct == r.fct
-            if ref and ref.status == "ok":
-                row["max_rel_fct_diff"] = f"{max_rel_fct_diff(r.fct, ref.fct):.6g}"
+            if ref_fct is not None and r.fct is not None:
+                row["max_rel_fct_diff"] = f"{max_rel_fct_diff(r.fct, ref_fct):.6g}"
         r.row = row
         rows.append(row)
     return rows

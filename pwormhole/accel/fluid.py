@@ -39,6 +39,7 @@ from heapq import heappush
 
 from ..config import CC_DCQCN, NVLINK_CC_NIC
 from ..errors import InputError
+from ..net.nodes import Port
 from ..net.packet import EV_MODEL
 from ..units import serialization_ps as _tx_ps
 from .config import NVLINK_FLUID, NVLINK_PACKET
@@ -70,7 +71,7 @@ class FluidDomain:
         net: the :class:`~pwormhole.net.build.Network`.
     """
 
-    def __init__(self, nvswitch, net):
+    def __init__(self, nvswitch, net) -> None:
         self.nvs = nvswitch  # the server's lowest-numbered NVSwitch: its heap and key counter
         self.net = net
         nic = next(p.peer.ports[p.peer_idx] for p in nvswitch.ports if not p.peer.is_switch)  # an NVLink NIC port
@@ -123,7 +124,7 @@ class FluidDomain:
                 self.dirty = False
             self._advance(t)
             done = sorted(fid for fid, st in self.active.items() if st.left_wire_bytes <= 0.5)
-            acks = {}  # port -> flows whose ACKs cross it, before any of the done flows leaves
+            acks: dict[Port, set[int]] = {}  # port -> flows whose ACKs cross it, before any of the done flows leaves
             for fid, st in self.active.items():
                 for p in st.ack_ports:
                     acks.setdefault(p, set()).add(fid)
@@ -321,7 +322,7 @@ def nvlink_flows(net) -> tuple[dict, list]:
         first = min(ns)
         for n in ns:
             parent[find(n)] = find(first)
-    anchor_of = {}
+    anchor_of: dict[int, int] = {}  # domain (its union-find root) -> its lowest-numbered NVSwitch
     for n in sorted(nvs_ids):
         anchor_of.setdefault(find(n), n)
     nodes = net.nodes

@@ -21,7 +21,7 @@ class FlowState:
     __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
                  "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps")
 
-    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps):
+    def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps) -> None:
         self.fid = flow.flow_id
         self.src = flow.src
         self.dst = flow.dst
@@ -110,7 +110,7 @@ class FlowTable:
     """The active flows and their conflict groups: merged when a new flow touches several,
     split when a flow leaves (only that group is touched)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.flows: dict[int, FlowState] = {}
         self.groups: dict[int, Group] = {}
         self.port_gid: dict = {}

@@ -36,6 +36,7 @@ import math
 import os
 import re
 import stat
+from typing import TypeGuard
 
 import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
@@ -186,11 +187,11 @@ class MemoLimits:
 _NO_LIMITS = MemoLimits(1, 1 << 62, 1 << 62, 1 << 62)
 
 
-def _is_int(v) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return type(v) is int  # not a bool, not a float
 
 
-def _is_number(v) -> bool:
+def _is_number(v: object) -> TypeGuard[int | float]:
     return _is_int(v) or (type(v) is float and math.isfinite(v))
 
 
@@ -210,7 +211,7 @@ def _parse_entry(item, limits: MemoLimits):
     nodes, links = graph.get("nodes"), graph.get("links")
     if not (isinstance(nodes, list) and isinstance(links, list)):
         return None
-    labels = []
+    labels: list[str] = []
     for v, node in enumerate(nodes):
         if not isinstance(node, dict) or not _is_int(node.get("id")) or node["id"] != v:
             return None
@@ -313,7 +314,8 @@ class MemoCache:
         """The JSON text :meth:`save` writes: at most :data:`MAX_ENTRIES` entries and
         :data:`MAX_FILE_BYTES` bytes (the first entries recorded)."""
         head = json.dumps({"format": FORMAT, "fingerprint": self.fingerprint, "entries": []})[:-2]
-        parts, size = [], len(head) + 2
+        parts: list[str] = []
+        size = len(head) + 2
         for key, es in self.entries.items():
             for e in es:
                 text = json.dumps({"key": key, "graph": nx.node_link_data(e.graph, edges="links"),

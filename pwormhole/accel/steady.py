@@ -198,13 +198,14 @@ def fifo_shares(flows: list, goodput: dict, samples: int, facts: NetFacts) -> No
             crossing.setdefault(p, []).append(fs)
     saturated = {p for p, b in load.items()
                  if b + ack_load.get(p, 0.0) >= (1 - FIFO_SATURATION) * p.rate_bps / BPS_PER_BYTE_PS}
-    win, pace = {}, {}
+    win_bytes: dict[int, int] = {}
+    pace: dict[int, float] = {}
     for fs in flows:
         if fs.fid in bound:  # it sends while less than its window is in flight: up to the next whole packet
-            win[fs.fid] = -(-enforced_window(fs, fs.rate(), facts) // fs.mtu) * fs.wire_bytes
+            win_bytes[fs.fid] = -(-enforced_window(fs, fs.rate(), facts) // fs.mtu) * fs.wire_bytes
             pace[fs.fid] = (fs.rate() if facts.rate_bound else fs.line_rate_bps) / BPS_PER_BYTE_PS
     while True:
-        new = fifo_solve(flows, bound, crossing, saturated, ack_load, win, pace, not facts.ack_high_prio)
+        new = fifo_solve(flows, bound, crossing, saturated, ack_load, win_bytes, pace, not facts.ack_high_prio)
         if new is None:
             return  # the measured goodputs stand
         load2, ack_load2 = port_loads(flows, {**goodput, **new}, facts)

@@ -267,16 +267,15 @@ class Wormhole:
         return ff.cap_wake(self.starts_on, g.ports, t, (wake_ps // self.window_ps) * self.window_ps, self.window_ps)
 
     def _try_freeze(self, g: Group, t: int, gps: dict) -> None:
-        wake = None
+        done_ps: list[int] = []  # per flow: when its steady state ends
         for fid in g.flows:
             fs = self.flows[fid]
             done = ff.wake_by(fs, t, fs.una(), gps[fid], self.cfg.margin_rtts)
             rp_due = fs.samples[-1].rp_due_ps
             if 0 <= rp_due < done:  # the DCQCN rate changes then: the steady state ends there
                 done = rp_due
-            if wake is None or done < wake:
-                wake = done
-        wake = self._wake_at(g, t, wake)
+            done_ps.append(done)
+        wake = self._wake_at(g, t, min(done_ps))
         if wake - t >= self.min_skip_ps:
             self._freeze(g, t, wake, gps)
 

@@ -68,7 +68,8 @@ class LogicalProcess:
         """Remove the pending events for which ``predicate(event)`` holds and return them
         (in heap order); the others stay pending."""
         heap = self.heap
-        out, keep = [], []
+        out: list[tuple] = []
+        keep: list[tuple] = []
         for ev in heap:
             (out if predicate(ev) else keep).append(ev)
         if out:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Mapping, Sequence
 from heapq import heappush
 from typing import NamedTuple
 
@@ -113,11 +114,12 @@ class Port:
         self.idx = idx
         self.rate_bps = rate_bps
         self.delay_ps = delay_ps
-        self.peer = None
+        self.peer: Node = None  # type: ignore[assignment]  # None until Network._wire, right after
         self.peer_idx = -1
         self.arrive_kind = 0
-        self.remote = None
-        self.heap = None
+        self.remote: list[tuple] | None = None
+        # None until Node.attach, which runs before any event: the per-packet path pushes unchecked
+        self.heap: list[tuple] = None  # type: ignore[assignment]
         self.busy = False
         self.paused = [False] * N_PRIORITIES
         self.error_rate = error_rate
@@ -485,7 +487,7 @@ class SendQP:
         self.rp_due_ps = -1  # when the pending DCQCN rate-increase (RP) timer fires (-1: none)
         self.cnps_rx = 0  # CNPs this QP received
         self.last_update_seq = 0
-        self.hops = []
+        self.hops: list[tuple[int, int, int, int]] = []  # HPCC INT records (ts_ps, tx_bytes, qlen_bytes, rate_bps)
         self.u = 1.0
         self.cur_rate_bps = line_rate_bps
         self.inc_stage = 0
@@ -563,10 +565,12 @@ class Node:
         self.seq = 0
         self.rng = node_rng(seed, node_id)
         self.salt = self.rng.getrandbits(62)  # ECMP hash salt, per node so tiers do not polarize
-        self.ports = []
-        self.routes = {}  # dst node id -> list of egress ports (equal-cost next hops)
-        self.heap = None
-        self.pfc_log = []
+        # (a Switch has SwitchPorts, a Host HostPorts: the subclasses say which)
+        self.ports: Sequence[Port] = []
+        self.routes: Mapping[int, Sequence[Port]] = {}  # dst node id -> list of egress ports (equal-cost next hops)
+        # None until attach (Network.fail_link tells attached nodes by it); events run only on attached nodes
+        self.heap: list[tuple] = None  # type: ignore[assignment]
+        self.pfc_log: list[tuple] = []
         self.pfc_pauses_rx = 0
         self.lost = 0  # packets lost to link errors when sent from here
         self.drops = 0  # packets dropped by buffer admission here
@@ -599,6 +603,8 @@ class Switch(Node):
     """A shared-buffer switch (HPCC ``SwitchNode`` + ``SwitchMmu``)."""
 
     is_switch = True
+    ports: list[SwitchPort]
+    routes: dict[int, list[SwitchPort]]
 
     def __init__(self, node_id, seed, cfg):
         super().__init__(node_id, seed)
@@ -693,6 +699,9 @@ class Switch(Node):
 
 class Host(Node):
     """An RDMA host: NIC ports, sender QPs, receiver state (HPCC ``RdmaHw``)."""
+
+    ports: list[HostPort]
+    routes: dict[int, list[HostPort]]
 
     def __init__(self, node_id, seed, cfg, net):
         super().__init__(node_id, seed)

@@ -67,7 +67,7 @@ class PartitionPlan:
     part_weights: list[int] = field(default_factory=list)
     traffic_units: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.grid: WindowGrid | None = None  # not a field: not in the saved plan
 
     def warning(self, what: str = "parts") -> str | None:
@@ -182,6 +182,15 @@ def _read_plan_text(path: str, topo: Topology) -> str:
         raise InputError(f"cannot read partition plan: {getattr(e, 'strerror', None) or e}", path) from None
 
 
+_SEPARATORS = re.compile(r"[\s,]*")
+
+
+def _skip_separators(text: str, pos: int) -> int:
+    """Where the run of whitespace and commas from ``pos`` in ``text`` ends (``pos`` when none)."""
+    m = _SEPARATORS.match(text, pos)
+    return m.end() if m is not None else pos  # never None: the pattern also matches the empty string
+
+
 def _line_of(text: str, key: str, index: int | None = None) -> int:
     """1-based line of the value of top-level ``key`` in JSON ``text`` (of its element
     ``index`` when given), for error messages; 1 when not found."""
@@ -191,13 +200,12 @@ def _line_of(text: str, key: str, index: int | None = None) -> int:
     pos = matches[-1].end()  # the last one wins, as in json.loads
     if index is not None and text.startswith("[", pos):
         dec = json.JSONDecoder()
-        ws = re.compile(r"[\s,]*")
         pos += 1
         try:
             for _ in range(index):
-                pos = ws.match(text, pos).end()
+                pos = _skip_separators(text, pos)
                 _, pos = dec.raw_decode(text, pos)
-            pos = ws.match(text, pos).end()
+            pos = _skip_separators(text, pos)
         except ValueError:
             pass
     return text.count("\n", 0, pos) + 1
@@ -296,7 +304,7 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
     elif parts == n_units:  # one unit per part: nothing to choose
         owner_unit = list(range(n_units))
     else:
-        vw = [0] * n_units
+        vw: list[float] = [0] * n_units  # unit -> summed node weight
         for n, w in enumerate(node_w):
             vw[unit[n]] += w
         nbrs: list[dict[int, float]] = [dict() for _ in range(n_units)]

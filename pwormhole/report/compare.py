@@ -36,7 +36,7 @@ def read_fct(path: str) -> dict[tuple[str, str, str, str], int]:
         for line in fh:
             parts = line.split()
             if len(parts) >= 8:
-                out[tuple(parts[:4])] = int(parts[6])
+                out[(parts[0], parts[1], parts[2], parts[3])] = int(parts[6])
     return out
 
 

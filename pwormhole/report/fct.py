@@ -62,16 +62,16 @@ class IncrementalFile:
             self.error = write_error(self.path, e)
             self._file.abandon()
 
-    def commit(self) -> bool:
-        """Rename to ``NAME``; False (``error`` says why, the ``.part`` stays) after a write error."""
+    def commit(self) -> str | None:
+        """Rename to ``NAME`` and return None; after a write error return ``error`` (the ``.part`` stays)."""
         if self.error is None:
             try:
                 self._file.commit()
-                return True
+                return None
             except OSError as e:
                 self.error = write_error(self.path, e)
                 self._file.abandon()
-        return False
+        return self.error
 
     def close_partial(self) -> None:
         """Close without renaming (a failed run): the ``.part`` file is kept."""

@@ -90,7 +90,8 @@ class RunWriter:
         self.out_dir = out_dir
         self.standalone_ns = standalone_ns
         self.enabled = enabled
-        self.fct_file = self.pfc_file = None
+        self.fct_file: IncrementalFile | None = None
+        self.pfc_file: IncrementalFile | None = None
         if enabled:
             self.fct_file = IncrementalFile(os.path.join(out_dir, scn.config.fct_output_name))
             self.pfc_file = IncrementalFile(os.path.join(out_dir, scn.config.pfc_output_name))
@@ -121,14 +122,16 @@ class RunWriter:
         """A failed run: ``fct.txt`` and ``pfc.txt`` stay as ``.part``."""
         if self.enabled:
             with self.lock:
-                self.fct_file.close_partial()
-                self.pfc_file.close_partial()
+                for f in (self.fct_file, self.pfc_file):
+                    if f is not None:  # both set when enabled
+                        f.close_partial()
 
     def commit(self) -> None:
         """The run ended: rename ``fct.txt`` and ``pfc.txt`` (their write errors go to ``errors``)."""
         if self.enabled:
             with self.lock:
-                self.errors += [f.error for f in (self.fct_file, self.pfc_file) if not f.commit()]
+                errors = [f.commit() for f in (self.fct_file, self.pfc_file) if f is not None]  # both when enabled
+                self.errors += [e for e in errors if e is not None]
 
     def write_partial_summary(self, summary: dict) -> None:
         """The summary of a run the watchdog ends (its thread); ``fct.txt.part`` and ``pfc.txt.part``
