@@ -16,18 +16,20 @@ mode, in the same process) on:
   (and on 32 and 64 GPUs under HPCC);
 * one GPT-175B layer with the distributed optimizer on 16 GPUs (226 MB DP
   flows; NVLink carries 9% of the bytes instead of 14-23%);
-* the GPT-7B layer at sequence 2048 (a usual training length) on 16 and 64 GPUs,
-  DCQCN: TP ring steps of 2 MB (5.8 us on NVLink, still under the 8-window minimum
-  skip), so NVLink carries most of the bytes;
+* ``*-s2048`` (``--nvlink`` runs these and the MoE rows): GPT-7B, 2 layers at sequence
+  2048 (2 MB TP ring steps: NVLink carries most bytes), TP8 and PP 2 from 32 GPUs
+  (TP8-DP4-PP2 on 64), per-layer DP all-reduces or the distributed optimizer, on 16, 32
+  and 64 GPUs, under DCQCN and HPCC; ``*-nvpkt``: the 64-GPU distributed-optimizer rows
+  with ``--nvlink packet`` (NVLink packet by packet inside Wormhole mode);
 * two what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
   events ratio would be if NVLink steps cost nothing;
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs, under DCQCN and under HPCC;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``);
-* ``*-fluid``: the DCQCN training rows again with ``--fluid-nvlink`` (opt-in:
-  the flows inside each server's NVSwitch by rates, :mod:`pwormhole.accel.fluid`),
-  still against the plain packet run.
+
+NVLink runs no end-to-end CC (the default ``nvlink_cc``) in both modes; Wormhole mode gives
+NVLink flows rates (``--nvlink auto``, :mod:`pwormhole.accel.fluid`).
 
 For each it prints a markdown row: flows, mean and p99 per-flow FCT error,
 iteration time error, wall speedup (same process), events ratio, skipped
@@ -77,13 +79,13 @@ def without_tp_collectives(spec):
 
 
 def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256,
-        dist_opt: bool = False, no_tp: bool = False):
+        dist_opt: bool = False, no_tp: bool = False, pp: int = 1, nvlink_cc: str = "none"):
     def make():
-        spec = build_model(model, gpus, tp=tp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
+        spec = build_model(model, gpus, tp=tp, pp=pp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
         if no_tp:
             spec = without_tp_collectives(spec)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
-        return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
+        return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc], nvlink_cc=nvlink_cc))
     return make
 
 
@@ -113,9 +115,6 @@ SCENARIOS = {
     "gpt7b-dopt-64-dcqcn": ("same, 64 GPUs", gpt(64, "dcqcn", layers=2, dist_opt=True)),
     "gpt175b-dopt-16-dcqcn": ("GPT-175B 1 layer, distributed optimizer, TP8, seq 256, 16 GPUs, DCQCN (NVLink "
                               "share 9%)", gpt(16, "dcqcn", model="gpt-175b", dist_opt=True)),
-    "gpt7b-16-dcqcn-s2048": ("GPT-7B 1 layer, TP8, seq 2048 (2 MB TP ring steps: NVLink carries most bytes), "
-                             "16 GPUs, DCQCN", gpt(16, "dcqcn", seq_len=2048)),
-    "gpt7b-64-dcqcn-s2048": ("same, 64 GPUs", gpt(64, "dcqcn", seq_len=2048)),
     "whatif-gpt7b-64-dcqcn-notp": ("what-if: gpt7b-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                    gpt(64, "dcqcn", no_tp=True)),
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
@@ -126,14 +125,24 @@ SCENARIOS = {
     "moe-16-ep2-hpcc": ("moe-16-ep2 under HPCC", moe(16, 2, cc="hpcc")),
     "s3-incast": ("HPCC S3: 100-flow DCQCN incast (real input)", s3),
 }
-# the same iterations with --fluid-nvlink (opt-in; accel/fluid.py): NVLink flows by rates in
-# Wormhole mode, against the plain packet run as every row
-FLUID_ROWS = ["gpt7b-16-dcqcn", "gpt7b-32-dcqcn", "gpt7b-64-dcqcn", "gpt7b-dopt-16-dcqcn", "gpt7b-dopt-32-dcqcn",
-              "gpt7b-dopt-64-dcqcn", "gpt175b-dopt-16-dcqcn", "gpt7b-16-dcqcn-s2048", "gpt7b-64-dcqcn-s2048",
-              "moe-16-ep2"]
-for _n in FLUID_ROWS:
-    SCENARIOS[_n + "-fluid"] = (SCENARIOS[_n][0] + "; --fluid-nvlink", SCENARIOS[_n][1])
-ACCEL_OVERRIDES = {_n + "-fluid": {"fluid_nvlink": True} for _n in FLUID_ROWS}
+# GPT-7B at sequence 2048 (2 MB TP ring steps), 2 layers, PP 2 from 32 GPUs (TP8-DP4-PP2 on 64), per-layer
+# DP all-reduces or the distributed optimizer, under both CCs: the NVLink rows of the NVLink issue
+for _g in (16, 32, 64):
+    for _cc in ("dcqcn", "hpcc"):
+        _pp = 2 if _g >= 32 else 1
+        SCENARIOS[f"gpt7b-{_g}-{_cc}-s2048"] = (
+            f"GPT-7B 2 layers, TP8 PP{_pp}, seq 2048, per-layer DP all-reduces, {_g} GPUs, {_cc.upper()}",
+            gpt(_g, _cc, layers=2, seq_len=2048, pp=_pp))
+        SCENARIOS[f"gpt7b-dopt-{_g}-{_cc}-s2048"] = (
+            f"GPT-7B 2 layers, TP8 PP{_pp}, seq 2048, distributed optimizer, {_g} GPUs, {_cc.upper()}",
+            gpt(_g, _cc, layers=2, seq_len=2048, pp=_pp, dist_opt=True))
+# Wormhole with NVLink packet by packet (--nvlink packet): what the rates save
+for _n in ("gpt7b-dopt-64-dcqcn-s2048", "gpt7b-dopt-64-hpcc-s2048"):
+    SCENARIOS[_n + "-nvpkt"] = (SCENARIOS[_n][0] + "; --nvlink packet", SCENARIOS[_n][1])
+ACCEL_OVERRIDES = {_n + "-nvpkt": {"nvlink": "packet"} for _n in ("gpt7b-dopt-64-dcqcn-s2048",
+                                                                   "gpt7b-dopt-64-hpcc-s2048")}
+NVLINK_ROWS = [n for n in SCENARIOS if n.endswith("-s2048") and n.startswith("gpt7b-")] + ["moe-16-ep2",
+                                                                                             "moe-16-ep2-hpcc"]
 QUICK = ["gpt7b-16-dcqcn", "s3-incast"]
 
 HEADER = ("| scenario | flows | FCT err mean | FCT err p99 | iter err | speedup wall | events ratio | "
@@ -150,7 +159,7 @@ def row(name: str, r: dict) -> str:
             f"{pct(r['iteration_time_error'])} | {r['speedup_wall']:.2f}x | {r['speedup_events']:.2f}x | "
             f"{r['skipped_time_fraction'] * 100:.1f}% | {r['memo_hits']}/{r['memo_misses']} | "
             f"{r['packet_wall_s']:.1f} s / {r['wormhole_wall_s']:.1f} s | "
-            f"{cap(r.get('nvlink_byte_share', 0), r.get('accel', {}).get('fluid_nvlink'))} |")
+            f"{cap(r.get('nvlink_byte_share', 0), r.get('nvlink_model') == 'rates')} |")
 
 
 def cap(share: float, fluid: bool = False) -> str:
@@ -190,10 +199,11 @@ def run_one(name: str, factory, out: Path, cfg: AccelConfig) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="16-GPU GPT (DCQCN) and S3 only")
+    ap.add_argument("--nvlink", action="store_true", help="the NVLink rows (sequence 2048, both CCs; MoE)")
     ap.add_argument("--only", help="comma-separated scenario names: " + ", ".join(SCENARIOS))
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "wormhole"))
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else (QUICK if a.quick else list(SCENARIOS))
+    names = a.only.split(",") if a.only else (QUICK if a.quick else NVLINK_ROWS if a.nvlink else list(SCENARIOS))
     for n in names:
         if n not in SCENARIOS:
             ap.error(f"unknown scenario {n!r}")
