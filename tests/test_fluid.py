@@ -75,6 +75,9 @@ def test_nvlink_flows_by_rates_match_packets(pattern, cc):
     c = fast.counters()
     assert c["bytes_sent"] == c["bytes_delivered"] == sum(s[2] for s in specs)
     assert fast.accel.stats()["fluid_shared_flows"] == 0  # counted under --nvlink-cc nic only
+    if handed:  # the hand-over is the same with the NIC switches in another LP
+        two = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID, n_lps=2).run()
+        assert two.finish_ps == fast.finish_ps
 
 
 def test_rates_under_nic_cc_are_opt_in_and_flagged():

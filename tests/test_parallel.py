@@ -157,7 +157,8 @@ INCAST = ["--topology", ROOT / "tests" / "data" / "incast" / "star9_topology.txt
                                        ("incast-wormhole", ["--mode", "wormhole", *INCAST]),
                                        ("training-packet", ["--mode", "packet", *TRAINING]),
                                        ("training-wormhole", ["--mode", "wormhole", *TRAINING]),
-                                       ("training-fluid", ["--mode", "wormhole", "--fluid-nvlink", *TRAINING])])
+                                       ("training-nvpkt", ["--mode", "wormhole", "--nvlink", "packet", *TRAINING]),
+                                       ("training-nic-packet", ["--mode", "packet", "--nvlink-cc", "nic", *TRAINING])])
 def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
     """Wormhole decisions use replicated data only, so skips and memo hits are the same on any rank count."""
     one = subprocess.run([sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", tmp_path / "one",
@@ -179,8 +180,10 @@ def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
     if name.startswith("incast"):
         assert s1["pfc_pauses"] > 0 and s1["drops"] == 0
         assert (tmp_path / "one" / "pfc.txt").read_bytes() == (tmp_path / "two" / "pfc.txt").read_bytes()
-    if name == "training-fluid":
-        assert s1["fluid_flows"] == s2["fluid_flows"] > 0
+    if name == "training-wormhole":  # NVLink flows by rates (the default)
+        assert s1["nvlink_model"] == s2["nvlink_model"] == "rates" and s1["fluid_flows"] == s2["fluid_flows"] > 0
+    if name == "training-nvpkt":
+        assert s1["nvlink_model"] == "packets" and s1["fluid_flows"] == 0
     if "training" in name:
         for d in ("two", "three"):
             one = (tmp_path / "one" / "collectives.csv").read_bytes()
