@@ -80,6 +80,25 @@ def test_nvlink_flows_by_rates_match_packets(pattern, cc):
         assert two.finish_ps == fast.finish_ps
 
 
+@pytest.mark.parametrize("nvswitches,pattern,handed", [(2, "ring", 8), (4, "ring", 0), (2, "stride", 0),
+                                                      (4, "stride", 8)])
+def test_several_nvswitches(nvswitches, pattern, handed):
+    """With several NVSwitches per server, ECMP may send a flow's data and the ACKs its host
+    returns over different NVSwitches: a NIC port then feeds its NVSwitch at the line rate and
+    the port out of it, which also carries another flow's ACKs, builds a queue those ACKs wait
+    in. Where that happens the server runs as packets (exact); elsewhere the rates hold."""
+    specs = ([(i, (i + 1) % 8, 262144, 0) for i in range(8)] if pattern == "ring"
+             else [(i, (i + 2) % 8, M, 0) for i in range(8)])
+    topo = topology_from_arg(f"rail-optimized:gpus=8,nvswitches={nvswitches}")
+    cfg = config("hpcc")
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
+    assert sum(len(d.packet_fids) for d in fast.accel.fluid_domains.values()) == handed
+    for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
+        assert abs(b - a) / a < 0.005
+
+
 def test_rates_under_nic_cc_are_opt_in_and_flagged():
     """``nvlink_cc="nic"`` (DCQCN also on NVLink): rates only when asked (``nvlink="fluid"``),
     never handed over, and the flows sharing a port counted as approximate."""

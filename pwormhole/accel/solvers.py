@@ -143,8 +143,9 @@ def max_min_holds(users: dict, data_users: dict, first_hop: dict, flows) -> bool
     split each NIC port's capacity equally (round robin: the rates ``first_hop`` computes
     over the first hops alone) and an NVSwitch port serves its arrivals first in, first out,
     so max-min holds when no NVSwitch port is overloaded at the first-hop rates, or when the
-    flows into an overloaded one arrive at equal rates, each alone on its NIC port (they then
-    get equal shares, as max-min gives them, and nothing else waits behind them)."""
+    flows into an overloaded one arrive at equal rates, each alone on its NIC port, and nothing
+    else crosses it (they then get equal shares, as max-min gives them, and no other flow's
+    packets or ACKs wait in the queue they build)."""
     for p, us in users.items():
         if not p.node.is_switch:
             continue
@@ -152,7 +153,7 @@ def max_min_holds(users: dict, data_users: dict, first_hop: dict, flows) -> bool
         if load <= p.rate_bps / 8 / PS_PER_S * (1 + 1e-9):
             continue
         into = data_users.get(p, [])
-        if not into or any(len(data_users[flows[f].data_ports[0]]) != 1 for f in into):
+        if not into or len(into) != len(us) or any(len(data_users[flows[f].data_ports[0]]) != 1 for f in into):
             return False
         lo, hi = min(first_hop[f] for f in into), max(first_hop[f] for f in into)
         if hi - lo > 1e-9 * hi:
