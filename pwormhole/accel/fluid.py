@@ -18,8 +18,14 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
 * Rates are max-min fair under those port capacities (progressive filling with
   the per-port wire-byte coefficients), recomputed whenever a flow of the domain
   starts or finishes: a ring step's data and the reverse flow's ACKs share a port
-  exactly as they do packet by packet. Flows sharing a port with other flows' data are
-  counted in :attr:`FluidDomain.shared` (the run reports them).
+  exactly as they do packet by packet.
+* Packets without end-to-end CC share the ports so only in some cases (a NIC port splits
+  among its flows, an NVSwitch port serves first in, first out:
+  :func:`~pwormhole.accel.solvers.max_min_holds`). When a recomputation finds otherwise,
+  the server hands its flows over to packets for the rest of the run (each gets its QP at
+  the whole packets it sent; :meth:`FluidDomain._to_packets`). Under ``nvlink_cc="nic"``
+  (rates only when asked, DCQCN only) nothing is handed over: flows sharing a port with
+  other flows' data are counted in :attr:`FluidDomain.shared` as approximate.
 * When the last wire byte leaves the source, the last packet reaches the
   destination after the two links' delays and its serialization at the NVSwitch
   (the destination's DAG children start then), and the ACK reaches the source
