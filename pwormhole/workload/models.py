@@ -17,6 +17,9 @@ Model configurations (:data:`MODELS`):
   gives d_model 5140; Megatron-LM and AICB (``Workload_spec_v1.1.csv``) use
   5120 so that TP divides it, and so do we.
 * ``gpt-175b``: GPT-3 175B (same table): 96 layers, d_model 12288, 96 heads.
+* ``gpt-22b``: the 22B GPT of Korthikanti et al., "Reducing Activation Recomputation in
+  Large Transformer Models" (MLSys 2023), Table 3: 48 layers, hidden 6144, 64 heads,
+  FFN 4*d (the Wormhole paper's 256-GPU configuration).
   All GPT models: vocabulary 50257, learned biases and LayerNorms.
 * ``moe-8x7b``: Mixtral 8x7B (Jiang et al., "Mixtral of Experts", 2024,
   Table 1): 32 layers, dim 4096, 32 heads, 8 KV heads (head dim 128), SwiGLU
@@ -118,6 +121,7 @@ MODELS: dict[str, TransformerConfig] = {
     "gpt-350m": TransformerConfig("gpt-350m", 24, 1024, 16, 4096, 16, 50257),
     "gpt-7b": TransformerConfig("gpt-7b", 32, 4096, 32, 16384, 32, 50257),
     "gpt-13b": TransformerConfig("gpt-13b", 40, 5120, 40, 20480, 40, 50257),
+    "gpt-22b": TransformerConfig("gpt-22b", 48, 6144, 64, 24576, 64, 50257),
     "gpt-175b": TransformerConfig("gpt-175b", 96, 12288, 96, 49152, 96, 50257),
     "moe-8x7b": TransformerConfig("moe-8x7b", 32, 4096, 32, 14336, 8, 32000, experts=8, top_k=2,
                                   gated=True, biases=False),
