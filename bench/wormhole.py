@@ -19,9 +19,11 @@ mode, in the same process) on:
 * the GPT-7B layer at sequence 2048 (a usual training length) on 16 and 64 GPUs,
   DCQCN: TP ring steps of 2 MB (5.8 us on NVLink, still under the 8-window minimum
   skip), so NVLink carries most of the bytes;
-* two what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
+* what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
-  events ratio would be if NVLink steps cost nothing;
+  events ratio would be if NVLink steps cost nothing; and GPT-7B TP8 DP4 PP2
+  (4 layers, sequence 2048) under HPCC the same way, whose per-flow FCTs are
+  ill-conditioned (bench/RESULTS.md, issue 22);
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs, under DCQCN and under HPCC;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``);
@@ -77,9 +79,9 @@ def without_tp_collectives(spec):
 
 
 def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256,
-        dist_opt: bool = False, no_tp: bool = False):
+        dist_opt: bool = False, no_tp: bool = False, pp: int = 1):
     def make():
-        spec = build_model(model, gpus, tp=tp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
+        spec = build_model(model, gpus, tp=tp, pp=pp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
         if no_tp:
             spec = without_tp_collectives(spec)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
@@ -120,6 +122,9 @@ SCENARIOS = {
                                    gpt(64, "dcqcn", no_tp=True)),
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                         gpt(64, "dcqcn", layers=2, dist_opt=True, no_tp=True)),
+    "whatif-gpt7b-pp2-64-hpcc-s2048-notp": ("what-if: GPT-7B TP8 DP4 PP2, 4 layers, seq 2048, 64 GPUs, HPCC, without "
+                                            "its TP all-reduces (up to five DP all-reduces share each ring's NICs; "
+                                            "issue 22)", gpt(64, "hpcc", layers=4, seq_len=2048, no_tp=True, pp=2)),
     "gpt7b-dopt-32-hpcc": ("gpt7b-dopt-32-dcqcn under HPCC", gpt(32, "hpcc", layers=2, dist_opt=True)),
     "gpt7b-dopt-64-hpcc": ("gpt7b-dopt-64-dcqcn under HPCC", gpt(64, "hpcc", layers=2, dist_opt=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),

@@ -11,13 +11,13 @@ from pwormhole.workload.dag import Dag
 
 RING = 4
 STEP_BYTES = 8_000_000
-JOIN_PS = 60 * US  # the second ring's step starts this long after the first's (its compute op)
+JOIN_PS = 60 * US  # the second all-reduce's step starts this long after the first's (a compute op)
 
 
 def overlapping_rings():
     """Eight 1-GPU servers on one 200 Gb/s rail leaf, HPCC. A ring step of 8 MB on GPUs 0-3
     alone (recorded), then at 2 ms the same step on GPUs 4-7 (a memo hit: a lone step), which
-    a second ring's 4 MB step joins on the same NICs 60 us later, inside the replayed
+    a second all-reduce's 4 MB step on the same ring joins 60 us later, inside the replayed
     transient: the jump is cut short."""
     dag = Dag()
     for base, t0 in ((0, 0), (RING, 2000 * US)):
@@ -38,21 +38,20 @@ def run(acc, until_ps=None):
 
 
 def test_cut_short_hpcc_replay_leaves_the_flows_where_the_packet_run_has_them():
-    """The joining step used to meet the replayed flows as frozen at the lookup, 2 us after they
-    started: HPCC at line rate (200 against 182 Gb/s) and the pipeline of their first RTT, 34 KB
-    behind the packet run 3 us after the join. On the 64-GPU GPT-7B what-if (TP8 DP4 PP2, 4
-    layers, sequence 2048, no TP collectives) such joins delayed a ring step by 8 us, and the
-    overlapping rings' HPCC shares amplified that into 2.82% mean / 31.9% p99 FCT error (0.5% /
-    3.6% now). Now a cut-short jump advances the bytes the recorded flows sent (acknowledged plus
-    the pipeline's growth) in proportion to the time spent and sets their recorded rates."""
+    """The joining step used to meet the replayed flows as frozen at the lookup, just after they
+    started: HPCC at line rate (200 against 182 Gb/s) and a short pipeline, 34 KB behind the
+    packet run 3 us after the join. Now a cut-short jump advances the bytes the
+    recorded flows sent (acknowledged plus the pipeline's growth) in proportion to the time spent
+    and sets their recorded rates. (On the GPT-7B what-if of issue 22 such joins shifted ring
+    steps by a few us, which the overlapping rings' HPCC shares amplify: bench/RESULTS.md.)"""
     fast = run(AccelConfig())
     wh = fast.accel
     assert (wh.memo_hits, wh.memo_misses, wh.wakes_interrupted) == (1, 1, 1)
     t = 2000 * US + JOIN_PS + 3 * US
-    ref_qps, fast_qps = (run(acc, t).net.nodes for acc in (None, AccelConfig()))
+    ref_nodes, fast_nodes = (run(acc, t).net.nodes for acc in (None, AccelConfig()))
     for src in range(RING, 2 * RING):
         fid = 2 * (src - RING) + RING  # the 8 MB step's flow from this GPU
-        p, w = ref_qps[src].sqp[fid], fast_qps[src].sqp[fid]
+        p, w = ref_nodes[src].sqp[fid], fast_nodes[src].sqp[fid]
         assert abs(w.snd_una - p.snd_una) <= 8_000, src  # was 34 KB behind
         assert abs(w.rate_bps - p.rate_bps) <= 0.03 * p.rate_bps, src  # was line rate
     ref = run(None)
