@@ -19,6 +19,14 @@ Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized)
   flows spread over them by ECMP, and which TP ring flows collide on a port depends on
   when each starts.
 
+and GPT-7B TP 8, DP 4, PP 2, 4 layers, sequence 2048, HPCC, without its TP collectives
+(``bench/wormhole.py``'s what-if), where up to five DP all-reduces share each ring's NICs and
+HPCC's shares among them depend on their history (issue 22):
+
+* ``rings-hpcc-64``: on 64 GPUs;
+* ``rings-hpcc-2rails``: the same traffic on 2 of the 8 rails (16 GPUs in 2-GPU servers
+  carrying TP 8's sizes; the rails are independent copies once the TP collectives are gone).
+
     python3 bench/conditioning.py [--seeds 3] [--jitter-ns 1000] [--only rail-2nvs] [--out bench-out/conditioning]
 
 Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.jsonl`` too).
@@ -27,6 +35,7 @@ Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.j
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 import time
@@ -34,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 from results_log import ResultsLog
+from wormhole import CC, without_tp_collectives
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.compare import compare
@@ -45,20 +55,41 @@ from pwormhole.workload.models import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def gpt7b_layer(topo_spec: str):
+    """The GPT-7B layer (16 GPUs, DCQCN) on ``topo_spec``: a scenario factory."""
+    def build():
+        spec = build_model("gpt-7b", 16, tp=8, layers=1, seq_len=2048)
+        return training_scenario(spec, topology_from_arg(topo_spec), ModelConfig(cc_mode=CC["dcqcn"]))
+    return build
+
+
+def overlapping_rings(rails: int):
+    """GPT-7B TP8 DP4 PP2 (4 layers, sequence 2048, HPCC) without TP collectives on ``rails`` of
+    the 8 rails of 64 GPUs: a scenario factory."""
+    def build():
+        spec = without_tp_collectives(build_model("gpt-7b", 64, tp=8, pp=2, layers=4, seq_len=2048))
+        spec = dataclasses.replace(spec, tp=rails, all_gpus=8 * rails)  # TP8's sizes, one GPU per rail
+        topo = topology_from_arg(f"rail-optimized:gpus={8 * rails},gpus_per_server={rails}")
+        return training_scenario(spec, topo, ModelConfig(cc_mode=CC["hpcc"]))
+    return build
+
+
 SCENARIOS = {
-    "rail-1nvs": "rail-optimized:gpus=16",
-    "rail-2nvs": "rail-optimized:gpus=16,nvswitches=2",
+    "rail-1nvs": gpt7b_layer("rail-optimized:gpus=16"),
+    "rail-2nvs": gpt7b_layer("rail-optimized:gpus=16,nvswitches=2"),
+    "rings-hpcc-2rails": overlapping_rings(2),
+    "rings-hpcc-64": overlapping_rings(8),
 }
 
 HEADER = ("| scenario | jitter | per-flow FCT change mean | p99 | max | iteration change (range over seeds) | "
           "Wormhole: FCT err mean | p99 | iter err |\n|---|---|---|---|---|---|---|---|---|")
 
 
-def scenario(topo_spec: str, jitter_ps: int = 0, seed: int = 0):
-    """The GPT-7B layer on ``topo_spec``, every compute op's duration changed by a uniform
-    jitter in ``[-jitter_ps / 2, +jitter_ps / 2]`` (clipped at 0) drawn with ``seed``."""
-    spec = build_model("gpt-7b", 16, tp=8, layers=1, seq_len=2048)
-    scn = training_scenario(spec, topology_from_arg(topo_spec), ModelConfig(cc_mode=1))
+def scenario(build, jitter_ps: int = 0, seed: int = 0):
+    """``build()``'s scenario, every compute op's duration changed by a uniform jitter in
+    ``[-jitter_ps / 2, +jitter_ps / 2]`` (clipped at 0) drawn with ``seed``."""
+    scn = build()
     if jitter_ps:
         rng = random.Random(seed)
         dag = scn.dag
@@ -77,20 +108,20 @@ def iteration_ps(run) -> int:
     return run.last_end_ps()
 
 
-def one(name: str, spec: str, seeds: int, jitter_ps: int, out: Path) -> dict:
+def one(name: str, build, seeds: int, jitter_ps: int, out: Path) -> dict:
     t = time.time()
-    wh = compare(lambda: scenario(spec), str(out / name), AccelConfig(), quiet=True)
-    ref = Run(scenario(spec)).run()
+    wh = compare(build, str(out / name), AccelConfig(), quiet=True)
+    ref = Run(build()).run()
     f0, it0 = fcts(ref), iteration_ps(ref)
     diffs, its = [], []
     for s in range(1, seeds + 1):
-        r = Run(scenario(spec, jitter_ps, s)).run()
+        r = Run(scenario(build, jitter_ps, s)).run()
         f1 = fcts(r)
         diffs.extend(abs(f1[f] - v) / v for f, v in f0.items() if f in f1)
         its.append((iteration_ps(r) - it0) / it0)
         print(f"  {name}: jitter seed {s}: iteration {its[-1] * 100:+.3f}%", flush=True)
     d = np.array(diffs)
-    row = {"scenario": name, "topology": spec, "jitter_ps": jitter_ps, "seeds": seeds,
+    row = {"scenario": name, "jitter_ps": jitter_ps, "seeds": seeds,
            "fct_change_mean": float(d.mean()), "fct_change_p99": float(np.quantile(d, 0.99)),
            "fct_change_max": float(d.max()), "iteration_change": its,
            "wormhole_mean_fct_error": wh["mean_fct_error"], "wormhole_p99_fct_error": wh["p99_fct_error"],

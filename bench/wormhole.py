@@ -21,9 +21,11 @@ mode, in the same process) on:
   (TP8-DP4-PP2 on 64), per-layer DP all-reduces or the distributed optimizer, on 16, 32
   and 64 GPUs, under DCQCN and HPCC; ``*-nvpkt``: the 64-GPU distributed-optimizer rows
   with ``--nvlink packet`` (NVLink packet by packet inside Wormhole mode);
-* two what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
+* what-ifs, ``whatif-*-notp``: the 64-GPU GPT rows with their TP all-reduces
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
-  events ratio would be if NVLink steps cost nothing;
+  events ratio would be if NVLink steps cost nothing; and GPT-7B TP8 DP4 PP2
+  (4 layers, sequence 2048) under HPCC the same way, whose per-flow FCTs are
+  ill-conditioned (bench/RESULTS.md, issue 22);
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs, under DCQCN and under HPCC;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``);
@@ -119,6 +121,9 @@ SCENARIOS = {
                                    gpt(64, "dcqcn", no_tp=True)),
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                         gpt(64, "dcqcn", layers=2, dist_opt=True, no_tp=True)),
+    "whatif-gpt7b-pp2-64-hpcc-s2048-notp": ("what-if: GPT-7B TP8 DP4 PP2, 4 layers, seq 2048, 64 GPUs, HPCC, without "
+                                            "its TP all-reduces (up to five DP all-reduces share each ring's NICs; "
+                                            "issue 22)", gpt(64, "hpcc", layers=4, seq_len=2048, no_tp=True, pp=2)),
     "gpt7b-dopt-32-hpcc": ("gpt7b-dopt-32-dcqcn under HPCC", gpt(32, "hpcc", layers=2, dist_opt=True)),
     "gpt7b-dopt-64-hpcc": ("gpt7b-dopt-64-dcqcn under HPCC", gpt(64, "hpcc", layers=2, dist_opt=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),

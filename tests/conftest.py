@@ -27,6 +27,7 @@ SLOW = {
     "tests/test_jobs.py::test_scale_packet_1_2_ranks",
     "tests/test_link_down.py::test_fat_tree_failure_identical_on_1_and_2_ranks",
     "tests/test_link_down.py::test_fat_tree_permutation_with_a_failed_link",
+    "tests/test_memo_hpcc.py::test_cut_short_hpcc_replay_leaves_the_flows_where_the_packet_run_has_them",
     "tests/test_mpi_signals.py::test_stuck_rank_does_not_hang_the_job",
     "tests/test_parallel.py::test_fct_identical_for_1_2_3_lps",
     "tests/test_parallel.py::test_mpiexec_2_ranks_byte_identical",

@@ -4,8 +4,11 @@
 On a hit the group is frozen for the recorded convergence time and wakes with the recorded
 bytes advanced (plus the recorded growth of the flows' bytes in flight: a frozen pipeline holds
 only its own packets) and the recorded steady rates; then it is fast-forwarded on with the
-recorded goodputs (:func:`plan_after_jump`). A jump cut short by a new flow advances in proportion
-to the time spent. Lookups use sampled, replicated values only, so every rank decides alike.
+recorded goodputs (:func:`plan_after_jump`). A jump cut short by a new flow advances the bytes
+sent (acknowledged plus the pipeline's growth) in proportion to the time spent and also sets the
+recorded rates: the joining flow must not meet the frozen state, a QP at its lookup (just started,
+a short pipeline, HPCC at line rate). Lookups use sampled, replicated values only, so every rank
+decides alike.
 """
 
 from __future__ import annotations
@@ -100,21 +103,21 @@ def record(memo, g, t: int, goodput: dict, flows: dict, hpcc: bool) -> None:
 
 
 def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
-    """Bytes to advance each flow of ``g`` woken ``d`` ps after a memo jump: a whole jump
-    advances the recorded bytes plus the recorded pipeline growth and sets the recorded steady
-    rates (local senders); an interrupted one the recorded bytes scaled by ``d / convergence``."""
+    """Bytes to advance each flow of ``g`` woken ``d`` ps after a memo jump, and the recorded
+    steady rates set (local senders). A frozen flow keeps its pipeline of the lookup, so it
+    advances by the bytes the recorded flow sent: acknowledged plus its pipeline's growth, over
+    the whole convergence time or, for a jump cut short, scaled by ``d / convergence``."""
     entry, mapping = fz.memo
     whole = d >= entry.convergence_ps
     adv = {}
     for fid in g.flows:
         fs = flows[fid]
         rec = entry.flows[mapping[fid]]
-        if whole:
-            b = max(0, rec["bytes"] + rec.get("inflight_growth", 0))
-        else:
-            b = rec["bytes"] * d // max(1, entry.convergence_ps)
+        b = max(0, rec["bytes"] + rec.get("inflight_growth", 0))  # what it sent
+        if not whole:
+            b = b * d // max(1, entry.convergence_ps)
         adv[fid] = min(b // fs.mtu * fs.mtu, room(fs, fz.una0[fid], fz.inflight0[fid]))
-        if fs.src in local and whole:
+        if fs.src in local:
             qp = nodes[fs.src].sqp.get(fid)
             if qp is not None:  # the recorded pacing rate (HPCC's window follows it)
                 jump_to_rate(qp, int(rec["rate_bps"]), hpcc)
