@@ -423,6 +423,16 @@ def test_group_errors():
 # ----------------------------------------------------------------------------- built-in models
 
 
+def test_gpt_22b_has_22_billion_parameters():
+    """48 layers of 12 d^2 weights at d = 6144 (Korthikanti et al., Table 3): 21.7 B, plus biases
+    and LayerNorms; TP8-DP8-PP4 on 256 GPUs (the Wormhole paper's configuration)."""
+    p = layer_params(MODELS["gpt-22b"])
+    assert p == {"attn": 4 * 6144 ** 2 + 6 * 6144, "mlp": 8 * 6144 ** 2 + 24576 + 3 * 6144}
+    assert abs(48 * (p["attn"] + p["mlp"]) - 21.75e9) < 0.01e9
+    s = build_model("gpt-22b", 256, tp=8, pp=4, layers=4)
+    assert (s.tp, s.dp, s.pp, s.all_gpus) == (8, 8, 4, 256)
+
+
 def test_gpt_shapes_and_dp_inference():
     s = build_model("gpt-7b", 16, tp=2)
     assert (s.tp, s.dp, s.pp, s.ep, s.ga, s.all_gpus, s.pp_comm_bytes) == (2, 8, 1, 1, 1, 16, 0)
@@ -482,7 +492,8 @@ def test_moe_layers_and_groups():
 
 def test_build_model_errors():
     cases = [
-        (("gpt-9b", 8), {}, "unknown model 'gpt-9b'; known models: gpt-350m, gpt-7b, gpt-13b, gpt-175b, moe-8x7b"),
+        (("gpt-9b", 8), {},
+         "unknown model 'gpt-9b'; known models: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b"),
         (("gpt-7b", 10), {"tp": 4}, "n_gpus 10 is not divisible by tp*pp = 4*1 = 4"),
         (("gpt-7b", 16), {"tp": 2, "dp": 4}, "tp*dp*pp = 2*4*1 = 8 differs from n_gpus 16"),
         (("moe-8x7b", 16), {"tp": 2, "ep": 3}, "ep 3 does not divide dp 8"),
