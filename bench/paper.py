@@ -71,7 +71,14 @@ def factory(name: str, layers: int, cc: str):
 
 
 def one(name: str, layers: int, cc: str, packet: bool, out: Path, queue) -> None:
-    """Child process: one row, put on ``queue`` with this process's peak memory."""
+    """Child process: one row, put on ``queue`` with this process's peak memory (or the error)."""
+    try:
+        queue.put(_row(name, layers, cc, packet, out))
+    except Exception as e:  # the parent prints it and goes on
+        queue.put({"error": f"{type(e).__name__}: {e}"})
+
+
+def _row(name: str, layers: int, cc: str, packet: bool, out: Path) -> dict:
     make = factory(name, layers, cc)
     folder = out / f"{name}-L{layers}-{cc}"
     t0 = time.time()
@@ -85,7 +92,7 @@ def one(name: str, layers: int, cc: str, packet: bool, out: Path, queue) -> None
               "fluid_flows": ws.get("fluid_flows", 0), "nvlink_packet_flows": ws.get("nvlink_packet_flows", 0),
               "complete": ws["complete"], "bench_wall_s": time.time() - t0,
               "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
-    queue.put(r)
+    return r
 
 
 def pct(v) -> str:
@@ -120,6 +127,9 @@ def main() -> int:
                 p.start()
                 r = q.get()
                 p.join()
+                if "error" in r:
+                    print(f"| {n} | {layers} | {cc} | failed: {r['error']} |", flush=True)
+                    continue
                 ratio = f"{r['speedup_events']:.1f}x" if r.get("speedup_events") else "-"
                 err = f"{pct(r.get('mean_fct_error'))} / {pct(r.get('p99_fct_error'))}" if a.packet else "-"
                 line = (f"| {n} | {layers} | {cc} | {r['flows']} | {r['wormhole_events']:,} | {ratio} | {err} | "

@@ -227,12 +227,12 @@ class Run:
 
     def _active_flows(self) -> list:
         """``(flow id, src, dst, acked bytes, size)`` of flows started and not finished (this process's hosts;
-        for ``--fluid-nvlink`` flows, the bytes sent by their rate so far)."""
+        for NVLink flows given rates, the bytes sent by their rate so far)."""
         out = []
         for h in self._hosts:
             for fid, qp in chain(h.sqp.items(), h.parked.items()):
                 out.append((fid, qp.host.node_id, qp.dst, qp.snd_una, qp.size))
-        if self.accel is not None:  # --fluid-nvlink flows have no QP: bytes sent so far, by their rate
+        if self.accel is not None:  # NVLink flows given rates have no QP: bytes sent so far, by their rate
             for dom in self.accel.fluid_domains.values():
                 for fid in list(dom.active) + list(dom.start_ps):
                     f = self.scn.flows[fid]

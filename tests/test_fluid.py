@@ -42,8 +42,12 @@ PATTERNS = {
     "incast-and-fork": [(i, 0, 8 * M, 0) for i in range(1, 7)] + [(1, 7, 8 * M, 0)],
     # 3 -> 4 arrives at the line rate where 0 -> 4 arrives at half (GPU 0 also feeds 0 -> 1)
     "staggered": [(i, (i + 1) % 8, 2 * M, i * 300_000) for i in range(8)] + [(0, 4, 2 * M, 100_000)],
+    # GPU 1 receives from 0 and sends to 2 and 3: 0 -> 1 is not held back by GPU 1's port (it only
+    # carries its ACKs, which a NIC sends first), but it floods the port into GPU 1, where the
+    # ACKs of 1 -> 2 and 1 -> 3 then queue: handed over
+    "receive-and-fork": [(0, 1, M, 0), (1, 2, M, 0), (1, 3, M, 0)],
 }
-HANDED_OVER = {"incast-and-fork": 7, "staggered": 9}  # flows finished by packets
+HANDED_OVER = {"incast-and-fork": 7, "staggered": 9, "receive-and-fork": 3}  # flows finished by packets
 
 
 @pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
@@ -80,15 +84,16 @@ def test_nvlink_flows_by_rates_match_packets(pattern, cc):
         assert two.finish_ps == fast.finish_ps
 
 
-@pytest.mark.parametrize("nvswitches,pattern,handed", [(2, "ring", 8), (4, "ring", 0), (2, "stride", 0),
-                                                      (4, "stride", 8)])
+@pytest.mark.parametrize("nvswitches,pattern,handed", [(2, "ring", 8), (4, "stride", 8), (2, "incast", 0),
+                                                      (4, "incast", 0)])
 def test_several_nvswitches(nvswitches, pattern, handed):
     """With several NVSwitches per server, ECMP may send a flow's data and the ACKs its host
     returns over different NVSwitches: a NIC port then feeds its NVSwitch at the line rate and
     the port out of it, which also carries another flow's ACKs, builds a queue those ACKs wait
-    in. Where that happens the server runs as packets (exact); elsewhere the rates hold."""
-    specs = ([(i, (i + 1) % 8, 262144, 0) for i in range(8)] if pattern == "ring"
-             else [(i, (i + 2) % 8, M, 0) for i in range(8)])
+    in. There the server runs as packets (exact); an incast keeps its rates."""
+    specs = {"ring": [(i, (i + 1) % 8, 262144, 0) for i in range(8)],
+             "stride": [(i, (i + 2) % 8, M, 0) for i in range(8)],
+             "incast": [(i, 0, M, 0) for i in range(1, 8)]}[pattern]
     topo = topology_from_arg(f"rail-optimized:gpus=8,nvswitches={nvswitches}")
     cfg = config("hpcc")
     cfg.fill_k_maps({ln.rate_bps for ln in topo.links})

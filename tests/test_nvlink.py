@@ -4,6 +4,7 @@ the NVSwitch, no ECN, no INT), and ``nvlink_cc="nic"`` (the NIC's CC also on NVL
 import pytest
 from helpers import config, flows_of
 
+from pwormhole.accel.config import AccelConfig
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg
 
@@ -78,3 +79,26 @@ def test_nic_cc_on_nvlink_is_kept_as_an_option():
     assert max(fcts) - min(fcts) > 50_000_000  # HPCC's windows, not fair shares
     _, same = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], "dcqcn", "nic")
     assert max(same) - min(same) < 100_000  # DCQCN never marked: the window keeps the queue short
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+def test_nvlink_down_moves_its_flows_to_the_nic_cc(cc):
+    """GPU 0's NVLink fails 2 us into a 4 MB flow to GPU 1 (``LINK_DOWN``): the QP moves to the
+    NIC port and from then on runs the NIC's CC (window, INT header under HPCC); Wormhole mode
+    (NVLink as packets: rates do not model failures) lets it join the NIC groups and agrees
+    with packet mode."""
+    topo = topology_from_arg("rail-optimized:gpus=8")
+    cfg = config(cc, link_down=(2_000_000, 0, 8))  # host 0 - its NVSwitch (node 8)
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    flows = flows_of([(0, 1, 4_000_000, 0)])
+    mid = Run(Scenario("t", topo, flows, cfg)).run(until_ps=4_000_000)
+    qp = mid.net.nodes[0].sqp[0]
+    assert qp.port.peer.node_id == 9 and not qp.port.cc_off  # the NIC's leaf switch
+    assert (qp.dcqcn, qp.hpcc) == ((True, False) if cc == "dcqcn" else (False, True))
+    assert qp.hdr_bytes == mid.net.nodes[0].hdr_bytes and qp.win_bytes > 0
+    ref = Run(Scenario("t", topo, flows, cfg)).run()
+    fast = Run(Scenario("t", topo, flows, cfg), accel=AccelConfig()).run()
+    assert fast.accel.nvlink_model == "packets" and not fast.accel.ungrouped
+    assert ref.complete and fast.complete
+    a, b = ref.finish_ps[0] - ref.start_ps[0], fast.finish_ps[0] - fast.start_ps[0]
+    assert abs(b - a) / a < 0.01

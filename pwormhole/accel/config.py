@@ -52,6 +52,10 @@ class AccelConfig:
                        min_span_packets=self.min_span_packets or MIN_SPAN_PACKETS[hpcc])
 
 
+MAX_MIN_ROUNDS = 50
+"""Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` at most (each
+shrinks the change ~20x: ACKs are ~1/20 of the data bytes)."""
+
 NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET = "auto", "fluid", "packet"
 NVLINK_CHOICES = (NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET)
 

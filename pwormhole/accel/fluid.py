@@ -234,34 +234,36 @@ class FluidDomain:
         return a + _tx_ps(self.ack_bytes, ack_down.rate_bps) + ack_down.delay_ps
 
     def _users(self) -> tuple[dict, dict]:
-        """``(port -> [(fid, wire bytes per data wire byte)], port -> [fids sending data on it])``."""
+        """``(port -> [fids sending data on it], port -> [(fid, ACK wire bytes per data wire byte)])``."""
         ack_coef = self.ack_bytes / (self.ack_every * (self.mtu + self.hdr_bytes))
-        users: dict = {}
         data_users: dict = {}
+        ack_users: dict = {}
         for fid in sorted(self.active):
             st = self.active[fid]
             for p in st.data_ports:
-                users.setdefault(p, []).append((fid, 1.0))
                 data_users.setdefault(p, []).append(fid)
             for p in st.ack_ports:
-                users.setdefault(p, []).append((fid, ack_coef))
-        return users, data_users
+                ack_users.setdefault(p, []).append((fid, ack_coef))
+        return data_users, ack_users
 
     def _rates(self) -> bool:
         """Set max-min fair wire rates (bytes/ps); False when packets without end-to-end CC
         would not share the ports so (see :func:`max_min_holds`)."""
-        users, data_users = self._users()
+        data_users, ack_users = self._users()
         if self.nic_cc:
             for fids in data_users.values():
                 if len(fids) > 1:  # DCQCN's sharing between them is not max-min: approximate
                     self.shared.update(fids)
-        rate = max_min(users, self.active)
+        rate = max_min(data_users, ack_users, self.active)
         for fid, st in self.active.items():
             st.rate = rate[fid]
         if self.nic_cc:
             return True
-        first_hops = {p: us for p, us in users.items() if not p.node.is_switch}
-        return max_min_holds(users, data_users, max_min(first_hops, self.active), self.active)
+
+        def first_hops(users: dict) -> dict:
+            return {p: us for p, us in users.items() if not p.node.is_switch}
+        first_hop = max_min(first_hops(data_users), first_hops(ack_users), self.active)
+        return max_min_holds(data_users, ack_users, first_hop, self.active)
 
     def _to_packets(self, t: int) -> None:
         """From ``t`` on, this server's flows run as packets: each active flow gets its QP at

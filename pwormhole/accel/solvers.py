@@ -5,7 +5,7 @@
   keeps its window ``W`` in flight, so by Little's law gets ``min(W / (rtt + d), paced rate)``
   where ``d`` sums its queues' delays; one equation per saturated port (the shares fill its
   rate less its ACKs), solved by Gauss-Seidel sweeps and bisection.
-* :func:`max_min`: progressive filling with per-port coefficients (NVLink flows by rates), and
+* :func:`max_min`: progressive filling with the ACKs served first (NVLink flows by rates), and
   :func:`max_min_holds`: whether packets without end-to-end CC share the ports so.
 """
 
@@ -15,7 +15,7 @@ from itertools import chain
 
 from ..net.nodes import SwitchPort
 from ..units import PS_PER_S
-from .config import BPS_PER_BYTE_PS, FIFO_SWEEPS, FIFO_TOLERANCE
+from .config import BPS_PER_BYTE_PS, FIFO_SWEEPS, FIFO_TOLERANCE, MAX_MIN_ROUNDS
 
 
 def max_min_shares(room: dict, crossing: dict, data_ports: dict) -> dict:
@@ -109,51 +109,72 @@ def fifo_solve(flows: list, bound: set, crossing: dict, saturated: set, ack_load
     return None
 
 
-def max_min(users: dict, flows) -> dict:
-    """Max-min fair rates of ``flows`` (bytes/ps) by progressive filling over the ports of
-    ``users`` (port -> [(fid, wire bytes per data wire byte)]); a flow on none gets 0."""
-    cap = {p: p.rate_bps / 8 / PS_PER_S for p in users}  # bytes per ps
-    residual = dict(cap)
-    rate = {fid: 0.0 for fid in flows}
-    open_ = {f for us in users.values() for f, _ in us}
+def max_min(data_users: dict, ack_users: dict, flows) -> dict:
+    """Max-min fair data rates of ``flows`` (wire bytes/ps) over the ports of ``data_users``
+    (port -> fids sending data on it), each port's capacity less the ACKs crossing it
+    (``ack_users``: port -> [(fid, ACK wire bytes per data wire byte)]): a NIC sends its ACKs
+    first, and a flow is never held back by a port that carries only its ACKs. The ACK loads
+    follow the rates, so the two are iterated to a fixed point (each round shrinks the change
+    by the ACK-to-data ratio, ~1/20)."""
+    cap = {p: p.rate_bps / 8 / PS_PER_S for p in set(data_users) | set(ack_users)}  # bytes per ps
+    ack_load = dict.fromkeys(cap, 0.0)
+    rate: dict = {}
+    for _ in range(MAX_MIN_ROUNDS):
+        rate = _fill(data_users, {p: max(0.0, cap[p] - ack_load[p]) for p in data_users}, flows)
+        new = {p: sum(rate[f] * c for f, c in ack_users.get(p, ())) for p in cap}
+        if all(abs(new[p] - ack_load[p]) <= 1e-12 * cap[p] for p in cap):
+            break
+        ack_load = new
+    return rate
+
+
+def _fill(data_users: dict, room: dict, flows) -> dict:
+    """Progressive filling: equal increments to every open flow until a port's ``room`` is used,
+    which freezes the flows on it."""
+    rate = dict.fromkeys(flows, 0.0)
+    open_ = {f for fids in data_users.values() for f in fids}
+    residual = dict(room)
     while open_:
         best = None
-        for p, us in users.items():
-            w = sum(c for f, c in us if f in open_)
-            if w > 0:
-                lvl = residual[p] / w
+        for p, fids in data_users.items():
+            n = sum(1 for f in fids if f in open_)
+            if n:
+                lvl = residual[p] / n
                 if best is None or lvl < best:
                     best = lvl
         if best is None:
             break
         for f in open_:
             rate[f] += best
-        for p, us in users.items():
-            residual[p] -= best * sum(c for f, c in us if f in open_)
-        full = [p for p, us in users.items() if residual[p] <= 1e-9 * cap[p]
-                and any(f in open_ for f, _ in us)]
+        full = []
+        for p, fids in data_users.items():
+            n = sum(1 for f in fids if f in open_)
+            if n:
+                residual[p] -= best * n
+                if residual[p] <= 1e-9 * room[p]:
+                    full.append(p)
         for p in full:
-            for f, _ in users[p]:
-                open_.discard(f)
+            open_.difference_update(data_users[p])
     return rate
 
 
-def max_min_holds(users: dict, data_users: dict, first_hop: dict, flows) -> bool:
+def max_min_holds(data_users: dict, ack_users: dict, first_hop: dict, flows) -> bool:
     """Whether packets without end-to-end CC share the ports as max-min does. Their senders
-    split each NIC port's capacity equally (round robin: the rates ``first_hop`` computes
-    over the first hops alone) and an NVSwitch port serves its arrivals first in, first out,
-    so max-min holds when no NVSwitch port is overloaded at the first-hop rates, or when the
-    flows into an overloaded one arrive at equal rates, each alone on its NIC port, and nothing
-    else crosses it (they then get equal shares, as max-min gives them, and no other flow's
-    packets or ACKs wait in the queue they build)."""
-    for p, us in users.items():
+    split each NIC port's capacity equally after its ACKs (round robin: the rates ``first_hop``
+    computes over the first hops alone) and an NVSwitch port serves its arrivals first in,
+    first out, so max-min holds when no NVSwitch port is overloaded at the first-hop rates, or
+    when the flows into an overloaded one arrive at equal rates, each alone on its NIC port, and
+    nothing else crosses it (they then get equal shares, as max-min gives them, and no other
+    flow's packets or ACKs wait in the queue they build)."""
+    for p in set(data_users) | set(ack_users):
         if not p.node.is_switch:
             continue
-        load = sum(first_hop[f] * c for f, c in us)
+        into = data_users.get(p, [])
+        acks = ack_users.get(p, [])
+        load = sum(first_hop[f] for f in into) + sum(first_hop[f] * c for f, c in acks)
         if load <= p.rate_bps / 8 / PS_PER_S * (1 + 1e-9):
             continue
-        into = data_users.get(p, [])
-        if not into or len(into) != len(us) or any(len(data_users[flows[f].data_ports[0]]) != 1 for f in into):
+        if not into or acks or any(len(data_users[flows[f].data_ports[0]]) != 1 for f in into):
             return False
         lo, hi = min(first_hop[f] for f in into), max(first_hop[f] for f in into)
         if hi - lo > 1e-9 * hi:

@@ -88,6 +88,7 @@ class Wormhole:
             net, lps, cfg.nvlink)
         self.nvlink_model = "rates" if self.fluid_fids else ("packets" if nvlink_fids else "none")
         self.ungrouped = nvlink_fids if net.cfg.nvlink_cc == NVLINK_CC_NONE else set()
+        self.ungrouped_active: set = set()  # of those, the flows under way
         self.starts_on: dict = {}  # port -> sorted start times of the flow list's flows crossing it
         if net.dag_rt is None and (cfg.skip or cfg.memo):
             self.starts_on = ff.index_starts(net, self.fluid_fids)
@@ -168,7 +169,10 @@ class Wormhole:
 
     # -- flow table ----------------------------------------------------------------------
     def _flow_started(self, fid: int, t: int) -> None:
-        if fid in self.net_finished or fid in self.ungrouped:
+        if fid in self.net_finished:
+            return
+        if fid in self.ungrouped:
+            self.ungrouped_active.add(fid)
             return
         net = self.net
         f = net.flows[fid]
@@ -187,6 +191,7 @@ class Wormhole:
 
     def _flow_finished(self, fid: int, t: int) -> None:
         self.net_finished.add(fid)
+        self.ungrouped_active.discard(fid)
         self.table.remove(fid, t)
 
     def reroute(self, t: int, apply) -> None:
@@ -201,6 +206,15 @@ class Wormhole:
         apply()
         no_path = self.net.no_path
         nodes = self.net.nodes
+        nvs = self.net.topo.nvswitches
+        for fid in sorted(self.ungrouped):  # NVLink flows rerouted over the NIC fabric join the groups
+            f = self.net.flows[fid]
+            if fid not in no_path and route_path(nodes, f.src, f.dst, nodes[f.src].flow_hash[fid])[0].peer.node_id \
+                    not in nvs:
+                self.ungrouped.discard(fid)
+                if fid in self.ungrouped_active:
+                    self.ungrouped_active.discard(fid)
+                    self._flow_started(fid, t)
         bits = self.mtu * BPS_PER_BYTE_PS
         for fid in sorted(self.flows):
             fs = self.flows[fid]

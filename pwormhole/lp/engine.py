@@ -59,7 +59,7 @@ class LogicalProcess:
             node.attach(self.heap, remote_boxes, self.pfc_log, self.finished, self.op_log, self.flow_start_log)
 
     def set_handler(self, kind: int, handler) -> None:
-        """Handle events of ``kind`` with ``handler(target, arg, t_ps)`` (an opt-in model's own kind)."""
+        """Handle events of ``kind`` with ``handler(target, arg, t_ps)`` (a flow model's own kind)."""
         handlers = list(self.handlers)
         handlers[kind] = handler
         self.handlers = tuple(handlers)

@@ -494,6 +494,15 @@ class SendQP:
         self.rto_armed = False
         self.rto_una = -1
 
+    def use_port(self, port) -> None:
+        """Send by ``port`` from now on under the CC it runs (a reroute between an NVLink and a NIC port)."""
+        self.port = port
+        self.dcqcn = self.host.dcqcn and not port.cc_off
+        self.hpcc = self.host.hpcc and not port.cc_off
+        self.hdr_bytes = port.hdr_bytes
+        self.win_bytes = self.bdp_bytes if self.host.cfg.has_win and not port.cc_off else 0
+        self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
+
     def snapshot(self, t: int) -> QPSnapshot:
         """Its state at ``t`` (see :class:`QPSnapshot`)."""
         due = -1
@@ -996,6 +1005,8 @@ class Host(Node):
             port = self.pick_port(qp.dst, qp.hash)
             if port is not qp.port:
                 self._detach(qp)
+                if port.cc_off != qp.port.cc_off:
+                    qp.use_port(port)
                 qp.port = port
                 port.qps.append(qp)
                 moved.add(port.idx)

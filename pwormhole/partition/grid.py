@@ -53,7 +53,8 @@ def window_ps(topo: Topology) -> int:
     median = delays[len(delays) // 2]
     L = min((ln.delay_ps for ln in topo.links if not _binds(topo, ln, median)), default=delays[0])
     if L <= 0:
-        raise InputError("every inter-unit link has zero propagation delay; the window L must be > 0", topo.source)
+        raise InputError("the window L (the shortest link between units) has zero propagation delay; it must be > 0",
+                         topo.source)
     return L
 
 
@@ -89,7 +90,7 @@ def round_robin_owner(grid: WindowGrid, n_lps: int) -> list[int]:
 
 
 def check_cut_links(topo: Topology, owner: list[int], window_ps: int) -> None:
-    """InputError when ``owner`` cuts a link shorter than the window (invariant 3)."""
+    """InputError when ``owner`` cuts an NVSwitch link or a link shorter than the window (invariant 3)."""
     nvs = topo.nvswitches
     for ln in topo.links:
         if owner[ln.a] != owner[ln.b] and (ln.a in nvs or ln.b in nvs):

@@ -139,7 +139,8 @@ def readable(summary: dict) -> str:
             if summary.get("fluid_shared_flows"):
                 line += f" ({summary['fluid_shared_flows']} approximate: shared a port under --nvlink-cc nic)"
         elif summary.get("nvlink_model") == "packets":
-            line += "  NVLink flows by packets"
+            line += "  NVLink flows by packets" + (f" ({summary['nvlink_packets_reason']})"
+                                                   if summary.get("nvlink_packets_reason") else "")
         lines.append(line)
     if summary.get("iterations"):
         its = summary["iterations"]
