@@ -96,6 +96,7 @@ def test_nvlink_down_moves_its_flows_to_the_nic_cc(cc):
     assert qp.port.peer.node_id == 9 and not qp.port.cc_off  # the NIC's leaf switch
     assert (qp.dcqcn, qp.hpcc) == ((True, False) if cc == "dcqcn" else (False, True))
     assert qp.hdr_bytes == mid.net.nodes[0].hdr_bytes and qp.win_bytes > 0
+    assert qp.max_rate_bps == qp.port.rate_bps == 200_000_000_000  # the NIC's line rate, not NVLink's
     ref = Run(Scenario("t", topo, flows, cfg)).run()
     fast = Run(Scenario("t", topo, flows, cfg), accel=AccelConfig()).run()
     assert fast.accel.nvlink_model == "packets" and not fast.accel.ungrouped

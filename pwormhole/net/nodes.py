@@ -495,8 +495,10 @@ class SendQP:
         self.rto_una = -1
 
     def use_port(self, port) -> None:
-        """Send by ``port`` from now on under the CC it runs (a reroute between an NVLink and a NIC port)."""
+        """Send by ``port`` from now on under the CC it runs, from its line rate, as a new QP would
+        (a reroute between an NVLink and a NIC port)."""
         self.port = port
+        self.rate_bps = self.max_rate_bps = self.target_rate_bps = self.cur_rate_bps = port.rate_bps
         self.dcqcn = self.host.dcqcn and not port.cc_off
         self.hpcc = self.host.hpcc and not port.cc_off
         self.hdr_bytes = port.hdr_bytes
