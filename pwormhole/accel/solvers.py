@@ -113,33 +113,41 @@ def max_min(data_users: dict, ack_users: dict, flows) -> dict:
     """Max-min fair data rates of ``flows`` (wire bytes/ps) over the ports of ``data_users``
     (port -> fids sending data on it), each port's capacity less the ACKs crossing it
     (``ack_users``: port -> [(fid, ACK wire bytes per data wire byte)]): a NIC sends its ACKs
-    first, and a flow is never held back by a port that carries only its ACKs. The ACK loads
-    follow the rates, so the two are iterated to a fixed point (each round shrinks the change
-    by the ACK-to-data ratio, ~1/20)."""
+    first, and a flow is never held back by a port that carries only its ACKs. Progressive
+    filling with the ACK bytes counted is exact unless a port fills while a flow with only ACKs
+    on it is still rising; then the ACK loads and the rates are iterated to a fixed point (each
+    round shrinks the change by the ACK-to-data ratio, ~1/20)."""
+    rate = _fill(data_users, ack_users, flows)
+    if rate is not None:
+        return rate
     cap = {p: p.rate_bps / 8 / PS_PER_S for p in set(data_users) | set(ack_users)}  # bytes per ps
     ack_load = dict.fromkeys(cap, 0.0)
-    rate: dict = {}
+    rates: dict = {}
     for _ in range(MAX_MIN_ROUNDS):
-        rate = _fill(data_users, {p: max(0.0, cap[p] - ack_load[p]) for p in data_users}, flows)
-        new = {p: sum(rate[f] * c for f, c in ack_users.get(p, ())) for p in cap}
+        rates = _fill(data_users, {}, flows, {p: max(0.0, cap[p] - ack_load[p]) for p in cap}) or {}
+        new = {p: sum(rates[f] * c for f, c in ack_users.get(p, ())) for p in cap}
         if all(abs(new[p] - ack_load[p]) <= 1e-12 * cap[p] for p in cap):
             break
         ack_load = new
-    return rate
+    return rates
 
 
-def _fill(data_users: dict, room: dict, flows) -> dict:
-    """Progressive filling: equal increments to every open flow until a port's ``room`` is used,
-    which freezes the flows on it."""
+def _fill(data_users: dict, ack_users: dict, flows, room: dict | None = None) -> dict | None:
+    """Progressive filling: equal increments to every rising flow (its ACKs rising with it) until
+    a port's ``room`` (default: its capacity) is used, which stops the flows with data on it.
+    None when a port fills while a flow with only ACKs on it still rises."""
+    ports = set(data_users) | set(ack_users)
+    residual = dict(room) if room is not None else {p: p.rate_bps / 8 / PS_PER_S for p in ports}
+    full_at = {p: 1e-9 * residual[p] for p in ports}
+    users = {p: [(f, 1.0) for f in data_users.get(p, ())] + list(ack_users.get(p, ())) for p in ports}
     rate = dict.fromkeys(flows, 0.0)
     open_ = {f for fids in data_users.values() for f in fids}
-    residual = dict(room)
     while open_:
         best = None
-        for p, fids in data_users.items():
-            n = sum(1 for f in fids if f in open_)
-            if n:
-                lvl = residual[p] / n
+        for p, us in users.items():
+            w = sum(c for f, c in us if f in open_)
+            if w > 0:
+                lvl = residual[p] / w
                 if best is None or lvl < best:
                     best = lvl
         if best is None:
@@ -147,14 +155,16 @@ def _fill(data_users: dict, room: dict, flows) -> dict:
         for f in open_:
             rate[f] += best
         full = []
-        for p, fids in data_users.items():
-            n = sum(1 for f in fids if f in open_)
-            if n:
-                residual[p] -= best * n
-                if residual[p] <= 1e-9 * room[p]:
+        for p, us in users.items():
+            w = sum(c for f, c in us if f in open_)
+            if w > 0:
+                residual[p] -= best * w
+                if residual[p] <= full_at[p]:
                     full.append(p)
-        for p in full:
-            open_.difference_update(data_users[p])
+        stopped = {f for p in full for f in data_users.get(p, ()) if f in open_}
+        if any(f in open_ and f not in stopped for p in full for f, _ in ack_users.get(p, ())):
+            return None
+        open_ -= stopped
     return rate
 
 
