@@ -5,8 +5,8 @@ training rows of ``bench/wormhole.py`` (a benchmark, not a test).
 
 The default run is read from ``<wormhole-out>/<row>/packet/summary.json`` when
 ``bench/wormhole.py`` left one there, else simulated; the ``nic`` run is always simulated
-(under ``<out>/<row>``). One markdown row per scenario goes to ``<out>/results.md`` as each
-finishes.
+(under ``<out>/<row>``). One row per scenario goes to ``<out>/results.md`` (and
+``results.jsonl``) as each finishes.
 
     python3 bench/nvlink_cc.py [--only NAME[,NAME]] [--out bench-out/nvlink-cc]
         [--wormhole-out bench-out/wormhole]
@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from results_log import ResultsLog
 from wormhole import NVLINK_ROWS, ROOT, SCENARIOS
 
 from pwormhole.run import simulate
@@ -45,12 +46,8 @@ def main() -> int:
     for n in names:
         if n not in SCENARIOS:
             ap.error(f"unknown scenario {n!r}")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    res = out / "results.md"
-    if not res.exists():
-        res.write_text(HEADER + "\n")
-    print(HEADER)
+    log = ResultsLog(a.out, HEADER)
+    out = log.out
     for n in names:
         t0 = time.time()
         done = Path(a.wormhole_out) / n / "packet" / "summary.json"
@@ -62,9 +59,7 @@ def main() -> int:
         a_ns, b_ns = none["iteration_time_ns"], nic["iteration_time_ns"]
         line = (f"| {n} | {a_ns / 1e3:.1f} us | {b_ns / 1e3:.1f} us | {(b_ns - a_ns) / a_ns * 100:+.2f}% | "
                 f"{none['pfc_pauses']} / {nic['pfc_pauses']} | {none['ecn_marks']} / {nic['ecn_marks']} |")
-        print(line, f"({time.time() - t0:.0f} s)", flush=True)
-        with open(res, "a") as fh:
-            fh.write(line + "\n")
+        log.add(line, {"name": n, "iteration_ns": a_ns, "nic_iteration_ns": b_ns, "wall_s": time.time() - t0})
     return 0
 
 

@@ -10,7 +10,7 @@ micro-batch 1, TP included (``-notp``: TP collectives left out, as the paper run
 * ``gpt22b-256``: GPT-22B, 256 GPUs, TP8-DP8-PP4;
 * ``gpt175b-1024``: GPT-175B, 1024 GPUs, TP8-DP16-PP8.
 
-Each row runs one layer count of the ladder (``--layers 2,4,8``; ``full``: the model's own)
+Each row runs one layer count of the ladder (``--layers 2,4,8``, multiples of its PP; ``full``: the model's own)
 under each CC (``--cc hpcc,dcqcn``). With ``--packet`` it runs ``compare`` (packet mode and
 Wormhole mode, errors and events ratio); without, Wormhole mode alone (events, wall, peak
 memory). Each run is a child process, so its peak memory (``ru_maxrss``) is its own. Rows
@@ -30,16 +30,15 @@ import sys
 import time
 from pathlib import Path
 
-from wormhole import ROOT, without_tp_collectives
+from results_log import ResultsLog
+from wormhole import ROOT, gpt, moe
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.compare import compare
-from pwormhole.config import ModelConfig
 from pwormhole.run import simulate
-from pwormhole.scenario import topology_from_arg, training_scenario
-from pwormhole.workload.models import MODELS, build_model
+from pwormhole.workload.models import MODELS
 
-CC = {"dcqcn": 1, "hpcc": 3}
+SEQ_LEN = 2048
 # name -> (model, gpus, parallelism, distributed optimizer)
 CONFIGS = {
     "gpt7b-64": ("gpt-7b", 64, {"tp": 8, "pp": 2}, False),
@@ -60,14 +59,12 @@ HEADER = ("| row | layers | CC | flows | events (Wormhole) | events ratio | FCT 
 
 
 def factory(name: str, layers: int, cc: str):
+    """The scenario factory of row ``name`` (``bench/wormhole.py``'s builders)."""
     model, gpus, par, dopt = CONFIGS[name]
-
-    def make():
-        spec = build_model(model, gpus, layers=layers, dist_opt=dopt, **par)
-        if name.endswith("-notp"):
-            spec = without_tp_collectives(spec)
-        return training_scenario(spec, topology_from_arg(f"rail-optimized:gpus={gpus}"), ModelConfig(cc_mode=CC[cc]))
-    return make
+    no_tp = name.endswith("-notp")
+    if par.get("ep"):
+        return moe(gpus, par["ep"], par["tp"], layers, cc, SEQ_LEN, pp=par["pp"], no_tp=no_tp)
+    return gpt(gpus, cc, layers, model, par["tp"], SEQ_LEN, dopt, no_tp, par["pp"])
 
 
 def one(name: str, layers: int, cc: str, packet: bool, out: Path, queue) -> None:
@@ -111,16 +108,16 @@ def main() -> int:
     for n in names:
         if n not in CONFIGS:
             ap.error(f"unknown row {n!r}")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    res = out / "results.md"
-    if not res.exists():
-        res.write_text(HEADER + "\n")
-    print(HEADER, flush=True)
+    log = ResultsLog(a.out, HEADER)
+    out = log.out
     ctx = multiprocessing.get_context("fork")
     for n in names:
         for layers_arg in a.layers.split(","):
             layers = MODELS[CONFIGS[n][0]].n_layers if layers_arg == "full" else int(layers_arg)
+            pp = CONFIGS[n][2]["pp"]
+            if layers % pp:
+                print(f"| {n} | {layers} | skipped: not a multiple of PP {pp} |", flush=True)
+                continue
             for cc in a.cc.split(","):
                 q = ctx.Queue()
                 p = ctx.Process(target=one, args=(n, layers, cc, a.packet, out, q))
@@ -136,11 +133,7 @@ def main() -> int:
                         f"{pct(r.get('iteration_time_error')) if a.packet else '-'} | {r['wormhole_wall_s']:.1f} s | "
                         f"{r['peak_rss_mib']:.0f} MiB | {r['fluid_flows']} / {r['nvlink_packet_flows']} |"
                         + ("" if r["complete"] else " INCOMPLETE"))
-                print(line, flush=True)
-                with open(res, "a") as fh:
-                    fh.write(line + "\n")
-                with open(out / "results.jsonl", "a") as fh:
-                    fh.write(json.dumps({"name": n, "layers": layers, "cc": cc, **r}) + "\n")
+                log.add(line, {"name": n, "layers": layers, "cc": cc, **r})
     return 0
 
 

@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
+
+from results_log import ResultsLog
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.compare import compare
@@ -91,9 +92,12 @@ def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8,
     return make
 
 
-def moe(gpus: int = 16, ep: int = 2, tp: int = 8, layers: int = 1, cc: str = "dcqcn", seq_len: int = 256):
+def moe(gpus: int = 16, ep: int = 2, tp: int = 8, layers: int = 1, cc: str = "dcqcn", seq_len: int = 256,
+        pp: int = 1, no_tp: bool = False):
     def make():
-        spec = build_model("moe-8x7b", gpus, tp=tp, ep=ep, layers=layers, seq_len=seq_len)
+        spec = build_model("moe-8x7b", gpus, tp=tp, pp=pp, ep=ep, layers=layers, seq_len=seq_len)
+        if no_tp:
+            spec = without_tp_collectives(spec)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
         return training_scenario(spec, topo, ModelConfig(cc_mode=CC[cc]))
     return make
@@ -212,22 +216,12 @@ def main() -> int:
     for n in names:
         if n not in SCENARIOS:
             ap.error(f"unknown scenario {n!r}")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    res = out / "results.md"
-    if not res.exists():
-        res.write_text(HEADER + "\n")
     cfg = AccelConfig()
     print(f"AccelConfig: {cfg}")
-    print(HEADER)
+    log = ResultsLog(a.out, HEADER)
     for n in names:
-        r = run_one(n, SCENARIOS[n][1], out, dataclasses.replace(cfg, **ACCEL_OVERRIDES.get(n, {})))
-        line = row(n, r)
-        print(line, flush=True)
-        with open(res, "a") as fh:
-            fh.write(line + "\n")
-        with open(out / "results.jsonl", "a") as fh:
-            fh.write(json.dumps({"name": n, **r}) + "\n")
+        r = run_one(n, SCENARIOS[n][1], log.out, dataclasses.replace(cfg, **ACCEL_OVERRIDES.get(n, {})))
+        log.add(row(n, r), {"name": n, **r})
     return 0
 
 
