@@ -259,10 +259,8 @@ class FluidDomain:
             st.rate = rate[fid]
         if self.nic_cc:
             return True
-
-        def first_hops(users: dict) -> dict:
-            return {p: us for p, us in users.items() if not p.node.is_switch}
-        first_hop = max_min(first_hops(data_users), first_hops(ack_users), self.active)
+        first_hop = max_min({p: fids for p, fids in data_users.items() if not p.node.is_switch},
+                            {p: acks for p, acks in ack_users.items() if not p.node.is_switch}, self.active)
         return max_min_holds(data_users, ack_users, first_hop, self.active)
 
     def _to_packets(self, t: int) -> None:

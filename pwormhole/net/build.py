@@ -23,8 +23,6 @@ from ..workload.flows import Flow
 from .dagrun import DagRuntime
 from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
 from .packet import (
-    ACK_MIN_BYTES,
-    DATA_HEADER_BYTES,
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
     EV_FLOW_START,
@@ -33,6 +31,7 @@ from .packet import (
     EV_TX_DONE,
     P_INPORT,
     ecmp_hash,
+    overhead_bytes,
 )
 
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
@@ -193,9 +192,7 @@ class Network:
                 for p in node.ports:
                     p.cc_off = no_nvlink_cc and p.peer.node_id in topo.nvswitches
                     p.has_win = cfg.has_win and not p.cc_off
-                    if p.cc_off:  # no INT header, no INT in the ACKs
-                        p.hdr_bytes = DATA_HEADER_BYTES
-                        p.ack_bytes = ACK_MIN_BYTES
+                    p.hdr_bytes, p.ack_bytes = overhead_bytes(node.hpcc and not p.cc_off)
                 continue
             if no_nvlink_cc and node.node_id in topo.nvswitches:  # NVLink: lossless, no ECN marks
                 node.ecn = False

@@ -38,9 +38,6 @@ from typing import NamedTuple
 
 from . import cc
 from .packet import (
-    ACK_INT_BYTES,
-    ACK_MIN_BYTES,
-    DATA_HEADER_BYTES,
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
     EV_FLOW_START,
@@ -50,7 +47,6 @@ from .packet import (
     EV_OP_START,
     EV_TIMER,
     EV_TX_DONE,
-    INT_HEADER_BYTES,
     N_EVENT_KINDS,
     N_PRIORITIES,
     P_DST,
@@ -70,6 +66,7 @@ from .packet import (
     T_DATA,
     T_NACK,
     T_PFC,
+    overhead_bytes,
 )
 
 PS_BITS = 8_000_000_000_000  # 8 bits/byte x 1e12 ps/s: serialization = ceil(bytes * PS_BITS / rate)
@@ -720,8 +717,7 @@ class Host(Node):
         self.net = net  # build-time facts: flows, pair RTT/BDP (read-only)
         self.hpcc = cfg.cc_mode == 3
         self.dcqcn = cfg.cc_mode == 1
-        self.hdr_bytes = DATA_HEADER_BYTES + (INT_HEADER_BYTES if self.hpcc else 0)
-        self.ack_bytes = ACK_INT_BYTES if self.hpcc else ACK_MIN_BYTES
+        self.hdr_bytes, self.ack_bytes = overhead_bytes(self.hpcc)
         self.sqp = {}  # flow id -> SendQP (active senders)
         self.parked = {}  # flow id -> SendQP of flows left without a path by a link failure (never send)
         self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
@@ -1009,7 +1005,8 @@ class Host(Node):
                 self._detach(qp)
                 if port.cc_off != qp.port.cc_off:
                     qp.use_port(port)
-                qp.port = port
+                else:
+                    qp.port = port
                 port.qps.append(qp)
                 moved.add(port.idx)
             if not qp.rto_armed:

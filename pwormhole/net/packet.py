@@ -52,6 +52,13 @@ DATA_HEADER_BYTES = 2 + 20 + 8 + 6
 INT_HEADER_BYTES = 42
 ACK_MIN_BYTES = 48
 ACK_INT_BYTES = 76
+
+
+def overhead_bytes(int_telemetry: bool) -> tuple[int, int]:
+    """``(data packet header, ACK size)`` in bytes, with HPCC's INT header and ACK INT fields or without."""
+    if int_telemetry:
+        return DATA_HEADER_BYTES + INT_HEADER_BYTES, ACK_INT_BYTES
+    return DATA_HEADER_BYTES, ACK_MIN_BYTES
 PFC_FRAME_BYTES = 64
 
 
