@@ -5,3 +5,9 @@ bits per second, sizes integer bytes throughout.
 """
 
 __version__ = "0.1.0"
+
+import sys as _sys
+
+from . import compiled as _compiled
+
+_compiled.install(_sys.meta_path)

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from . import compiled
 from .accel.config import NVLINK_CHOICES
 from .config import NVLINK_CC_CHOICES, NVLINK_CC_NONE
 from .errors import InputError, OutputError, StuckError, Terminated
@@ -173,6 +174,8 @@ def _run_setup(args, comm):
     if comm is None or comm.rank == 0:
         for w in scn.warnings:
             print(f"pwormhole: warning: {w}", file=sys.stderr)
+        if compiled.warning():
+            print(f"pwormhole: {compiled.warning()}", file=sys.stderr)
     until_ps = None
     if args.until:
         try:

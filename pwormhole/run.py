@@ -17,6 +17,7 @@ import time
 from itertools import chain
 from typing import Any
 
+from . import compiled
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
 from .errors import OutputError, StuckError, Terminated
@@ -345,7 +346,8 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
     writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
-            "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed}
+            "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed,
+            "engine": compiled.engine()}
     if comm is not None and rank0:
         _arm_partial_summary(sim, writer, head)
     interrupted = None

@@ -41,10 +41,9 @@ events act mid-window (a flow's start cannot wait for a boundary) and rates are 
 
 from __future__ import annotations
 
-from heapq import heappush
-
 from ..config import CC_DCQCN, NVLINK_CC_NIC
 from ..errors import InputError
+from ..events import push_event
 from ..net.nodes import Port
 from ..net.packet import EV_MODEL
 from ..units import serialization_ps as _tx_ps
@@ -179,7 +178,7 @@ class FluidDomain:
     # -- model -------------------------------------------------------------------------
     def _post(self, t: int, arg) -> None:
         nvs = self.nvs
-        heappush(nvs.heap, (t, nvs.kbase + nvs.seq, EV_FLUID, self, arg))
+        push_event(nvs.heap, (t, nvs.kbase + nvs.seq, EV_FLUID, self, arg))
         nvs.seq += 1
 
     def _advance(self, t: int) -> None:

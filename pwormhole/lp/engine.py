@@ -9,7 +9,9 @@ window boundaries, driven by :mod:`pwormhole.sync`.
 
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush
+from heapq import heapify
+
+from ..events import pop_event, push_event
 
 INF_PS = 1 << 62  # "nothing pending": no event in a heap, no planned wake
 
@@ -85,7 +87,7 @@ class LogicalProcess:
             t_ev = retime(ev) if retime is not None else None
             if t_ev is None:
                 t_ev = ev[0] + d_ps
-            heappush(heap, (t_ev, ev[1], ev[2], ev[3], ev[4]))
+            push_event(heap, (t_ev, ev[1], ev[2], ev[3], ev[4]))
 
     def next_time(self) -> int:
         """Time of the earliest pending event, or ``INF_PS``."""
@@ -93,13 +95,19 @@ class LogicalProcess:
 
     def run_until(self, end_ps: int) -> int:
         """Process every event with ``t < end_ps``; returns how many."""
-        heap = self.heap
-        handlers = self.handlers
-        pop = heappop
-        n = 0
-        while heap and heap[0][0] < end_ps:
-            t, _, kind, target, arg = pop(heap)
-            handlers[kind](target, arg, t)
-            n += 1
+        n = run_events(self.heap, end_ps, self.handlers)
         self.events += n
         return n
+
+
+def run_events(heap: list, end_ps: int, handlers: tuple) -> int:
+    """The hot loop: pop and handle every event of ``heap`` with ``t < end_ps``; returns how many."""
+    n = 0
+    while heap:
+        t = heap[0][0]
+        if t >= end_ps:
+            break
+        ev = pop_event(heap)
+        handlers[ev[2]](ev[3], ev[4], ev[0])
+        n += 1
+    return n

@@ -33,9 +33,9 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Mapping, Sequence
-from heapq import heappush
 from typing import NamedTuple
 
+from ..events import push_event
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -133,14 +133,14 @@ class Port:
         node = self.node
         k = node.kbase + node.seq
         node.seq += 2
-        heappush(self.heap, (t + tx_ps, k, EV_TX_DONE, self, None))
+        push_event(self.heap, (t + tx_ps, k, EV_TX_DONE, self, None))
         if self.error_rate and node.rng.random() < self.error_rate:
             node.lost += 1
             return
         pkt[P_INPORT] = self.peer_idx
         ev = (t + tx_ps + self.delay_ps, k + 1, self.arrive_kind, self.peer, pkt)
         if self.remote is None:
-            heappush(self.heap, ev)
+            push_event(self.heap, ev)
         else:
             self.remote.append(ev)
 
@@ -378,7 +378,7 @@ class HostPort(Port):
         if wait >= 0 and (self.wake_ps <= t or wait < self.wake_ps):
             self.wake_ps = wait
             node = self.node
-            heappush(self.heap, (wait, node.kbase + node.seq, EV_NIC_WAKE, self, None))
+            push_event(self.heap, (wait, node.kbase + node.seq, EV_NIC_WAKE, self, None))
             node.seq += 1
 
     def on_wake(self, _arg, t: int) -> None:
@@ -767,7 +767,7 @@ class Host(Node):
             self.bytes_delivered += b
 
     def timer(self, t: int, qp, kind: int, gen: int) -> None:
-        heappush(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
+        push_event(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
         self.seq += 1
 
     # -- events -------------------------------------------------------------
@@ -807,7 +807,7 @@ class Host(Node):
         self.seq += 1
         box = self.remote_boxes.get(target.node_id)
         if box is None:
-            heappush(self.heap, ev)
+            push_event(self.heap, ev)
         else:
             box.append(ev)
 
@@ -824,7 +824,7 @@ class Host(Node):
         rt = self.dag
         nb = rt.not_before_ps[op]
         if nb > t:
-            heappush(self.heap, (nb, self.kbase + self.seq, EV_OP_START, self, op))
+            push_event(self.heap, (nb, self.kbase + self.seq, EV_OP_START, self, op))
             self.seq += 1
             return
         kind = rt.kind[op]
@@ -833,7 +833,7 @@ class Host(Node):
             end = start + rt.arg[op]
             self.compute_free_ps = end
             self.op_start[op] = start
-            heappush(self.heap, (end, self.kbase + self.seq, EV_OP_DONE, self, op))
+            push_event(self.heap, (end, self.kbase + self.seq, EV_OP_DONE, self, op))
             self.seq += 1
         elif kind == 1:  # OP_FLOW
             self.on_flow_start(rt.arg[op], t)
@@ -1022,13 +1022,10 @@ class Host(Node):
 def handler_table() -> tuple:
     """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``."""
     table: list = [None] * N_EVENT_KINDS
-    table[EV_ARRIVE_HOST] = Host.on_arrive
-    table[EV_ARRIVE_SWITCH] = Switch.on_arrive
-    table[EV_TX_DONE] = Port.on_tx_done
-    table[EV_NIC_WAKE] = HostPort.on_wake
-    table[EV_FLOW_START] = Host.on_flow_start
-    table[EV_TIMER] = Host.on_timer
-    table[EV_OP_START] = Host.on_op_start
-    table[EV_OP_DONE] = Host.on_op_done
-    table[EV_NOTIFY] = Host.on_notify
+    for kind, cls, name in (
+        (EV_ARRIVE_HOST, Host, "on_arrive"), (EV_ARRIVE_SWITCH, Switch, "on_arrive"), (EV_TX_DONE, Port, "on_tx_done"),
+        (EV_NIC_WAKE, HostPort, "on_wake"), (EV_FLOW_START, Host, "on_flow_start"), (EV_TIMER, Host, "on_timer"),
+        (EV_OP_START, Host, "on_op_start"), (EV_OP_DONE, Host, "on_op_done"), (EV_NOTIFY, Host, "on_notify"),
+    ):
+        table[kind] = getattr(cls, name)  # the unbound method, as Python calls it (compiled: its descriptor)
     return tuple(table)

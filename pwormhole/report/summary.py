@@ -7,7 +7,8 @@ max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 (payload bytes received in order), ``drops`` (buffer admission drops),
 ``pfc_pauses`` (PFC pause frames sent), plus ``complete``, ``windows``,
 ``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
-errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``; for
+errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``, ``engine`` (``compiled`` or
+``pure (why)``: :func:`pwormhole.compiled.engine`); for
 training workloads also ``iterations``, ``iteration_time_ns``,
 ``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`);
 ``output_errors`` (one line per output file that could not be written) only
@@ -127,7 +128,8 @@ def readable(summary: dict) -> str:
         f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}",
         f"bytes sent/delivered {summary['bytes_sent']} / {summary['bytes_delivered']}   drops {summary['drops']}   "
         f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
-        f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s",
+        f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s   "
+        f"engine {summary.get('engine', '?')}",
     ]
     if summary["mode"] == "wormhole":
         line = (f"Wormhole         skips {summary.get('skips', 0)}  skipped flow-time "

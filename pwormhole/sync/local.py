@@ -8,8 +8,7 @@ the heaps after every boundary (it costs nothing here).
 
 from __future__ import annotations
 
-from heapq import heappush
-
+from ..events import push_event
 from ..lp.engine import LogicalProcess
 from .windows import Exchanged
 
@@ -21,7 +20,7 @@ def exchange(lps: list[LogicalProcess]) -> None:
             if box:
                 heap = lps[peer].heap
                 for ev in box:
-                    heappush(heap, ev)
+                    push_event(heap, ev)
                 box.clear()
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 import time
-from heapq import heappush
 
+from ..events import push_event
 from ..lp.engine import INF_PS
 from . import interrupt
 from .windows import Exchanged
@@ -168,7 +168,7 @@ class MpiTransport:
             if peer_sig > sig:
                 sig = peer_sig
             for t, k, kind, nid, arg in evs:
-                heappush(heap, (t, k, kind, nodes[nid], arg))
+                push_event(heap, (t, k, kind, nodes[nid], arg))
             if peer_min < t_min:
                 t_min = peer_min
             done.extend(peer_fin)

@@ -1,0 +1,5 @@
+# C types for engine.py's hot loop when it is compiled (engine.py stays the pure-Python fallback).
+import cython
+
+@cython.locals(n=cython.longlong, t=cython.longlong, ev=tuple)
+cpdef long long run_events(list heap, long long end_ps, tuple handlers) except -1

@@ -1,0 +1,13 @@
+# C types for cc.py when it is compiled (cc.py stays the model and the pure-Python fallback);
+# the rule of nodes.pxd: only sums and comparisons of integers in C, products as Python ints.
+import cython
+
+from pwormhole.net.nodes cimport SendQP
+
+
+@cython.locals(old=cython.longlong, last=cython.longlong)
+cpdef set_rate(SendQP qp, long long new_rate_bps)
+cpdef dcqcn_on_cnp(SendQP qp, host, long long t_ps)
+@cython.locals(line=cython.longlong)
+cpdef dcqcn_timer(SendQP qp, host, int kind, gen, long long t_ps)
+cpdef hpcc_on_ack(SendQP qp, list pkt, cfg)

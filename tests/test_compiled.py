@@ -1,0 +1,160 @@
+"""The compiled engine (Cython-built hot path) against the pure-Python model: same bits.
+
+Each identity case runs ``pwormhole run`` twice in subprocesses, with the engine the
+install built and with ``PWORMHOLE_PURE=1``, and compares every output byte for byte
+(the summary without its wall-clock keys and the engine's name). Where the compiled
+engine is not built they are skipped, except under ``PWORMHOLE_REQUIRE_COMPILED=1``
+(CI), where its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import importlib.machinery
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import MPIEXEC, needs_mpi
+
+from pwormhole import compiled, events
+
+DATA = Path(__file__).parent / "data"
+REF = DATA / "hpcc" / "reference"
+COMPILED = compiled.engine() == "compiled"
+REQUIRED = os.environ.get("PWORMHOLE_REQUIRE_COMPILED") == "1"
+needs_compiled = pytest.mark.skipif(not COMPILED and not REQUIRED, reason=f"engine: {compiled.engine()}")
+NOT_COMPARED = {"wall_s", "events_per_s", "sync_wall_s", "engine"}
+OUTPUTS = ("fct.txt", "pfc.txt", "collectives.csv", "iterations.csv")
+
+
+def test_compiled_engine_built_where_required():
+    """CI installs with a compiler: the compiled engine must be what runs there."""
+    if not REQUIRED:
+        pytest.skip("PWORMHOLE_REQUIRE_COMPILED is not set")
+    assert compiled.engine() == "compiled"
+    assert not events.__file__.endswith(".py")
+
+
+def test_pure_switch_imports_the_sources():
+    code = ("import pwormhole.compiled as c, pwormhole.net.nodes as n, pwormhole.events as e;"
+            "print(c.engine(), n.__file__.endswith('.py'), e.push_event.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PWORMHOLE_PURE": "1"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["pure", "(PWORMHOLE_PURE", "is", "set)", "True", "_heapq"]
+
+
+def test_stale_or_missing_build_runs_pure(tmp_path, monkeypatch):
+    """A manifest whose digests differ from the sources (an edit after the build) or no
+    manifest at all: the pure modules run, with a warning that says how to fix it."""
+    monkeypatch.delenv("PWORMHOLE_PURE", raising=False)
+    monkeypatch.setattr(compiled, "PACKAGE_DIR", tmp_path)
+    assert compiled._why_pure() == "the compiled engine is not built"
+    stale = {m: "0" * 64 for m in compiled.COMPILED_MODULES}
+    (tmp_path / compiled.MANIFEST).write_text(json.dumps(stale))
+    for m in compiled.COMPILED_MODULES:  # sources and extensions where the finder looks for them
+        src = tmp_path.joinpath(*m.split(".")[1:]).with_suffix(".py")
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text("x = 1\n")
+        src.with_name(src.stem + importlib.machinery.EXTENSION_SUFFIXES[0]).write_bytes(b"")
+    assert compiled._why_pure() == "the compiled engine is older than its source"
+    (tmp_path / compiled.MANIFEST).write_text(json.dumps(compiled.source_digests()))
+    assert compiled._why_pure() is None
+    monkeypatch.setenv("PWORMHOLE_PURE", "1")
+    assert compiled._why_pure() == "PWORMHOLE_PURE is set"
+
+
+def test_event_heap_is_heapq():
+    """The sift functions (typed in the compiled engine) keep heapq's exact layout: same comparisons."""
+    push, pop = events.sift_push, events.sift_pop
+    rng = random.Random(7)
+    for _ in range(50):
+        ref: list = []
+        got: list = []
+        key = 0
+        for _ in range(rng.randint(1, 600)):
+            if ref and rng.random() < 0.45:
+                assert pop(got) == heapq.heappop(ref)
+            else:
+                key += 1
+                ev = (rng.randint(0, 40), key, 0, None, None)  # many equal times: the key decides
+                heapq.heappush(ref, ev)
+                push(got, ev)
+            assert got == ref
+
+
+def _run(args: list, out: Path, pure: bool, ranks: int = 1) -> dict:
+    env = {**os.environ, "PWORMHOLE_PURE": "1" if pure else "0"}
+    cmd = [sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", str(out), "--no-progress"]
+    if ranks > 1:
+        cmd = [MPIEXEC, "-n", str(ranks), *cmd]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["engine"] == ("pure (PWORMHOLE_PURE is set)" if pure else "compiled")
+    got = {k: v for k, v in summary.items() if k not in NOT_COMPARED}
+    for name in OUTPUTS:
+        if (out / name).exists():
+            got[name] = hashlib.sha256((out / name).read_bytes()).hexdigest()
+    return got
+
+
+def _incast(d: Path) -> list:
+    """An 8-to-1 incast of 1 MB flows, 1 MB switch buffer, no ECN: PFC pauses."""
+    (d / "topo.txt").write_text("10 1 9\n9\n" + "".join(f"{h} 9 100Gbps 0.001ms 0\n" for h in range(9)))
+    (d / "flow.txt").write_text("8\n" + "".join(f"{s} 0 3 100 1000000 0\n" for s in range(1, 9)))
+    (d / "config.txt").write_text("CC_MODE 1\nENABLE_QCN 0\nBUFFER_SIZE 1\n")
+    return ["--topology", d / "topo.txt", "--flows", d / "flow.txt", "--config", d / "config.txt"]
+
+
+def _link_down(d: Path) -> list:
+    """k=4 fat tree, permutation of 1 MB flows, a core link failing mid-run (loss, go-back-N)."""
+    (d / "perm.txt").write_text("16\n" + "".join(f"{h} {(h + 4) % 16} 3 100 1000000 2\n" for h in range(16)))
+    (d / "down.txt").write_text("CC_MODE 1\nLINK_DOWN 133 29 34\n")
+    return ["--topology", "fat-tree:k=4", "--flows", d / "perm.txt", "--config", d / "down.txt"]
+
+
+def _hpcc_ref(name: str, until: str) -> list:
+    s = REF / name
+    return ["--topology", s / "topology.txt", "--flows", s / "flow.txt", "--config", s / "config.txt",
+            "--until", until]
+
+
+GPT = ["--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1"]
+CASES = {
+    "s1-hpcc": lambda d: _hpcc_ref("s1_hpcc", "2.0005"),
+    "s2-dcqcn": lambda d: _hpcc_ref("s2_dcqcn", "2.0005"),
+    "s3-incast": lambda d: ["--hpcc-config", REF / "s3_dcqcn" / "config.txt", "--until", "2.0002"],
+    "pfc-incast": _incast,
+    "link-down": _link_down,
+    "fat-tree-mix-wormhole": lambda d: ["--scenario", "fat-tree-mix", "--mode", "wormhole"],
+    "gpt-packet-hpcc": lambda d: GPT + ["--mode", "packet", "--cc", "hpcc"],
+    "gpt-wormhole": lambda d: GPT + ["--mode", "wormhole"],
+    "gpt7b-dopt-nvlink-packets": lambda d: ["--model", "gpt-7b", "--gpus", "16", "--tp", "8", "--layers", "1",
+                                            "--dist-opt", "--nvlink", "packet"],
+}
+
+
+@needs_compiled
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_compiled_output_identical_to_pure(case, tmp_path):
+    args = CASES[case](tmp_path)
+    got = _run(args, tmp_path / "compiled", pure=False)
+    assert got == _run(args, tmp_path / "pure", pure=True)
+    assert got["events"] > 0
+
+
+@needs_compiled
+@needs_mpi
+@pytest.mark.slow
+def test_compiled_two_ranks_identical_to_pure(tmp_path):
+    args = GPT + ["--mode", "wormhole"]
+    got = _run(args, tmp_path / "compiled", pure=False, ranks=2)
+    assert got["ranks"] == 2
+    assert got == _run(args, tmp_path / "pure", pure=True, ranks=2)
