@@ -6,5 +6,6 @@ import cython
 cpdef sift_push(list heap, tuple ev)
 @cython.locals(pos=cython.Py_ssize_t, parent_pos=cython.Py_ssize_t, child=cython.Py_ssize_t,
                right=cython.Py_ssize_t, end=cython.Py_ssize_t, t=cython.longlong, k=cython.longlong,
-               pt=cython.longlong, parent=tuple, a=tuple, b=tuple, last=tuple, top=tuple)
+               pt=cython.longlong, ta=cython.longlong, tb=cython.longlong, parent=tuple, a=tuple, b=tuple,
+               last=tuple, top=tuple)
 cpdef tuple sift_pop(list heap)

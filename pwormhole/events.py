@@ -44,7 +44,9 @@ def sift_pop(heap: list) -> tuple:
         if right < end:
             a = heap[child]
             b = heap[right]
-            if not (a[0] < b[0] or (a[0] == b[0] and a[1] < b[1])):
+            ta = a[0]
+            tb = b[0]
+            if tb < ta or (tb == ta and b[1] < a[1]):  # heapq: the right child unless the left is smaller
                 child = right
         heap[pos] = heap[child]
         pos = child

@@ -4,6 +4,8 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
+from pwormhole.events cimport sift_push as push_event  # the compiled twin of events.push_event: a C call
+
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
 cdef long long RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE
 cdef int EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE
