@@ -155,7 +155,7 @@ def _run(args) -> int:
     scn, out, until_ps, owner, accel = _run_setup(args, None)
     simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
              progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
-             memo_cache=args.memo_cache)
+             memo_cache=args.memo_cache, record_windows=args.record_windows)
     print(f"outputs in {out}/")
     return 0
 
@@ -185,6 +185,8 @@ def _run_setup(args, comm):
     out = args.out or os.path.join("pwormhole-out", scn.name)
     if comm is not None and args.lps != 1:
         raise InputError("--lps is for in-process LPs; under mpirun the rank count sets the LPs")
+    if getattr(args, "record_windows", False) and (comm is not None or args.lps != 1 or args.plan):
+        raise InputError("--record-windows runs one in-process LP per unit: not with mpiexec, --lps or --plan")
     owner = None
     if args.plan:
         from .partition.plan import PartitionPlan
@@ -344,10 +346,26 @@ def _compare(args) -> int:
 
 
 def _partition(args) -> int:
-    from .partition.plan import make_plan
+    from .partition.plan import make_plan, make_plan_from_record
+    from .partition.record import RECORD_NAME, WindowRecord, predict
     from .scenario import default_scenario, from_files, from_hpcc_config
     from .topology.hpcc import read_hpcc_topology
 
+    if args.from_run:
+        if args.hpcc_config or args.topology or args.flows:
+            raise InputError("--from-run takes the topology and the work from the run: no --hpcc-config, "
+                             "--topology or --flows")
+        rec = WindowRecord.load(os.path.join(args.from_run, RECORD_NAME))
+        plan = make_plan_from_record(rec, args.parts)
+        unit_owner = {int(u): r for u, r in zip(rec.unit, plan.owner)}
+        pred = predict(rec, [unit_owner.get(u, 0) for u in range(rec.n_units)], args.parts)
+        print(plan.describe().replace("weight", "recorded us"))
+        print(f"predicted: wall {pred.wall_s:.2f} s (busiest rank per window {pred.compute_s:.2f} s, boundaries "
+              f"{pred.boundary_s:.2f} s), imbalance {pred.imbalance * 100:.1f}% of the recorded work")
+        if args.save:
+            plan.to_json(args.save)
+            print(f"plan saved to {args.save}")
+        return 0
     if args.hpcc_config:
         scn = from_hpcc_config(args.hpcc_config)
         topo, flows = scn.topology, scn.flows
@@ -439,6 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "
                                    "or built-in model) on a topology, or an embedded scenario.")
     add_run_arguments(r)
+    r.add_argument("--record-windows", action="store_true",
+                   help="also write windows.npz: events and seconds per window and per indivisible unit (one "
+                        "in-process LP each), for 'partition --from-run' and 'scale --predict'")
     r.set_defaults(func=_run)
     c = sub.add_parser("compare", help="run packet and Wormhole modes on one scenario and report the error and speedup",
                        description="Run the scenario (same arguments as run) in packet mode and in Wormhole mode and "
@@ -451,6 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--topology", metavar="FILE", help="HPCC topology file")
     pa.add_argument("--flows", metavar="FILE", help="HPCC flow file (weights come from it)")
     pa.add_argument("--save", metavar="FILE", help="write the plan as JSON (for run --plan)")
+    pa.add_argument("--from-run", metavar="OUT_DIR",
+                    help="weights from a run's windows.npz ('run --record-windows'): its recorded work per unit "
+                         "and window, balanced window by window; servers stay whole")
     pa.set_defaults(func=_partition)
     from .workload import gen_flows
     gen_flows.add_parser(sub)

@@ -11,6 +11,7 @@ the same whatever the number of LPs.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -20,12 +21,13 @@ from typing import Any
 from . import compiled
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
-from .errors import OutputError, StuckError, Terminated
+from .errors import InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .net.build import Network
 from .net.nodes import handler_table
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .partition.plan import PartitionPlan, make_plan
+from .partition.record import RECORD_NAME, Recorder
 from .report import stuck as stuck_text
 from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
 from .report.training import training_report
@@ -97,8 +99,9 @@ class Run:
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
-                 accel=None, memo=None, grid: WindowGrid | None = None):
+                 accel=None, memo=None, grid: WindowGrid | None = None, recorder=None):
         self.scn = scn
+        self.recorder = recorder
         grid = grid if grid is not None else WindowGrid(scn.topology)
         self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag, grid.window_ps)
         if comm is not None:
@@ -137,7 +140,7 @@ class Run:
 
     def _transport(self):
         if self.comm is None:
-            return LocalTransport(self.lps)
+            return LocalTransport(self.lps, self.recorder)
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> Run:
@@ -294,7 +297,7 @@ def _load_memo(scn: Scenario, accel, memo_cache: str | None):
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
              owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None,
-             plot: bool = False, accel=None, memo_cache: str | None = None) -> dict:
+             plot: bool = False, accel=None, memo_cache: str | None = None, record_windows: bool = False) -> dict:
     """Simulate ``scn`` and write ``fct.txt``, ``pfc.txt`` and ``summary.json``
     under ``out_dir``; returns the summary dict.
 
@@ -313,6 +316,8 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             mode (None: packet mode, the reference).
         memo_cache: a memo cache file to load before and save after the run
             (Wormhole mode with memoization).
+        record_windows: run one in-process LP per indivisible unit and write
+            ``windows.npz`` (:mod:`pwormhole.partition.record`; not under MPI).
 
     With a workload DAG (training jobs) the run also writes ``collectives.csv``
     and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
@@ -334,16 +339,27 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     rank0 = comm is None or comm.rank == 0
     if accel is None or not accel.memo:
         memo_cache = None
+    if record_windows and comm is not None:
+        raise InputError("--record-windows runs in one process (one LP per unit); run it without mpiexec")
     if rank0:
         prepare_out_dir(out_dir)
-        check_outputs(out_dir, output_names(scn, plot), scn.config.source, memo_cache)
+        check_outputs(out_dir, output_names(scn, plot) + ([RECORD_NAME] if record_windows else []),
+                      scn.config.source, memo_cache)
     parts = comm.size if comm is not None else n_lps
     plan = None
-    if owner is None and parts > 1:
+    grid = None
+    recorder = None
+    if record_windows:
+        grid = WindowGrid(scn.topology)
+        n_lps = max(grid.unit) + 1 if grid.unit else 1
+        owner = list(grid.unit)
+        recorder = Recorder(n_lps)
+    elif owner is None and parts > 1:
         plan = _plan_owner(scn, parts, comm, rank0)
         owner = plan.owner
+        grid = plan.grid
     memo = _load_memo(scn, accel, memo_cache)
-    sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
+    sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
     writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
             "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed,
@@ -359,6 +375,9 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         writer.abandon()  # a failed run: its files stay as .part
         raise
     writer.commit()
+    if recorder is not None and grid is not None:
+        recorder.finish(grid.unit, [(ln.a, ln.b, ln.delay_ps) for ln in scn.topology.links],
+                        sim.net.window_ps).save(os.path.join(out_dir, RECORD_NAME))
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
     if rank0:
         writer.finish(summary, training, plot, memo, memo_cache)

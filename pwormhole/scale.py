@@ -33,6 +33,8 @@ Prints one line per finished run. Exit status 0 when every run succeeded and
 every ``identical`` holds, 1 otherwise.
 
     pwormhole scale --ranks 1,2,4 --modes packet,wormhole --out DIR -- --hpcc-config X
+    pwormhole scale --predict 4,8,16,32 --from-run RUN_DIR --out DIR   (nothing run: a prediction,
+        :mod:`pwormhole.partition.record`, from a run made with 'run --record-windows')
     python -m pwormhole.scale ...   (the same, without the pwormhole command)
 """
 
@@ -51,10 +53,13 @@ from dataclasses import dataclass, field
 
 from .errors import InputError, OutputError
 from .outfiles import atomic, save_figure
+from .partition.plan import make_plan_from_record
+from .partition.record import EXCHANGE_US, RECORD_NAME, WindowRecord, predict
 from .report.summary import write_csv_atomic
 
 COLUMNS = ("mode", "ranks", "status", "wall_s", "sync_wall_s", "events", "speedup", "efficiency", "identical",
            "max_rel_fct_diff", "out", "error")
+PREDICTION_COLUMNS = ("ranks", "wall_s", "speedup", "compute_s", "boundary_s", "imbalance")
 REFERENCE_MODE = "packet"
 OWN_FLAGS = ("--out", "--mode", "--lps", "--plan")  # set per run by scale
 DESCRIPTION = ("Run a scenario at each rank count and mode (locally or as Slurm jobs); write scaling.csv and "
@@ -102,6 +107,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=3600.0,
                    help="seconds: the limit of each local run, or of the wait for all Slurm jobs (default 3600)")
     p.add_argument("--poll", type=float, default=2.0, help="seconds between squeue polls (default 2)")
+    p.add_argument("--predict", metavar="R1,R2,...",
+                   help="run nothing: predict the wall time at these rank counts from one recorded run "
+                        "(--from-run), each with the plan 'partition --from-run' makes; writes prediction.csv")
+    p.add_argument("--from-run", metavar="OUT_DIR", help="with --predict: a run made with 'run --record-windows'")
+    p.add_argument("--exchange-us", type=float, default=EXCHANGE_US,
+                   help=f"with --predict: one window's collective at 2 ranks, in us (default {EXCHANGE_US:g}, "
+                        "measured here by bench/boundary.py; it grows as log2 of the ranks)")
     p.add_argument("run_args", nargs="*", metavar="RUN_ARG", help="after '--': arguments of 'pwormhole run'")
 
 
@@ -370,8 +382,57 @@ def plot(path: str, rows: list[dict], title: str) -> bool:
     return True
 
 
+def predict_main(args) -> int:
+    """``--predict``: the predicted wall time and speedup at each rank count (1 added), from the
+    recorded run ``--from-run``, each with its own plan balanced from the record."""
+    if not args.from_run:
+        raise InputError("--predict needs --from-run OUT_DIR (a run made with 'run --record-windows')")
+    if args.run_args:
+        raise InputError("--predict runs nothing: leave out the run arguments")
+    if args.exchange_us < 0:
+        raise InputError(f"--exchange-us must be >= 0, got {args.exchange_us:g}")
+    ranks = sorted({_rank_count(x) for x in _parse_list(args.predict, "predict")} | {1})
+    rec = WindowRecord.load(os.path.join(args.from_run, RECORD_NAME))
+    if ranks[-1] > rec.n_units:
+        raise InputError(f"--predict: {ranks[-1]} ranks for a run of {rec.n_units} indivisible units: "
+                         f"use at most {rec.n_units}")
+    rows = []
+    base = None
+    for r in ranks:
+        plan = make_plan_from_record(rec, r)
+        owner_unit = [0] * rec.n_units
+        for node, u in enumerate(rec.unit):
+            owner_unit[int(u)] = plan.owner[node]
+        pr = predict(rec, owner_unit, r, args.exchange_us)
+        base = base if base is not None else pr.wall_s
+        rows.append({"ranks": r, "wall_s": round(pr.wall_s, 4), "speedup": round(base / pr.wall_s, 3),
+                     "compute_s": round(pr.compute_s, 4), "boundary_s": round(pr.boundary_s, 4),
+                     "imbalance": round(pr.imbalance, 4)})
+        print(f"ranks {r:4d}  predicted wall {pr.wall_s:8.3f} s  speedup {base / pr.wall_s:6.2f}x  busiest rank "
+              f"{pr.compute_s:.3f} s  boundaries {pr.boundary_s:.3f} s  imbalance {pr.imbalance * 100:.1f}%",
+              flush=True)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    write_csv_atomic(os.path.join(out, "prediction.csv"), PREDICTION_COLUMNS, rows)
+    print(f"prediction of {rec.windows} windows and {rec.n_units} units in {out}/prediction.csv (CPU seconds of "
+          f"the recorded run: a machine shared with other work runs slower)")
+    return 0
+
+
+def _rank_count(x: str) -> int:
+    try:
+        r = int(x)
+    except ValueError:
+        raise InputError(f"--predict: {x!r} is not an integer") from None
+    if r < 1:
+        raise InputError(f"--predict: {r} must be >= 1")
+    return r
+
+
 def main(args) -> int:
     """Run the study described by parsed ``args`` (see :func:`add_parser`); 0 when all is well."""
+    if args.predict:
+        return predict_main(args)
     modes, ranks, run_args = _plan(args)
     out = os.path.abspath(args.out)
     args.out = out

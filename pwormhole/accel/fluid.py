@@ -52,6 +52,7 @@ from .groups import route_path
 from .solvers import max_min, max_min_holds
 
 EV_FLUID = EV_MODEL  # the event kind of the fluid model (its handler: FluidDomain.on_event)
+RATE_MEMO_LAYOUTS = 4096  # port layouts kept per domain (the memo starts over when full)
 
 
 class FluidFlow:
@@ -94,6 +95,7 @@ class FluidDomain:
         self.shared: set = set()  # (nic_cc) flows that shared an NVLink port with another flow's data
         self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
         self.packet_fids: set = set()  # flows handed over to packets, or started after
+        self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min holds)
 
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
@@ -247,20 +249,38 @@ class FluidDomain:
 
     def _rates(self) -> bool:
         """Set max-min fair wire rates (bytes/ps); False when packets without end-to-end CC
-        would not share the ports so (see :func:`max_min_holds`)."""
+        would not share the ports so (see :func:`max_min_holds`).
+
+        Both depend only on the ports of the active flows in flow id order (no size, no
+        byte left), so they are kept per such layout (:attr:`rate_memo`): a ring step
+        repeats its predecessor's layout and reuses its rates, bit for bit."""
+        fids = sorted(self.active)
+        layout = tuple(self.active[f].data_ports + self.active[f].ack_ports for f in fids)
+        if self.nic_cc:
+            for ps in self._users()[0].values():
+                if len(ps) > 1:  # DCQCN's sharing between them is not max-min: approximate
+                    self.shared.update(ps)
+        known = self.rate_memo.get(layout)
+        if known is None:
+            known = self._solve(fids)
+            if len(self.rate_memo) >= RATE_MEMO_LAYOUTS:
+                self.rate_memo.clear()
+            self.rate_memo[layout] = known
+        rates, holds = known
+        for fid, r in zip(fids, rates):
+            self.active[fid].rate = r
+        return holds
+
+    def _solve(self, fids: list) -> tuple[tuple, bool]:
+        """``(rates in the order of fids, whether max-min holds)`` of the active flows."""
         data_users, ack_users = self._users()
-        if self.nic_cc:
-            for fids in data_users.values():
-                if len(fids) > 1:  # DCQCN's sharing between them is not max-min: approximate
-                    self.shared.update(fids)
         rate = max_min(data_users, ack_users, self.active)
-        for fid, st in self.active.items():
-            st.rate = rate[fid]
+        rates = tuple(rate[f] for f in fids)
         if self.nic_cc:
-            return True
-        first_hop = max_min({p: fids for p, fids in data_users.items() if not p.node.is_switch},
+            return rates, True
+        first_hop = max_min({p: fs for p, fs in data_users.items() if not p.node.is_switch},
                             {p: acks for p, acks in ack_users.items() if not p.node.is_switch}, self.active)
-        return max_min_holds(data_users, ack_users, first_hop, self.active)
+        return rates, max_min_holds(data_users, ack_users, first_hop, self.active)
 
     def _to_packets(self, t: int) -> None:
         """From ``t`` on, this server's flows run as packets: each active flow gets its QP at

@@ -34,6 +34,7 @@ from ..outfiles import atomic
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops
 from .grid import WindowGrid, units_of
+from .record import WindowRecord, refine
 
 METIS_SEED = 1
 METIS_UFACTOR = 30  # allowed imbalance 1.030 (METIS units of 1/1000)
@@ -289,6 +290,27 @@ def _part_graph_quietly(parts: int, xadj, adjncy, vweights, eweights) -> list[in
     return list(res.vertex_part)
 
 
+def _split_units(parts: int, n_units: int, unit_w: list[float], pairs, per: int = 1) -> list[int]:
+    """Unit -> part by METIS: vertex weights ``unit_w``, edges ``pairs`` of ``(unit a, unit b, weight)``
+    (summed per pair of units, in units of ``per``, at least 1 each)."""
+    if parts == 1:
+        return [0] * n_units
+    if parts == n_units:  # one unit per part: nothing to choose
+        return list(range(n_units))
+    nbrs: list[dict[int, float]] = [dict() for _ in range(n_units)]
+    for a, b, w in pairs:
+        if a != b:
+            nbrs[a][b] = nbrs[a].get(b, 0.0) + w
+            nbrs[b][a] = nbrs[b].get(a, 0.0) + w
+    xadj, adjncy, ew = [0], [], []
+    for u in range(n_units):
+        for v in sorted(nbrs[u]):
+            adjncy.append(v)
+            ew.append(max(1, int(nbrs[u][v] // per)))
+        xadj.append(len(adjncy))
+    return [int(p) for p in _part_graph_quietly(parts, xadj, adjncy, [max(1, int(w)) for w in unit_w], ew)]
+
+
 def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -> PartitionPlan:
     """Split ``topo`` into ``parts`` LPs (see module docstring).
 
@@ -299,27 +321,11 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
     n_units = max(unit) + 1 if unit else 0
     _check_parts(parts, n_units, topo.n_nodes)
     node_w, link_b = traffic_weights(topo, flows, payload_bytes)
-    if parts == 1:
-        owner_unit = [0] * n_units
-    elif parts == n_units:  # one unit per part: nothing to choose
-        owner_unit = list(range(n_units))
-    else:
-        vw: list[float] = [0] * n_units  # unit -> summed node weight
-        for n, w in enumerate(node_w):
-            vw[unit[n]] += w
-        nbrs: list[dict[int, float]] = [dict() for _ in range(n_units)]
-        for li, ln in enumerate(topo.links):
-            a, b = unit[ln.a], unit[ln.b]
-            if a != b:
-                nbrs[a][b] = nbrs[a].get(b, 0.0) + link_b[li]
-                nbrs[b][a] = nbrs[b].get(a, 0.0) + link_b[li]
-        xadj, adjncy, ew = [0], [], []
-        for u in range(n_units):
-            for v in sorted(nbrs[u]):
-                adjncy.append(v)
-                ew.append(max(1, int(nbrs[u][v] // 1000)))
-            xadj.append(len(adjncy))
-        owner_unit = _part_graph_quietly(parts, xadj, adjncy, [max(1, int(w)) for w in vw], ew)
+    vw: list[float] = [0] * n_units  # unit -> summed node weight
+    for n, w in enumerate(node_w):
+        vw[unit[n]] += w
+    owner_unit = _split_units(parts, n_units, vw,
+                              ((unit[ln.a], unit[ln.b], link_b[li]) for li, ln in enumerate(topo.links)), 1000)
     owner = [int(owner_unit[unit[n]]) for n in range(topo.n_nodes)]
     cut = [(li, ln) for li, ln in enumerate(topo.links) if owner[ln.a] != owner[ln.b]]
     weights = [0] * parts
@@ -341,3 +347,30 @@ def make_plan(topo: Topology, parts: int, flows=(), payload_bytes: int = 1000) -
     )
     plan.grid = grid
     return plan
+
+
+def make_plan_from_record(rec: WindowRecord, parts: int) -> PartitionPlan:
+    """Split the units of a recorded run (:mod:`.record`) into ``parts`` LPs: METIS with each
+    unit's recorded seconds as its weight (links between units as edges), then
+    :func:`~.record.refine` on the per-window loads. ``part_weights`` are microseconds of
+    recorded work; ``imbalance`` is on them.
+
+    Raises InputError when ``parts`` < 1 or larger than the number of units.
+    """
+    n_units = rec.n_units
+    _check_parts(parts, n_units, int(rec.unit.size))
+    unit = [int(u) for u in rec.unit]
+    work_us = rec.unit_s.sum(axis=0) * 1e6
+    owner_unit = _split_units(parts, n_units, list(work_us), ((unit[a], unit[b], 1) for a, b, _ in rec.links))
+    if 1 < parts < n_units:
+        owner_unit = refine(rec, owner_unit, parts)
+    owner = [owner_unit[u] for u in unit]
+    cut = [(int(a), int(b), int(d)) for a, b, d in rec.links if owner[a] != owner[b]]
+    weights = [0] * parts
+    for u, w in enumerate(work_us):
+        weights[owner_unit[u]] += int(w)
+    mean = sum(weights) / parts
+    return PartitionPlan(parts=parts, owner=owner, units=n_units, cut_links=[[a, b] for a, b, _ in cut],
+                         lookahead_ps=min((d for _, _, d in cut), default=0),
+                         imbalance=max(weights) / mean - 1 if mean else 0.0, part_weights=weights,
+                         traffic_units=int((rec.events.sum(axis=0) > 0).sum()))

@@ -103,13 +103,12 @@ class RunWriter:
     def on_flows(self, done) -> None:
         flows = self.scn.flows
         standalone = self.standalone_ns
-        lines = []
         for fid, t_fin, t_start in done:
-            lines.append(fct_line(flows[fid], t_fin, standalone[fid], t_start))
             fct_ns = (t_fin - t_start + 500) // 1000
             self.fcts_ns.append(fct_ns)
             self.slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
-        if self.fct_file:
+        if self.fct_file:  # (the rank that writes: the lines are made there only)
+            lines = [fct_line(flows[fid], t_fin, standalone[fid], t_start) for fid, t_fin, t_start in done]
             with self.lock:
                 self.fct_file.write_lines(lines)
 

@@ -8,6 +8,8 @@ the heaps after every boundary (it costs nothing here).
 
 from __future__ import annotations
 
+import time
+
 from ..events import push_event
 from ..lp.engine import LogicalProcess
 from .windows import Exchanged
@@ -43,30 +45,54 @@ def drain_finished(lists) -> list:
 
 
 class LocalTransport:
-    """The LPs of this process (``lps[i].lp_id == i``); no signal travels (handlers raise at once)."""
+    """The LPs of this process (``lps[i].lp_id == i``); no signal travels (handlers raise at once).
 
-    def __init__(self, lps: list[LogicalProcess]):
+    ``recorder`` (optional, a :class:`~pwormhole.partition.record.Recorder`): gets each
+    window's events and CPU seconds per LP, and the CPU seconds of each boundary (from the end
+    of a window's events to the start of the next window's, less the delivery between LPs)."""
+
+    def __init__(self, lps: list[LogicalProcess], recorder=None):
         self.lps = lps
         self.sync_s = 0.0
+        self.recorder = recorder
+        self._events_end: float | None = None
 
     def first_min(self) -> int:
         return min(lp.next_time() for lp in self.lps)
 
     def run_until(self, t_end: int) -> None:
+        rec = self.recorder
+        if rec is None:
+            for lp in self.lps:
+                lp.run_until(t_end)
+            return
+        clock = time.thread_time  # CPU seconds: a loaded machine does not count
+        if self._events_end is not None:
+            rec.boundary(clock() - self._events_end)
+        events = []
+        seconds = []
         for lp in self.lps:
-            lp.run_until(t_end)
+            t0 = clock()
+            events.append(lp.run_until(t_end))
+            seconds.append(clock() - t0)
+        rec.window(t_end, events, seconds)
+        self._events_end = clock()
 
     def exchange(self, t_end: int, report) -> Exchanged:
         """Deliver the outboxes; the records of every LP, and ``report(t_end)`` (all LPs at once)."""
         lps = self.lps
+        t0 = time.thread_time() if self.recorder is not None else 0.0
         if len(lps) > 1:
             exchange(lps)
-        return Exchanged(self.first_min(), drain_finished([lp.finished for lp in lps]),
-                         drain([lp.pfc_log for lp in lps]), drain([lp.op_log for lp in lps]),
-                         report(t_end) if report is not None else None, 0)
+        got = Exchanged(self.first_min(), drain_finished([lp.finished for lp in lps]),
+                        drain([lp.pfc_log for lp in lps]), drain([lp.op_log for lp in lps]), None, 0)
+        if self.recorder is not None and self._events_end is not None:
+            self._events_end += time.thread_time() - t0  # delivery between LPs of one process: not a rank's work
+        return got._replace(report=report(t_end) if report is not None else None)
 
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         return self.first_min()  # read after the boundary hook: exact whatever it did
 
     def close(self) -> None:
-        pass
+        if self.recorder is not None and self._events_end is not None:
+            self.recorder.boundary(time.thread_time() - self._events_end)

@@ -19,6 +19,7 @@ signal on any rank (every rank raises the same exception at that boundary).
 from __future__ import annotations
 
 import os
+import pickle
 import time
 
 from ..events import push_event
@@ -152,7 +153,9 @@ class MpiTransport:
         ops = lp.op_log[:]
         lp.op_log.clear()
         sig = interrupt.pending()
-        payload = [(out[p], local_min, fin, pfc if p == 0 else None, ops, rep, sig) for p in range(size)]
+        # what every peer gets alike is pickled once (the collective would pickle it per peer)
+        common = pickle.dumps((local_min, fin, ops, rep, sig), pickle.HIGHEST_PROTOCOL)
+        payload = [(out[p], pfc if p == 0 else None, common) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
         self.sync_s += time.perf_counter() - t0
@@ -163,7 +166,8 @@ class MpiTransport:
         recs: list = []
         op_recs: list = []
         reps = []
-        for evs, peer_min, peer_fin, peer_pfc, peer_ops, peer_rep, peer_sig in got:
+        for evs, peer_pfc, peer_common in got:
+            peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Cost of one window boundary per rank under MPI (a benchmark, not a test).
+
+Runs ``pwormhole run ARGS`` under ``mpiexec -n RANKS`` with the transport instrumented:
+before each window's exchange every rank waits at a barrier (the time there is the
+imbalance of the window's work, not boundary cost), then the exchange (packing, the
+collective, unpacking, merging the reports) and the boundary hook (completions, the
+acceleration decisions, up to the next window's events) are timed, in wall and in the
+rank's CPU time (which leaves out the time another process held the core). Prints, per rank,
+the mean per window of each part and the run's wall and CPU time.
+
+    python3 bench/boundary.py [--ranks 2] -- RUN_ARGS...
+    (default RUN_ARGS: the full 64-GPU GPT-7B dist-opt DCQCN iteration, Wormhole mode)
+
+The barrier adds a few microseconds per window to the run; read ``wall`` of a plain run
+for speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+GPT7B_64 = ["--model", "gpt-7b", "--gpus", "64", "--tp", "8", "--pp", "2", "--dist-opt",
+            "--topology", "rail-optimized:gpus=64", "--cc", "dcqcn"]
+
+
+def child(report: str, argv: list[str]) -> int:
+    """One rank: the CLI with the transport timed; its figures written to ``report.RANK``."""
+    from pwormhole import cli
+    from pwormhole.sync import mpi
+
+    parts = {"wait_s": 0.0, "exchange_s": 0.0, "hook_s": 0.0, "exchange_cpu_s": 0.0, "hook_cpu_s": 0.0,
+             "collective_s": 0.0,
+             "windows": 0}
+    state: dict = {"t_exchanged": None}
+    cpu = time.thread_time
+    orig_exchange = mpi.MpiTransport.exchange
+    orig_run_until = mpi.MpiTransport.run_until
+
+    def exchange(self, t_end, report_fn):
+        t0 = time.perf_counter()
+        self.comm.Barrier()
+        t1 = time.perf_counter()
+        c1 = cpu()
+        sync0 = self.sync_s
+        got = orig_exchange(self, t_end, report_fn)
+        t2 = time.perf_counter()
+        c2 = cpu()
+        parts["collective_s"] += self.sync_s - sync0
+        parts["wait_s"] += t1 - t0
+        parts["exchange_s"] += t2 - t1
+        parts["exchange_cpu_s"] += c2 - c1
+        parts["windows"] += 1
+        state["t_exchanged"] = (t2, c2)
+        return got
+
+    def run_until(self, t_end):
+        if state["t_exchanged"] is not None:
+            t2, c2 = state["t_exchanged"]
+            parts["hook_s"] += time.perf_counter() - t2
+            parts["hook_cpu_s"] += cpu() - c2
+            state["t_exchanged"] = None
+        orig_run_until(self, t_end)
+
+    mpi.MpiTransport.exchange = exchange
+    mpi.MpiTransport.run_until = run_until
+    rc = cli.main(argv)
+    rank = os.environ.get("PMI_RANK", "0")
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    parts["cpu_s"] = ru.ru_utime + ru.ru_stime
+    Path(f"{report}.{rank}").write_text(json.dumps(parts))
+    return rc
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    ranks = 2
+    if args[:1] == ["--ranks"]:
+        ranks, args = int(args[1]), args[2:]
+    if args[:1] == ["--"]:
+        args = args[1:]
+    run_args = args or GPT7B_64
+    mpiexec = shutil.which("mpiexec", path=str(BIN)) or shutil.which("mpiexec")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = str(Path(tmp) / "parts")
+        out = str(Path(tmp) / "out")
+        cmd = [mpiexec, "-n", str(ranks), sys.executable, __file__, "--child", report, "run", *run_args,
+               "--out", out, "--no-progress"]
+        t0 = time.time()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        total = time.time() - t0
+        summary = json.loads((Path(out) / "summary.json").read_text())
+        print(f"ranks {ranks}  wall {summary['wall_s']:.2f} s  sync {summary.get('sync_wall_s', 0):.2f} s  "
+              f"windows {summary['windows']}  process {total:.1f} s  events by rank {summary['events_by_rank']}")
+        for r in range(ranks):
+            p = json.loads(Path(f"{report}.{r}").read_text())
+            w = max(1, p["windows"])
+            us = {k: p[k] / w * 1e6 for k in p if k.endswith("_s") and k != "cpu_s"}
+            print(f"  rank {r}: per window, wall (CPU)  wait {us['wait_s']:7.1f} us  exchange {us['exchange_s']:6.1f}"
+                  f" ({us['exchange_cpu_s']:5.1f}) us  hook {us['hook_s']:6.1f} ({us['hook_cpu_s']:5.1f}) us  boundary "
+                  f"{us['exchange_s'] + us['hook_s']:6.1f} ({us['exchange_cpu_s'] + us['hook_cpu_s']:5.1f}) us"
+                  f"   process CPU {p['cpu_s']:.1f} s")
+            code = us["exchange_s"] - us["collective_s"] + us["hook_s"]
+            print(f"          the collective {us['collective_s']:6.1f} us; the rest of the boundary (packing, "
+                  f"unpacking, merging, hook) {code:6.1f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        sys.exit(child(sys.argv[2], sys.argv[3:]))
+    sys.exit(main())
