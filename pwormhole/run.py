@@ -11,10 +11,12 @@ the same whatever the number of LPs.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
@@ -76,6 +78,20 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+@contextmanager
+def _cyclic_gc_paused():
+    """Python's cyclic garbage collector pauses while events run: packets and events are plain
+    lists and tuples that form no cycles, yet its full passes walk every pending event; the
+    cycles a run leaves (its network) are collected after it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class Run:
@@ -200,8 +216,9 @@ class Run:
         transport = self._transport()
         wall0 = time.perf_counter()
         try:
-            self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary, accel,
-                                                      [f[0] for f in failures])
+            with _cyclic_gc_paused():
+                self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary,
+                                                          accel, [f[0] for f in failures])
             self.sync_wall_s = transport.sync_s
         finally:
             bar.close()

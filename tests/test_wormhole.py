@@ -13,7 +13,14 @@ from helpers import G100, US, config, flows_of, star_topo
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue
-from pwormhole.accel.wormhole import BACKOFF_AFTER_SAMPLES, BACKOFF_EVERY, BACKOFF_MIN_FLOWS, AccelConfig, Wormhole
+from pwormhole.accel.wormhole import (
+    BACKOFF_AFTER_SAMPLES,
+    BACKOFF_EVERY,
+    BACKOFF_MAX,
+    BACKOFF_MIN_FLOWS,
+    AccelConfig,
+    Wormhole,
+)
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag
 from pwormhole.topology.builders import fat_tree, leaf_spine
@@ -318,12 +325,13 @@ def test_alpha_decays_while_frozen():
 def test_a_long_unsteady_group_of_many_flows_is_sampled_less_often():
     """Sixteen 500 KB flows into one host without a window (``HAS_WIN 0``), 3 us apart: ECN
     cuts them all along (5501 CNPs) and the group is never steady. From 64 windows after it
-    formed (46 us) it is sampled and checked every 8th window only (samples at 110, 118, ..,
-    398 us; the same on 3 LPs), and the answer is the packet run's. Eight such flows keep every check (a few
-    flows cost little to sample, and their short steady spells are caught)."""
-    assert (BACKOFF_AFTER_SAMPLES, BACKOFF_MIN_FLOWS, BACKOFF_EVERY) == (64, 16, 8)
+    formed (46 us) it is sampled and checked only after 8, 16, 32, then every 64 windows (samples
+    at 110, 118, 134, 166, 230, 294 and 358 us; the same on 3 LPs), and the answer is the packet
+    run's. Eight such flows keep every check (a few flows cost little to sample, and their short
+    steady spells are caught)."""
+    assert (BACKOFF_AFTER_SAMPLES, BACKOFF_MIN_FLOWS, BACKOFF_EVERY, BACKOFF_MAX) == (64, 16, 8, 64)
     cfg = config("dcqcn", has_win=False)
-    for n, size, expect in ((16, 500_000, range(110, 400, 8)), (8, 1_000_000, range(86, 401))):
+    for n, size, expect in ((16, 500_000, (110, 118, 134, 166, 230, 294, 358)), (8, 1_000_000, range(86, 401))):
         specs = [(i, n, size, i * 3 * US) for i in range(n)]
         mid = Run(Scenario("t", star_topo(n + 1), flows_of(specs), cfg), accel=AccelConfig()).run(
             until_ps=400 * US)

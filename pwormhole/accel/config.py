@@ -79,12 +79,19 @@ SETTLE_RTTS = 1.5
 
 BACKOFF_AFTER_SAMPLES = 64
 """A group of at least :data:`BACKOFF_MIN_FLOWS` flows not steady this many sampling periods
-after it formed is sampled and checked only every :data:`BACKOFF_EVERY` periods (sampling
-costs per flow). Measured in bench/RESULTS.md."""
+after it formed is sampled and checked only every :data:`BACKOFF_EVERY` periods, twice that
+after each check that fails, up to every :data:`BACKOFF_MAX` periods (sampling costs per flow,
+and a group that never settles must cost packet mode's time). Measured in bench/RESULTS.md."""
 BACKOFF_MIN_FLOWS = 16
 """See :data:`BACKOFF_AFTER_SAMPLES`."""
 BACKOFF_EVERY = 8
 """See :data:`BACKOFF_AFTER_SAMPLES`."""
+BACKOFF_MAX = 64
+"""See :data:`BACKOFF_AFTER_SAMPLES`."""
+BACKOFF_KEEP_SAMPLES = 128
+"""A flow of a backed-off group keeps this many samples (else 2048): at its sampling period they
+span 8192 periods, more than a goodput span of the slowest flows needs, and the memory stays
+that of packet mode."""
 
 FRESH_WINDOWS = 4
 """A flow is new in a group when it started within this many windows of the group's forming."""

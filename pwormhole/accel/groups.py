@@ -11,6 +11,7 @@ from collections import deque
 
 from ..net.build import route_path
 from ..net.nodes import SwitchPort
+from .config import BACKOFF_MIN_FLOWS
 
 __all__ = ["FlowState", "FlowTable", "Group", "components", "route_path"]
 
@@ -63,7 +64,7 @@ class Group:
     """A conflict group: its flows (ids) and ports, and its acceleration state."""
 
     __slots__ = ("gid", "flows", "ports", "formed_ps", "newest_start_ps", "frozen", "memo_checked", "memo_key",
-                 "memo_base", "refill", "next_check_ps")
+                 "memo_base", "refill", "next_check_ps", "backoff_periods")
 
     def __init__(self, gid, flows, ports, formed_ps, newest_start_ps):
         self.gid = gid
@@ -77,6 +78,7 @@ class Group:
         self.memo_base = None  # {fid: (acked, in-flight bytes), "@t": time} at the lookup (recording a transient)
         self.refill = None  # ((entry, mapping), time): after an HPCC memo jump, skip on from that time
         self.next_check_ps = 0  # neither sampled nor checked before this (config.BACKOFF_AFTER_SAMPLES)
+        self.backoff_periods = 0  # sampling periods between its checks once backed off (0: every period)
 
 
 def components(fids, flows: dict) -> list:
@@ -150,7 +152,10 @@ class FlowTable:
         for p in g.ports:
             del self.port_gid[p]
         for comp, ports in components(g.flows - {fid}, self.flows):
-            self.new_group(comp, ports, t)
+            part = self.new_group(comp, ports, t)
+            if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left of it stays backed off
+                part.backoff_periods = g.backoff_periods
+                part.next_check_ps = g.next_check_ps
 
     def regroup(self, t: int) -> list:
         """Rebuild every group from the flows' (new) ports; returns the groups."""

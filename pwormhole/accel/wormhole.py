@@ -21,14 +21,24 @@ from ..net import cc
 from ..net.cc import min_window_bytes
 from . import fastforward as ff
 from . import fluid, replay
-from .config import BACKOFF_AFTER_SAMPLES, BACKOFF_EVERY, BACKOFF_MIN_FLOWS, BPS_PER_BYTE_PS, FRESH_WINDOWS, AccelConfig
+from .config import (
+    BACKOFF_AFTER_SAMPLES,
+    BACKOFF_EVERY,
+    BACKOFF_KEEP_SAMPLES,
+    BACKOFF_MAX,
+    BACKOFF_MIN_FLOWS,
+    BPS_PER_BYTE_PS,
+    FRESH_WINDOWS,
+    AccelConfig,
+)
 from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
 from .sampling import take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_unfair
 
-__all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MIN_FLOWS", "Wormhole", "route_path"]
+__all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
+           "route_path"]
 
 
 class Wormhole:
@@ -147,11 +157,15 @@ class Wormhole:
         groups = self.groups
         for fid, sample in samples:
             fs = flows_get(fid)
-            if fs is None or groups[fs.gid].frozen is not None:
+            if fs is None:
+                continue
+            g = groups[fs.gid]
+            if g.frozen is not None:
                 continue
             q = fs.samples
             q.append(sample)
-            if len(q) > keep:
+            limit = BACKOFF_KEEP_SAMPLES if g.backoff_periods else keep
+            while len(q) > limit:
                 q.popleft()
         if self.memo is not None:
             # looked up once every flow has a sample taken now: a recording starts, and a
@@ -243,8 +257,10 @@ class Wormhole:
             g = self.groups[gid]
             if g.frozen is not None or g.next_check_ps > t:
                 continue
-            if g.formed_ps <= backoff_from and len(g.flows) >= BACKOFF_MIN_FLOWS:
-                g.next_check_ps = t + BACKOFF_EVERY * self.sample_ps  # many flows, unsteady for long
+            if (g.backoff_periods or g.formed_ps <= backoff_from) and len(g.flows) >= BACKOFF_MIN_FLOWS:
+                # many flows, unsteady for long: checked every 8, 16, 32, 64, 64, ... periods
+                g.backoff_periods = min(BACKOFF_MAX, 2 * g.backoff_periods) if g.backoff_periods else BACKOFF_EVERY
+                g.next_check_ps = t + g.backoff_periods * self.sample_ps
             if g.refill is not None:
                 # HPCC after a memo jump: the group runs one path RTT (its pipelines refill),
                 # then skips on with the recorded goodputs
@@ -327,6 +343,7 @@ class Wormhole:
             fs.samples.clear()
         g.formed_ps = t
         g.next_check_ps = 0
+        g.backoff_periods = 0
         return advance
 
     def _rp_time(self, t_ev: int, t: int) -> int:
