@@ -26,7 +26,16 @@ from .net.nodes import handler_table
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .partition.plan import PartitionPlan, make_plan
 from .report import stuck as stuck_text
-from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
+from .report.summary import (
+    accel_summary,
+    fct_summary,
+    inputs_summary,
+    packet_events_estimate,
+    rank_table,
+    readable,
+    run_summary,
+    training_summary,
+)
 from .report.training import training_report
 from .report.writer import RunWriter, check_outputs, output_names, prepare_out_dir
 from .scenario import Scenario
@@ -92,7 +101,7 @@ class Run:
     ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
     id -> ``(start_ps, end_ps)``), ``complete``, ``stuck`` (a report dict of
     :mod:`pwormhole.report.stuck` when the run could not make progress),
-    ``t_end_ps``, ``windows``, ``wall_s``, ``sync_wall_s``, ``events``, ``net``.
+    ``t_end_ps``, ``windows``, ``wall_s``, ``cpu_s`` (this process), ``sync_wall_s``, ``events``, ``net``.
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
@@ -129,6 +138,7 @@ class Run:
         self.t_end_ps = 0
         self.windows = 0
         self.wall_s = 0.0
+        self.cpu_s = 0.0
 
     @property
     def events(self) -> int:
@@ -194,7 +204,7 @@ class Run:
             return False
 
         transport = self._transport()
-        wall0 = time.perf_counter()
+        wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary, accel,
                                                       [f[0] for f in failures])
@@ -202,6 +212,7 @@ class Run:
         finally:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
+            self.cpu_s = time.process_time() - cpu0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
         if not self.complete:
             if accel is not None:
@@ -293,7 +304,7 @@ def _load_memo(scn: Scenario, accel, memo_cache: str | None):
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
              owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None,
-             plot: bool = False, accel=None, memo_cache: str | None = None) -> dict:
+             plot: bool = False, accel=None, memo_cache: str | None = None, report: bool = False) -> dict:
     """Simulate ``scn`` and write ``fct.txt``, ``pfc.txt`` and ``summary.json``
     under ``out_dir``; returns the summary dict.
 
@@ -312,6 +323,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             mode (None: packet mode, the reference).
         memo_cache: a memo cache file to load before and save after the run
             (Wormhole mode with memoization).
+        report: also write ``report.html`` (:mod:`pwormhole.report.page`), last.
 
     With a workload DAG (training jobs) the run also writes ``collectives.csv``
     and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
@@ -345,7 +357,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
     writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
-            "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed}
+            "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed, "inputs": inputs_summary(scn)}
     if comm is not None and rank0:
         _arm_partial_summary(sim, writer, head)
     interrupted = None
@@ -360,6 +372,12 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
     if rank0:
         writer.finish(summary, training, plot, memo, memo_cache)
+        if report:
+            from .report.page import write_report  # matplotlib: loaded only when a report is asked for
+            try:
+                write_report(out_dir)
+            except OutputError as e:
+                writer.errors.append(str(e))
         if not quiet:
             print(readable(summary))
             if summary["ranks"] > 1:
@@ -391,27 +409,36 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     counters = sim.counters()
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]
+    cpu_s = sim.cpu_s
     if comm is not None:
         counters = {k: allreduce_sum(comm, v) for k, v in counters.items()}
+        cpu_s = allreduce_sum(comm, cpu_s)
         events_by_rank = comm.allgather(sim.lps[0].events)
         sync_by_rank = comm.allgather(sim.sync_wall_s)
     summary = run_summary({**head, "complete": sim.complete}, sim.last_end_ps() if sim.complete else sim.t_end_ps,
                           sim.wall_s, events_by_rank, sim.windows, sim.net.window_ps, max(sync_by_rank),
                           fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns), counters)
+    summary["cpu_s"] = cpu_s
     if sim.accel is not None:
         wh = sim.accel
         st = wh.stats()
         shared = st["fluid_shared_flows"]  # this rank's domains
-        handed = sum(1 for d in wh.fluid_domains.values() for f in d.packet_fids if f in sim.finish_ps)
+        handed_fids = [f for d in wh.fluid_domains.values() for f in d.packet_fids if f in sim.finish_ps]
+        handed = len(handed_fids)
+        handed_bytes = sum(scn.flows[f].size_bytes for f in handed_fids)
         if comm is not None:
             shared = allreduce_sum(comm, shared)
             handed = allreduce_sum(comm, handed)
+            handed_bytes = allreduce_sum(comm, handed_bytes)
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,
                                      handed, wh.nvlink_model, wh.nvlink_packets_why))
+        rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes
+        summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes,
+                                              scn.config.packet_payload_bytes))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)

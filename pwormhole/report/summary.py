@@ -7,7 +7,9 @@ max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 (payload bytes received in order), ``drops`` (buffer admission drops),
 ``pfc_pauses`` (PFC pause frames sent), plus ``complete``, ``windows``,
 ``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
-errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``; for
+errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``, ``inputs`` (:func:`inputs_summary`),
+``cpu_s`` (CPU time of the run, summed over ranks); in Wormhole mode ``eventless_bytes``
+and ``packet_events_est`` (:func:`packet_events_estimate`); for
 training workloads also ``iterations``, ``iteration_time_ns``,
 ``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`);
 ``output_errors`` (one line per output file that could not be written) only
@@ -37,6 +39,16 @@ def fct_summary(flows: int, fcts_ns: list[int], slowdowns: list[float]) -> dict:
     """``flows``, ``flows_finished``, ``fct_ns`` and ``slowdown`` of a run."""
     return {"flows": flows, "flows_finished": len(fcts_ns), "fct_ns": percentiles(fcts_ns),
             "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"}}
+
+
+def inputs_summary(scn) -> dict:
+    """``inputs``: what a run of scenario ``scn`` read: its command line, topology (file or builder)
+    and size, config file, output file names."""
+    t, c = scn.topology, scn.config
+    return {"command": scn.command, "topology": t.source or t.name, "hosts": len(t.hosts),
+            "switches": len(t.switches), "links": len(t.links), "gpus_per_server": t.gpus_per_server,
+            "config": c.source, "flow_file": c.flow_file, "fct_file": c.fct_output_name,
+            "pfc_file": c.pfc_output_name}
 
 
 def run_summary(head: dict, sim_time_ps: int, wall_s: float, events_by_rank: list[int], windows: int,
@@ -80,6 +92,18 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
                       "memo": accel.memo, "nvlink": accel.nvlink}}
 
 
+def packet_events_estimate(summary: dict, eventless_bytes: int, payload_bytes: int) -> dict:
+    """``eventless_bytes`` (payload a Wormhole run moved without events: fast-forwarded, replayed from
+    the memo cache, or NVLink flows given rates) and ``packet_events_est``: the events a packet-level
+    run would take, estimated as the events simulated plus the eventless packets at this run's events
+    per simulated packet (null when no packet was simulated)."""
+    simulated_pkts = max(0, summary["bytes_sent"] - eventless_bytes) / payload_bytes
+    est = None
+    if simulated_pkts >= 1:
+        est = round(summary["events"] * (1 + eventless_bytes / payload_bytes / simulated_pkts))
+    return {"eventless_bytes": eventless_bytes, "packet_events_est": est}
+
+
 def training_summary(report: dict, complete: bool) -> dict:
     """The keys of a training workload (:func:`pwormhole.report.training.training_report`)."""
     return {"iterations": report["iterations"] if complete else [],
@@ -113,6 +137,14 @@ def write_csv_atomic(path: str, columns, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
+def approx(n: float) -> str:
+    """``n`` to about 2 significant digits in words: 20 million, 2.0 billion, 123 million."""
+    for word, k in (("billion", 1e9), ("million", 1e6), ("thousand", 1e3)):
+        if n >= k:
+            return f"{n / k:.1f} {word}" if n < 10 * k else f"{n / k:,.0f} {word}"
+    return f"{n:.0f}"
+
+
 def readable(summary: dict) -> str:
     """A short human summary of a run."""
     f = summary["fct_ns"]
@@ -142,6 +174,11 @@ def readable(summary: dict) -> str:
             line += "  NVLink flows by packets" + (f" ({summary['nvlink_packets_reason']})"
                                                    if summary.get("nvlink_packets_reason") else "")
         lines.append(line)
+        if summary.get("packet_events_est"):
+            est = summary["packet_events_est"]
+            lines.append(f"events           {summary['events']:,} simulated stand for ~{approx(est)} packet-level "
+                         f"events (estimate, ~{est / max(1, summary['events']):,.0f}x; "
+                         f"{summary['eventless_bytes'] / 1e9:,.3g} GB moved without events)")
     if summary.get("iterations"):
         its = summary["iterations"]
         gpus = summary.get("gpus") or []
