@@ -52,14 +52,23 @@ FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows sh
                         "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
 
-class _Progress:
-    """tqdm bar over simulated time, shown only when the run lasts more than a few seconds."""
+def expected_end_ps(scn: Scenario, standalone_ns: list[int]) -> int:
+    """When a run of ``scn`` is expected to end, were no flow slowed by another: the last flow list
+    start plus its standalone FCT, or a workload DAG's critical path with standalone flow times."""
+    if scn.dag is not None:
+        return scn.dag.critical_path_ps([ns * 1000 for ns in standalone_ns])
+    return max((f.start_ps + ns * 1000 for f, ns in zip(scn.flows, standalone_ns)), default=0)
 
-    def __init__(self, stop_ps: int, enabled: bool | None):
+
+class _Progress:
+    """tqdm bar over simulated time up to ``total_ps`` (the expected end; raised to the time reached
+    when the run goes past it), shown only when the run lasts more than a few seconds."""
+
+    def __init__(self, total_ps: int, enabled: bool | None):
         self.enabled = enabled
         self.bar: Any = None  # a tqdm bar once shown (tqdm ships no types)
         self.t0 = time.monotonic()
-        self.stop_ps = stop_ps
+        self.total_ps = max(1, total_ps)
         self.last = 0.0
 
     def update(self, t_ps: int, events: int) -> None:
@@ -73,9 +82,12 @@ class _Progress:
             if now - self.t0 < PROGRESS_AFTER_S:
                 return
             from tqdm import tqdm
-            self.bar = tqdm(total=self.stop_ps / 1e6, unit="us sim", dynamic_ncols=True,
+            self.bar = tqdm(total=self.total_ps / 1e6, unit="us sim", dynamic_ncols=True,
                             disable=None if self.enabled is None else False, leave=False,
                             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim [{elapsed}{postfix}]")
+        if t_ps > self.total_ps:  # slower than expected (contention): the bar ends at the time reached
+            self.total_ps = t_ps
+            self.bar.total = t_ps / 1e6
         self.bar.n = t_ps / 1e6
         self.bar.set_postfix_str(f"{events / (now - self.t0):,.0f} events/s", refresh=True)
 
@@ -149,14 +161,17 @@ class Run:
             return LocalTransport(self.lps)
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
 
-    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> Run:
+    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
+            expected_ps: int | None = None) -> Run:
+        """Run to the end or ``until_ps``; ``progress``: show a bar (None: on a terminal) up to
+        ``expected_ps`` (the expected end; default the stop time)."""
         stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
         n_flows = len(self.scn.flows)
         n_ops = self.n_ops
         finish = self.finish_ps
         start = self.start_ps
         op_times = self.op_times
-        bar = _Progress(stop_ps, progress)
+        bar = _Progress(min(stop_ps, expected_ps or stop_ps), progress)
         accel = self.accel
         lps = self.lps
         failures = [f for f in self.net.failures if f[0] < stop_ps]  # (t_ps, a, b): boundaries of their own
@@ -355,14 +370,17 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         owner = plan.owner
     memo = _load_memo(scn, accel, memo_cache)
     sim = Run(scn, seed, n_lps, owner, comm, accel, memo, plan.grid if plan is not None else None)
-    writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
+    standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
+    writer = RunWriter(scn, out_dir, standalone_ns, rank0)
+    show = progress if rank0 else False
+    expected = expected_end_ps(scn, standalone_ns) if show is not False else None
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
             "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed, "inputs": inputs_summary(scn)}
     if comm is not None and rank0:
         _arm_partial_summary(sim, writer, head)
     interrupted = None
     try:
-        sim.run(until_ps, writer.on_flows, writer.on_pfc, progress if rank0 else False)
+        sim.run(until_ps, writer.on_flows, writer.on_pfc, show, expected)
     except (KeyboardInterrupt, Terminated) as e:
         interrupted = e  # write what we have, then let the CLI exit 130 / 143
     except BaseException:

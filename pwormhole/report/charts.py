@@ -119,15 +119,17 @@ def gpu_breakdown(gpus: list[dict]) -> str:
 
 
 def pauses(edges: np.ndarray, counts: dict[int, np.ndarray], labels: dict[int, str]) -> str:
-    """PFC pause frames received per node and time bin."""
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    mid = (edges[:-1] + edges[1:]) / 2 / 1e3
-    for node, c in counts.items():
-        ax.step(mid, c, where="mid", label=labels.get(node, f"node {node}"))
+    """PFC pause frames received per node (rows) and time bin (columns), as a heat map."""
+    nodes = list(counts)
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * len(nodes)))
+    grid = np.array([counts[n] for n in nodes])
+    im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="Reds", vmin=0,
+                   extent=(edges[0] / 1e3, edges[-1] / 1e3, len(nodes) - 0.5, -0.5))
+    ax.set_yticks(range(len(nodes)))
+    ax.set_yticklabels([labels.get(n, f"node {n}") for n in nodes], fontsize=8)
     ax.set_xlabel("simulated time (us)")
-    ax.set_ylabel(f"pause frames per {(edges[1] - edges[0]) / 1e3:.3g} us")
-    ax.grid(alpha=0.3)
-    _legend_above(ax, 4)
+    cb = fig.colorbar(im, ax=ax, pad=0.01)
+    cb.set_label(f"pause frames per {(edges[1] - edges[0]) / 1e3:.3g} us", fontsize=8)
     return to_svg(fig)
 
 

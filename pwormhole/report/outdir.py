@@ -132,7 +132,7 @@ def read_out_dir(path: str) -> OutDir:
     """What ``path`` holds (InputError when it is no output folder of pwormhole)."""
     if not os.path.isdir(path):
         raise InputError(f"output folder {path!r} does not exist")
-    run = next((read_run(os.path.join(path, d)) for d in RUN_FOLDERS
+    run = next((read_run(os.path.normpath(os.path.join(path, d))) for d in RUN_FOLDERS
                 if os.path.isfile(os.path.join(path, d, "summary.json"))), None)
     compare = compare_runs = None
     if os.path.isfile(os.path.join(path, "compare.json")):

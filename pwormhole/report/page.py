@@ -95,6 +95,8 @@ def run_section(d: OutDir) -> str:
     if r is None:
         out.append(missing("no run summary (summary.json) in this folder"))
     else:
+        if os.path.normpath(r.folder) != os.path.normpath(d.path):
+            out.append(f"<p>the run in <code>{esc(os.path.relpath(r.folder, d.path))}/</code></p>")
         s = r.summary
         inp = s.get("inputs") or {}
         if inp.get("command"):
@@ -105,7 +107,7 @@ def run_section(d: OutDir) -> str:
                  ("simulated time", format_time(int(s.get("sim_time_ps", 0)))),
                  ("wall time", f"{s.get('wall_s', 0):.2f} s"), ("events", f"{s.get('events', 0):,}"),
                  ("flows finished", done)]
-        if s.get("packet_events_est"):
+        if s.get("packet_events_est") and s["packet_events_est"] > 1.05 * s.get("events", 0):
             items.append(("packet-level events they stand for (estimate)", f"~{approx(s['packet_events_est'])}"))
         out.append(cards(items))
         if not s.get("complete", True):
@@ -115,7 +117,7 @@ def run_section(d: OutDir) -> str:
                                      f"{inp.get('switches', '?')} switches, {inp.get('links', '?')} links)"
                  if inp else "?"),
                 ("inputs: config file", inp.get("config") or "none (built-in settings)"),
-                ("inputs: flow file", inp.get("flow_file") or "-"),
+                *([("inputs: flow file", inp["flow_file"])] if inp.get("flow_file") else []),
                 ("NVLink congestion control", s.get("nvlink_cc", "-")), ("seed", s.get("seed", "-")),
                 ("windows", f"{s.get('windows', 0):,} of {format_time(int(s.get('window_ps', 0)))}"),
                 ("events per second", f"{s.get('events_per_s', 0):,.0f}"),
@@ -249,14 +251,15 @@ def network_section(d: OutDir) -> str:
     if r is None or r.pfc is None:
         out.append(missing("no PFC file here"))
         return "".join(out)
-    edges, counts, left = analysis.pause_counts(r.pfc)
+    edges, counts, left = analysis.pause_counts(r.pfc, top=16)
     if not counts:
         out.append(f"<p>no PFC pause frame in this run ({int(r.summary.get('pfc_pauses', 0))} pauses sent)</p>")
         return "".join(out)
     types = analysis.node_types(r.pfc)
     labels = {n: f"{'switch' if types.get(n) == 1 else 'host'} {n}" for n in counts}
     out.append(figure(charts.pauses(edges, counts, labels),
-                      "pause frames received per node (the nodes with the most)"
+                      "PFC pause frames received per node (its port toward the pausing neighbour stops; the "
+                      "nodes with the most)"
                       + (f"; {left} more nodes in the PFC file" if left else "")))
     totals = sorted(((labels[n], int(c.sum())) for n, c in counts.items()), key=lambda x: -x[1])
     out.append(table(("node", "pause frames received"), totals))

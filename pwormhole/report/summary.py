@@ -155,8 +155,9 @@ def readable(summary: dict) -> str:
         f"flows finished   {summary['flows_finished']} / {summary['flows']}",
         f"simulated time   {summary['sim_time_ps'] / 1e9:.6f} ms",
         f"FCT (us)         mean {f['mean'] / 1e3:.3f}  p50 {f['p50'] / 1e3:.3f}  p99 {f['p99'] / 1e3:.3f}  "
-        f"max {f['max'] / 1e3:.3f}",
-        f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}",
+        f"max {f['max'] / 1e3:.3f}" if summary["flows_finished"] else "FCT              none finished",
+        f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}"
+        if summary["flows_finished"] else "slowdown         none finished",
         f"bytes sent/delivered {summary['bytes_sent']} / {summary['bytes_delivered']}   drops {summary['drops']}   "
         f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
         f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s",
@@ -174,11 +175,11 @@ def readable(summary: dict) -> str:
             line += "  NVLink flows by packets" + (f" ({summary['nvlink_packets_reason']})"
                                                    if summary.get("nvlink_packets_reason") else "")
         lines.append(line)
-        if summary.get("packet_events_est"):
-            est = summary["packet_events_est"]
+        est = summary.get("packet_events_est")
+        if est and est > 1.05 * summary["events"]:
             lines.append(f"events           {summary['events']:,} simulated stand for ~{approx(est)} packet-level "
                          f"events (estimate, ~{est / max(1, summary['events']):,.0f}x; "
-                         f"{summary['eventless_bytes'] / 1e9:,.3g} GB moved without events)")
+                         f"{summary['eventless_bytes'] / 1e6:,.0f} MB moved without events)")
     if summary.get("iterations"):
         its = summary["iterations"]
         gpus = summary.get("gpus") or []
