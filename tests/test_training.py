@@ -103,6 +103,9 @@ def test_distributed_optimizer_runs(tmp_path):
     topo = topology_from_arg("rail-optimized:gpus=8,gpus_per_server=4")
     s = simulate(training_scenario(spec, topo), str(tmp_path), quiet=True)
     rows = [r.split(",") for r in (tmp_path / "collectives.csv").read_text().splitlines()[1:]]
+    names = [r[0] for r in rows]
+    assert len(set(names)) == len(names)  # one name per collective instance (pipeline sends name their GPU)
+    assert "it0.mb1.pp_bwd.s1.gpu4" in names
     dp = {}
     for r in rows:
         if ".dp" in r[0]:
