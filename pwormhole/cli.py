@@ -164,9 +164,11 @@ def _run(args) -> int:
 
 
 def _wants_report(args) -> bool:
-    """``--report``, or an embedded scenario (``pwormhole run`` with no inputs: a first run shows its page)."""
+    """``--report``, or the default scenario (``pwormhole run`` with no inputs: a first run shows its page)."""
+    from .scenario import DEFAULT_SCENARIO
+
     inputs = (args.hpcc_config, args.topology, args.flows, args.workload, args.model)
-    return args.report or not any(inputs)
+    return args.report or (not any(inputs) and args.scenario == DEFAULT_SCENARIO)
 
 
 def _run_setup(args, comm):
@@ -447,8 +449,8 @@ def add_run_arguments(r) -> None:
                    help="the old name of --nvlink fluid")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--report", action="store_true",
-                   help="also write report.html, a self-contained page of the results (always for the embedded "
-                        "scenarios)")
+                   help="also write report.html, a self-contained page of the results (always for the default "
+                        "scenario)")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
 
