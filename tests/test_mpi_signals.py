@@ -1,6 +1,6 @@
 """Signals and setup errors under a real mpiexec: every rank ends together, outputs so far are kept.
 
-Each run is the default scenario in packet mode on 2 ranks (about 40 s of
+Each run is the small GPT scenario (gpt-350m-16gpu) in packet mode on 2 ranks (about 40 s of
 wall time on 2 cores), signalled once its first flow completions are on disk,
 so the signal always lands mid-run.
 """
@@ -58,8 +58,8 @@ def _rank_pids(pid: int) -> dict[int, int]:
 
 def _start(out: Path, n: int = 2) -> subprocess.Popen:
     # a test runner started in the background hands its children SIGINT ignored: restore the default
-    return subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "pwormhole", "run", "--mode", "packet",
-                             "--out", str(out), "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
+    return subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "pwormhole", "run", "--scenario",
+                             "gpt-350m-16gpu", "--mode", "packet", "--out", str(out), "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
