@@ -59,8 +59,8 @@ def _rank_pids(pid: int) -> dict[int, int]:
 def _start(out: Path, n: int = 2) -> subprocess.Popen:
     # a test runner started in the background hands its children SIGINT ignored: restore the default
     return subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "pwormhole", "run", "--scenario",
-                             "gpt-350m-16gpu", "--mode", "packet", "--out", str(out), "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                             "gpt-350m-16gpu", "--mode", "packet", "--out", str(out), "--no-progress"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
