@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 
 from . import compiled
@@ -113,11 +114,12 @@ def _chakra_scenario(args, topo):
 def _load_scenario(args):
     scn = _read_scenario(args)
     scn.config.nvlink_cc = args.nvlink_cc
+    scn.command = shlex.join(["pwormhole", *map(str, getattr(args, "argv", []))])
     return scn
 
 
 def _read_scenario(args):
-    from .scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config
+    from .scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config, small_gpt_scenario
 
     scn = _training_scenario(args)
     if scn is not None:
@@ -136,7 +138,8 @@ def _read_scenario(args):
         return from_files(args.topology, args.flows, args.config, args.format, cc=args.cc)
     if args.config:
         raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
-    scn = fat_tree_mix_scenario() if args.scenario == "fat-tree-mix" else default_scenario()
+    embedded = {"fat-tree-mix": fat_tree_mix_scenario, "gpt-350m-16gpu": small_gpt_scenario}
+    scn = embedded.get(args.scenario, default_scenario)()
     if args.cc:  # the embedded scenarios run under DCQCN unless told otherwise
         from .config import CC_DCQCN, CC_HPCC
         scn.config.cc_mode = CC_HPCC if args.cc == "hpcc" else CC_DCQCN
@@ -153,11 +156,20 @@ def _run(args) -> int:
         return _run_mpi(comm, args)
     interrupt.stop_recording(_on_sigterm)  # one process (mpiexec -n 1): signals raise again
     scn, out, until_ps, owner, accel = _run_setup(args, None)
+    report = _wants_report(args)
     simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
              progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
-             memo_cache=args.memo_cache, record_windows=args.record_windows)
-    print(f"outputs in {out}/")
+             memo_cache=args.memo_cache, record_windows=args.record_windows, report=report)
+    print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if report else ""))
     return 0
+
+
+def _wants_report(args) -> bool:
+    """``--report``, or the default scenario (``pwormhole run`` with no inputs: a first run shows its page)."""
+    from .scenario import DEFAULT_SCENARIO
+
+    inputs = (args.hpcc_config, args.topology, args.flows, args.workload, args.model)
+    return args.report or (not any(inputs) and args.scenario == DEFAULT_SCENARIO)
 
 
 def _run_setup(args, comm):
@@ -282,7 +294,7 @@ def _run_mpi(comm, args) -> int:
             raise RuntimeError("injected failure (PWORMHOLE_FAIL_RANK)")
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
                  progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
-                 memo_cache=args.memo_cache)
+                 memo_cache=args.memo_cache, report=_wants_report(args))
     except (Terminated, KeyboardInterrupt) as e:  # raised on every rank at the same boundary
         code = 143 if isinstance(e, Terminated) else 130
         if comm.rank == 0:
@@ -341,7 +353,18 @@ def _compare(args) -> int:
     out = args.out or os.path.join("pwormhole-out", scn.name + "-compare")
     compare(lambda: _load_scenario(args), out, accel, until_ps=until_ps, seed=args.seed, n_lps=args.lps,
             memo_cache=args.memo_cache, first=scn)
-    print(f"outputs in {out}/")
+    if args.report:
+        from .report.page import write_report
+        write_report(out)
+    print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if args.report else ""))
+    return 0
+
+
+def _report(args) -> int:
+    from .report.page import write_report
+
+    path = write_report(args.out_dir)
+    print(f"report written: {path}")
     return 0
 
 
@@ -395,9 +418,10 @@ def add_run_arguments(r) -> None:
     r.add_argument("--format", choices=("hpcc", "simai", "htsim", "chakra"),
                    help="force the format of the input files (default: detected from their content)")
     r.add_argument("--config", metavar="FILE", help="HPCC config file for model parameters")
-    r.add_argument("--scenario", choices=("gpt-350m-16gpu", "fat-tree-mix"), default="gpt-350m-16gpu",
-                   help="embedded scenario when no input is given: one iteration of 4 GPT-3 Medium layers on a "
-                        "16-GPU rail-optimized fabric (default), or a fat-tree flow mix")
+    r.add_argument("--scenario", choices=("gpt-7b-64gpu", "gpt-350m-16gpu", "fat-tree-mix"), default="gpt-7b-64gpu",
+                   help="embedded scenario when no input is given: one iteration of GPT-7B on a 64-GPU "
+                        "rail-optimized fabric with the distributed optimizer (default), of 4 GPT-3 Medium layers "
+                        "on 16 GPUs, or a fat-tree flow mix")
     t = r.add_argument_group("training workloads")
     t.add_argument("--workload", metavar="FILE|DIR",
                    help="SimAI/AICB workload file, or a Chakra trace (folder or NAME prefix of NAME.<rank>.et files)")
@@ -445,6 +469,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--fluid-nvlink", dest="nvlink", action="store_const", const="fluid",
                    help="the old name of --nvlink fluid")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.add_argument("--report", action="store_true",
+                   help="also write report.html, a self-contained page of the results (always for the default "
+                        "scenario)")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
 
@@ -453,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pwormhole",
                                 description="Packet-level RDMA network simulation of training traffic.")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="simulate a scenario (default: one iteration of a small GPT on 16 GPUs)",
+    r = sub.add_parser("run", help="simulate a scenario (default: one GPT-7B iteration on 64 GPUs)",
                        description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "
                                    "or built-in model) on a topology, or an embedded scenario.")
     add_run_arguments(r)
@@ -466,6 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "write compare.json, a table and a CDF plot of the per-flow FCT error.")
     add_run_arguments(c)
     c.set_defaults(func=_compare)
+    rp = sub.add_parser("report", help="write report.html of an output folder of run, compare or scale",
+                        description="Write OUT_DIR/report.html: one self-contained page (inline SVG figures, no "
+                                    "network fetches) of the run, comparison or scaling study in OUT_DIR.")
+    rp.add_argument("out_dir", metavar="OUT_DIR", help="output folder of pwormhole run, compare or scale")
+    rp.set_defaults(func=_report)
     pa = sub.add_parser("partition", help="split a topology into LPs with METIS and print the plan")
     pa.add_argument("--parts", type=int, required=True, help="number of LPs (ranks)")
     pa.add_argument("--hpcc-config", metavar="FILE", help="HPCC config naming the topology and flows")
@@ -497,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if args.func is _run and launched_under_mpi():  # signals are recorded: every rank stops together
             from .sync import interrupt

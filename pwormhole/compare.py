@@ -27,7 +27,8 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
     pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
     ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
     ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
-    err = fct_errors(read_fct(os.path.join(pdir, "fct.txt")), read_fct(os.path.join(wdir, "fct.txt")))
+    fct_name = ps["inputs"]["fct_file"]  # the config's FCT_OUTPUT_FILE
+    err = fct_errors(read_fct(os.path.join(pdir, fct_name)), read_fct(os.path.join(wdir, fct_name)))
     result = comparison(ps, ws, err, collective_times(os.path.join(pdir, "collectives.csv")),
                         collective_times(os.path.join(wdir, "collectives.csv")))
     write_json_atomic(os.path.join(out, "compare.json"), result)

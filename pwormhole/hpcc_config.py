@@ -68,11 +68,19 @@ _FLOATS: dict[str, tuple[str, float, float, bool, bool]] = {
 }
 _INPUT_FILES = {"TOPOLOGY_FILE": "topology_file", "FLOW_FILE": "flow_file", "TRACE_FILE": "trace_file"}
 _OUTPUT_NAMES = {"FCT_OUTPUT_FILE": "fct_output_name", "PFC_OUTPUT_FILE": "pfc_output_name"}
-# read by third.cc, meaningless here (outputs pwormhole does not write, HPCC-PINT)
-_ACCEPTED = {"TRACE_OUTPUT_FILE", "ENABLE_TRACE", "PINT_LOG_BASE", "PINT_PROB",
-             "QLEN_MON_FILE", "QLEN_MON_START", "QLEN_MON_END"}
-# read by third.cc but not modelled by pwormhole: accepted with a warning
-_NOT_MODELLED = {"PAUSE_TIME", "DATA_RATE", "LINK_DELAY"}
+# read by third.cc, with no effect on a run here: TRACE_OUTPUT_FILE is written only under
+# ENABLE_TRACE 1 (a warning), PINT_* only drive CC_MODE 10 (refused)
+_ACCEPTED = {"TRACE_OUTPUT_FILE", "PINT_LOG_BASE", "PINT_PROB"}
+# read by third.cc but not modelled by pwormhole: accepted with a warning naming the key (and what is missing)
+_NOT_MODELLED = {"PAUSE_TIME": "", "DATA_RATE": "", "LINK_DELAY": "",
+                 "QLEN_MON_FILE": " (the queue-length monitor, qlen.txt)",
+                 "QLEN_MON_START": " (the queue-length monitor, qlen.txt)",
+                 "QLEN_MON_END": " (the queue-length monitor, qlen.txt)"}
+# 0/1 switches of which pwormhole models one value only: key -> (the value not modelled, what runs instead)
+_ONE_VALUE = {"USE_DYNAMIC_PFC_THRESHOLD": ("0", "switches always use the dynamic PFC threshold"),
+              "MULTI_RATE": ("1", "HPCC runs MULTI_RATE 0"),
+              "SAMPLE_FEEDBACK": ("1", "HPCC runs SAMPLE_FEEDBACK 0"),
+              "ENABLE_TRACE": ("1", "no packet trace (TRACE_OUTPUT_FILE) is written")}
 _MAPS = {"KMAX_MAP": "kmax_map_bytes", "KMIN_MAP": "kmin_map_bytes", "PMAX_MAP": "pmax_map"}
 
 _COMMENT = re.compile(r"\{[^}]*\}?")
@@ -119,9 +127,12 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
       [``fct_output_name``, ``pfc_output_name``]; outputs go under ``--out``;
       a name of pwormhole's own outputs (``summary.json``...), ``..``, a
       ``.part`` name, or the same name for both is an error;
-    * accepted and ignored: TRACE_OUTPUT_FILE, ENABLE_TRACE, PINT_LOG_BASE,
-      PINT_PROB, QLEN_MON_FILE, QLEN_MON_START, QLEN_MON_END; PAUSE_TIME,
-      DATA_RATE and LINK_DELAY are ignored with a warning (not modelled).
+    * accepted, no effect here: TRACE_OUTPUT_FILE, PINT_LOG_BASE, PINT_PROB
+      (HPCC-PINT, CC_MODE 10, is refused);
+    * not modelled, ignored with a warning naming the key: PAUSE_TIME,
+      DATA_RATE, LINK_DELAY, QLEN_MON_FILE, QLEN_MON_START, QLEN_MON_END, and
+      the values ENABLE_TRACE 1, USE_DYNAMIC_PFC_THRESHOLD 0, MULTI_RATE 1,
+      SAMPLE_FEEDBACK 1.
 
     Input paths: HPCC is run as ``./waf --run 'scratch/third mix/config.txt'`` from
     the folder holding ``mix/``, so relative paths are relative to that folder.
@@ -175,11 +186,15 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 return vals[0]
 
             known = True
-            if key in _BOOL:
+            if key in _BOOL or key == "ENABLE_TRACE":
                 v = one()
                 if v not in ("0", "1"):
                     raise err(f"{key} value {v!r} must be 0 or 1")
-                setattr(cfg, _BOOL[key], v == "1")
+                if key in _BOOL:
+                    setattr(cfg, _BOOL[key], v == "1")
+                if key in _ONE_VALUE and v == _ONE_VALUE[key][0]:
+                    warnings.append(f"{spath}:{lineno}: {key} {v} is not modelled by pwormhole "
+                                    f"({_ONE_VALUE[key][1]}); ignored")
             elif key in _INT:
                 fld, lo = _INT[key]
                 setattr(cfg, fld, to_int(one(), f"{key} value", spath, lineno, lo=lo))
@@ -255,7 +270,7 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 if not vals:
                     raise err(f"{key} has no value")
             elif key in _NOT_MODELLED:
-                warnings.append(f"{spath}:{lineno}: {key} is not modelled by pwormhole; ignored")
+                warnings.append(f"{spath}:{lineno}: {key} is not modelled by pwormhole{_NOT_MODELLED[key]}; ignored")
             else:
                 known = False
                 warnings.append(f"{spath}:{lineno}: unknown key {key} ignored")

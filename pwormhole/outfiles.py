@@ -25,7 +25,8 @@ _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW"
                  | getattr(os, "O_CLOEXEC", 0))
 
 # names pwormhole writes itself (run, compare, scale); config-file output names may not take them
-OWN_OUTPUT_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "compare.json",
+OWN_OUTPUT_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "timeline.csv", "report.html",
+                              "report.png", "compare.json",
                               "fct_error_cdf.png", "packet", "wormhole", "scaling.csv", "scaling.png",
                               "logs", "slurm"})
 PART_SUFFIX = ".part"

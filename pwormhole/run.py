@@ -31,7 +31,16 @@ from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .partition.plan import PartitionPlan, make_plan
 from .partition.record import RECORD_NAME, Recorder
 from .report import stuck as stuck_text
-from .report.summary import accel_summary, fct_summary, rank_table, readable, run_summary, training_summary
+from .report.summary import (
+    accel_summary,
+    fct_summary,
+    inputs_summary,
+    packet_events_estimate,
+    rank_table,
+    readable,
+    run_summary,
+    training_summary,
+)
 from .report.training import training_report
 from .report.writer import RunWriter, check_outputs, output_names, prepare_out_dir
 from .scenario import Scenario
@@ -48,14 +57,23 @@ FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows sh
                         "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
 
-class _Progress:
-    """tqdm bar over simulated time, shown only when the run lasts more than a few seconds."""
+def expected_end_ps(scn: Scenario, standalone_ns: list[int]) -> int:
+    """When a run of ``scn`` is expected to end, were no flow slowed by another: the last flow list
+    start plus its standalone FCT, or a workload DAG's critical path with standalone flow times."""
+    if scn.dag is not None:
+        return scn.dag.critical_path_ps([ns * 1000 for ns in standalone_ns])
+    return max((f.start_ps + ns * 1000 for f, ns in zip(scn.flows, standalone_ns)), default=0)
 
-    def __init__(self, stop_ps: int, enabled: bool | None):
+
+class _Progress:
+    """tqdm bar over simulated time up to ``total_ps`` (the expected end; raised to the time reached
+    when the run goes past it), shown only when the run lasts more than a few seconds."""
+
+    def __init__(self, total_ps: int, enabled: bool | None):
         self.enabled = enabled
         self.bar: Any = None  # a tqdm bar once shown (tqdm ships no types)
         self.t0 = time.monotonic()
-        self.stop_ps = stop_ps
+        self.total_ps = max(1, total_ps)
         self.last = 0.0
 
     def update(self, t_ps: int, events: int) -> None:
@@ -69,9 +87,12 @@ class _Progress:
             if now - self.t0 < PROGRESS_AFTER_S:
                 return
             from tqdm import tqdm
-            self.bar = tqdm(total=self.stop_ps / 1e6, unit="us sim", dynamic_ncols=True,
+            self.bar = tqdm(total=self.total_ps / 1e6, unit="us sim", dynamic_ncols=True,
                             disable=None if self.enabled is None else False, leave=False,
                             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim [{elapsed}{postfix}]")
+        if t_ps > self.total_ps:  # slower than expected (contention): the bar ends at the time reached
+            self.total_ps = t_ps
+            self.bar.total = t_ps / 1e6
         self.bar.n = t_ps / 1e6
         self.bar.set_postfix_str(f"{events / (now - self.t0):,.0f} events/s", refresh=True)
 
@@ -111,7 +132,7 @@ class Run:
     ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
     id -> ``(start_ps, end_ps)``), ``complete``, ``stuck`` (a report dict of
     :mod:`pwormhole.report.stuck` when the run could not make progress),
-    ``t_end_ps``, ``windows``, ``wall_s``, ``sync_wall_s``, ``events``, ``net``.
+    ``t_end_ps``, ``windows``, ``wall_s``, ``cpu_s`` (this process), ``sync_wall_s``, ``events``, ``net``.
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
@@ -149,6 +170,7 @@ class Run:
         self.t_end_ps = 0
         self.windows = 0
         self.wall_s = 0.0
+        self.cpu_s = 0.0
 
     @property
     def events(self) -> int:
@@ -159,14 +181,17 @@ class Run:
             return LocalTransport(self.lps, self.recorder)
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
 
-    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False) -> Run:
+    def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
+            expected_ps: int | None = None) -> Run:
+        """Run to the end or ``until_ps``; ``progress``: show a bar (None: on a terminal) up to
+        ``expected_ps`` (the expected end; default the stop time)."""
         stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
         n_flows = len(self.scn.flows)
         n_ops = self.n_ops
         finish = self.finish_ps
         start = self.start_ps
         op_times = self.op_times
-        bar = _Progress(stop_ps, progress)
+        bar = _Progress(min(stop_ps, expected_ps or stop_ps), progress)
         accel = self.accel
         lps = self.lps
         failures = [f for f in self.net.failures if f[0] < stop_ps]  # (t_ps, a, b): boundaries of their own
@@ -214,7 +239,7 @@ class Run:
             return False
 
         transport = self._transport()
-        wall0 = time.perf_counter()
+        wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             with _cyclic_gc_paused():
                 self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary,
@@ -223,6 +248,7 @@ class Run:
         finally:
             bar.close()
             self.wall_s = time.perf_counter() - wall0
+            self.cpu_s = time.process_time() - cpu0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
         if not self.complete:
             if accel is not None:
@@ -314,7 +340,8 @@ def _load_memo(scn: Scenario, accel, memo_cache: str | None):
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
              owner: list[int] | None = None, progress: bool | None = False, quiet: bool = False, comm=None,
-             plot: bool = False, accel=None, memo_cache: str | None = None, record_windows: bool = False) -> dict:
+             plot: bool = False, accel=None, memo_cache: str | None = None, record_windows: bool = False,
+             report: bool = False) -> dict:
     """Simulate ``scn`` and write ``fct.txt``, ``pfc.txt`` and ``summary.json``
     under ``out_dir``; returns the summary dict.
 
@@ -335,6 +362,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
             (Wormhole mode with memoization).
         record_windows: run one in-process LP per indivisible unit and write
             ``windows.npz`` (:mod:`pwormhole.partition.record`; not under MPI).
+        report: also write ``report.html`` (:mod:`pwormhole.report.page`), last.
 
     With a workload DAG (training jobs) the run also writes ``collectives.csv``
     and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
@@ -377,15 +405,18 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         grid = plan.grid
     memo = _load_memo(scn, accel, memo_cache)
     sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
-    writer = RunWriter(scn, out_dir, StandaloneFct(sim.net).all_ns(scn.flows), rank0)
+    standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
+    writer = RunWriter(scn, out_dir, standalone_ns, rank0)
+    show = progress if rank0 else False
+    expected = expected_end_ps(scn, standalone_ns) if show is not False else None
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
             "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed,
-            "engine": compiled.engine()}
+            "engine": compiled.engine(), "inputs": inputs_summary(scn)}
     if comm is not None and rank0:
         _arm_partial_summary(sim, writer, head)
     interrupted = None
     try:
-        sim.run(until_ps, writer.on_flows, writer.on_pfc, progress if rank0 else False)
+        sim.run(until_ps, writer.on_flows, writer.on_pfc, show, expected)
     except (KeyboardInterrupt, Terminated) as e:
         interrupted = e  # write what we have, then let the CLI exit 130 / 143
     except BaseException:
@@ -398,6 +429,12 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
     if rank0:
         writer.finish(summary, training, plot, memo, memo_cache)
+        if report:
+            from .report.page import write_report  # matplotlib: loaded only when a report is asked for
+            try:
+                write_report(out_dir)
+            except OutputError as e:
+                writer.errors.append(str(e))
         if not quiet:
             print(readable(summary))
             if summary["ranks"] > 1:
@@ -429,27 +466,36 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     counters = sim.counters()
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]
+    cpu_s = sim.cpu_s
     if comm is not None:
         counters = {k: allreduce_sum(comm, v) for k, v in counters.items()}
+        cpu_s = allreduce_sum(comm, cpu_s)
         events_by_rank = comm.allgather(sim.lps[0].events)
         sync_by_rank = comm.allgather(sim.sync_wall_s)
     summary = run_summary({**head, "complete": sim.complete}, sim.last_end_ps() if sim.complete else sim.t_end_ps,
                           sim.wall_s, events_by_rank, sim.windows, sim.net.window_ps, max(sync_by_rank),
                           fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns), counters)
+    summary["cpu_s"] = cpu_s
     if sim.accel is not None:
         wh = sim.accel
         st = wh.stats()
         shared = st["fluid_shared_flows"]  # this rank's domains
-        handed = sum(1 for d in wh.fluid_domains.values() for f in d.packet_fids if f in sim.finish_ps)
+        handed_fids = [f for d in wh.fluid_domains.values() for f in d.packet_fids if f in sim.finish_ps]
+        handed = len(handed_fids)
+        handed_bytes = sum(scn.flows[f].size_bytes for f in handed_fids)
         if comm is not None:
             shared = allreduce_sum(comm, shared)
             handed = allreduce_sum(comm, handed)
+            handed_bytes = allreduce_sum(comm, handed_bytes)
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,
                                      handed, wh.nvlink_model, wh.nvlink_packets_why))
+        rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes
+        summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes,
+                                              scn.config.packet_payload_bytes))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)

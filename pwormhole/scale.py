@@ -9,13 +9,16 @@ outputs to ``OUT/<mode>/ranks<R>/``; the study writes:
 
 * ``scaling.csv``, one row per run, columns :data:`COLUMNS`:
 
-  - ``wall_s``, ``sync_wall_s``, ``events``: from the run's ``summary.json``
-    (``sync_wall_s`` is the time spent in the MPI exchange; 0 for one rank);
+  - ``wall_s``, ``cpu_s``, ``sync_wall_s``, ``events``: from the run's ``summary.json``
+    (``cpu_s``: CPU time of the simulation summed over the ranks, below ``ranks x wall_s``
+    when the ranks waited for a core or for each other; ``sync_wall_s`` is the time spent
+    in the MPI exchange; 0 for one rank);
   - ``speedup`` = ``wall_s(packet, 1 rank) / wall_s(mode, R)``: every run
     against the one reference, the plain packet-level run on one rank;
   - ``efficiency`` = ``(wall_s(mode, 1 rank) / wall_s(mode, R)) / R``: the
     parallel efficiency of the mode against itself on one rank (1.0 = linear
-    scaling);
+    scaling; above 1.0 is warned about: other load on the machine slowed the
+    1-rank run);
   - ``identical``: ``fct.txt`` byte-identical to the same mode's 1-rank run
     (the parallel engine must not change the answer);
   - ``max_rel_fct_diff``: ``max |fct - fct_ref| / fct_ref`` over the flows,
@@ -57,8 +60,8 @@ from .partition.plan import make_plan_from_record
 from .partition.record import EXCHANGE_US, RECORD_NAME, WindowRecord, predict
 from .report.summary import write_csv_atomic
 
-COLUMNS = ("mode", "ranks", "status", "wall_s", "sync_wall_s", "events", "speedup", "efficiency", "identical",
-           "max_rel_fct_diff", "out", "error")
+COLUMNS = ("mode", "ranks", "status", "wall_s", "cpu_s", "sync_wall_s", "events", "speedup", "efficiency",
+           "identical", "max_rel_fct_diff", "out", "error")
 PREDICTION_COLUMNS = ("ranks", "wall_s", "speedup", "compute_s", "boundary_s", "imbalance")
 REFERENCE_MODE = "packet"
 OWN_FLAGS = ("--out", "--mode", "--lps", "--plan")  # set per run by scale
@@ -335,7 +338,7 @@ def _rows(runs: list[Run]) -> list[dict]:
             s = r.summary
             wall = float(s["wall_s"])
             row.update(wall_s=f"{wall:.6f}", sync_wall_s=f"{float(s.get('sync_wall_s', 0.0)):.6f}",
-                       events=s.get("events", ""))
+                       events=s.get("events", ""), cpu_s=f"{float(s['cpu_s']):.6f}" if "cpu_s" in s else "")
             if ref_wall:
                 row["speedup"] = f"{ref_wall / wall:.6f}"
             base = by.get((r.mode, 1))
@@ -347,6 +350,23 @@ def _rows(runs: list[Run]) -> list[dict]:
         r.row = row
         rows.append(row)
     return rows
+
+
+def efficiency_warnings(rows: list[dict]) -> list[str]:
+    """One line per run whose parallel efficiency exceeds 1.0 (faster than linear: its 1-rank base
+    was slowed by other load on the machine, or the runs did not get a core per rank)."""
+    out = []
+    for r in rows:
+        if r["status"] == "ok" and r["efficiency"] != "" and float(r["efficiency"]) > 1.0:
+            base = next(b for b in rows if b["mode"] == r["mode"] and b["ranks"] == 1)
+            out.append(f"{r['mode']} on {r['ranks']} ranks has efficiency {float(r['efficiency']):.3f} > 1.0: "
+                       f"its 1-rank run (wall {float(base['wall_s']):.3f} s, CPU {_cpu(base)}) was likely slowed by "
+                       f"other load on the machine; the timings of this study are not reliable")
+    return out
+
+
+def _cpu(row: dict) -> str:
+    return f"{float(row['cpu_s']):.3f} s" if row.get("cpu_s") else "unknown"
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
@@ -464,15 +484,17 @@ def main(args) -> int:
 
 
 def _report(rows: list[dict]) -> None:
-    print(f"{'mode':<10} {'ranks':>5} {'wall_s':>9} {'sync_s':>8} {'speedup':>8} {'effic.':>7} "
+    print(f"{'mode':<10} {'ranks':>5} {'wall_s':>9} {'cpu_s':>9} {'sync_s':>8} {'speedup':>8} {'effic.':>7} "
           "identical  max_rel_fct_diff")
     for r in rows:
         if r["status"] != "ok":
             print(f"{r['mode']:<10} {r['ranks']:>5} FAILED: {r['error']}")
             continue
-        print(f"{r['mode']:<10} {r['ranks']:>5} {float(r['wall_s']):9.3f} {float(r['sync_wall_s']):8.3f} "
-              f"{float(r['speedup'] or 'nan'):8.3f} {float(r['efficiency'] or 'nan'):7.3f} "
-              f"{str(r['identical']):<10} {r['max_rel_fct_diff']}")
+        print(f"{r['mode']:<10} {r['ranks']:>5} {float(r['wall_s']):9.3f} {float(r['cpu_s'] or 'nan'):9.3f} "
+              f"{float(r['sync_wall_s']):8.3f} {float(r['speedup'] or 'nan'):8.3f} "
+              f"{float(r['efficiency'] or 'nan'):7.3f} {str(r['identical']):<10} {r['max_rel_fct_diff']}")
+    for w in efficiency_warnings(rows):
+        print(f"scale: warning: {w}", file=sys.stderr)
     for r in rows:
         if r["identical"] is False:
             print(f"MISMATCH: {r['mode']} on {r['ranks']} ranks: fct.txt differs from {r['mode']} on 1 rank "

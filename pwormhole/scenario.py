@@ -5,7 +5,8 @@ Loaders:
 * :func:`from_files`: a topology file and a flow file, optionally a config;
 * :func:`training_scenario`: training iterations of a SimAI/AICB or built-in
   workload on a topology;
-* :func:`default_scenario`: one iteration of a small GPT on 16 GPUs;
+* :func:`default_scenario`: one iteration of GPT-7B on 64 GPUs (distributed optimizer);
+* :func:`small_gpt_scenario`: one iteration of a small GPT on 16 GPUs;
 * :func:`fat_tree_mix_scenario`: a k=4 fat-tree, 100 Gbps, 1 us links, with a
   seeded mix of incast, permutation and all-to-some flows under DCQCN.
 """
@@ -38,6 +39,7 @@ class Scenario:
     config: ModelConfig
     warnings: list[str] = field(default_factory=list)
     dag: Dag | None = None  # a workload DAG whose flows are ``flows`` (training jobs, triggers)
+    command: str | None = None  # the command line that asked for it (reports)
 
 
 def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warnings=None) -> Scenario:
@@ -177,11 +179,23 @@ def number_sports(flows: list[Flow]) -> list[Flow]:
     return out
 
 
+DEFAULT_SCENARIO = "gpt-7b-64gpu"
+
+
 def default_scenario() -> Scenario:
-    """The default of ``pwormhole run``: one training iteration of a small GPT
-    (4 layers of GPT-3 Medium ``gpt-350m``, sequence 1024, TP 8 inside each
-    server, DP 2 across the two servers) on a 16-GPU rail-optimized fabric
-    (200 Gbps NICs, NVLink inside servers), under DCQCN."""
+    """The default of ``pwormhole run``: one training iteration of GPT-7B (``gpt-7b``, 32 layers,
+    TP 8 inside each server, PP 2, DP 4, Megatron's distributed optimizer) on a 64-GPU
+    rail-optimized fabric (200 Gbps NICs, NVLink inside servers), under DCQCN: its DP
+    reduce-scatter and all-gather are long steady flows that Wormhole fast-forwards."""
+    from .workload.models import build_model
+    spec = build_model("gpt-7b", 64, tp=8, pp=2, dist_opt=True)
+    return training_scenario(spec, topology_from_arg("rail-optimized:gpus=64"), name=DEFAULT_SCENARIO)
+
+
+def small_gpt_scenario() -> Scenario:
+    """One training iteration of a small GPT (4 layers of GPT-3 Medium ``gpt-350m``, sequence
+    1024, TP 8 inside each server, DP 2 across the two servers, a gradient all-reduce per
+    layer) on a 16-GPU rail-optimized fabric, under DCQCN."""
     from .workload.models import build_model
     spec = build_model("gpt-350m", 16, tp=8, layers=4, seq_len=1024)
     return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"), name="gpt-350m-16gpu")

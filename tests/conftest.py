@@ -34,6 +34,7 @@ SLOW = {
     "tests/test_parallel.py::test_mpiexec_identical_in_both_modes",
     "tests/test_parallel.py::test_rank_that_owns_nothing_works",
     "tests/test_real_inputs.py::test_fidelity_against_hpcc_ns3",
+    "tests/test_report.py::test_report_of_a_flow_run_has_every_section_and_fetches_nothing",
     "tests/test_real_inputs.py::test_hpcc_example_config_runs",
     "tests/test_slurm.py::test_run_sbatch_two_tasks_matches_one_rank",
     "tests/test_slurm.py::test_scale_slurm_submits_and_collects",

@@ -279,9 +279,17 @@ def test_trace_errors(tmp_path: Path):
 # --------------------------------------------------------------------------- config
 
 
+def _unmodelled_mix_warnings(path) -> list[str]:
+    """The warnings of HPCC's example config: the keys pwormhole accepts and does not model."""
+    qlen = "is not modelled by pwormhole (the queue-length monitor, qlen.txt); ignored"
+    return [f"{path}:50: ENABLE_TRACE 1 is not modelled by pwormhole (no packet trace (TRACE_OUTPUT_FILE) is "
+            "written); ignored",
+            f"{path}:56: QLEN_MON_FILE {qlen}", f"{path}:57: QLEN_MON_START {qlen}", f"{path}:58: QLEN_MON_END {qlen}"]
+
+
 def test_config_mix():
     cfg, warns = read_hpcc_config(MIX / "config.txt")
-    assert warns == []
+    assert warns == _unmodelled_mix_warnings(MIX / "config.txt")
     assert cfg.cc_mode == 3 and cfg.cc_name == "hpcc"
     assert cfg.buffer_size_bytes == 32 * 2**20
     assert cfg.kmin_map_bytes == {25 * G: 100_000, 50 * G: 200_000, 100 * G: 400_000}
@@ -314,7 +322,7 @@ def _fields(cfg: ModelConfig) -> dict:
 def test_config_doc_and_crlf_tabs_equal(tmp_path: Path, mix_copy: Path):
     ref, _ = read_hpcc_config(MIX / "config.txt")
     doc, warns = read_hpcc_config(MIX / "config_doc.txt")  # {...} annotations stripped
-    assert warns == [] and _fields(doc) == _fields(ref)
+    assert warns == _unmodelled_mix_warnings(MIX / "config_doc.txt") and _fields(doc) == _fields(ref)
     # config.txt is CRLF upstream; an LF + tabs rewrite reads the same
     lf = mix_copy / "config_lf.txt"
     lf.write_text("\n".join("\t".join(l.split()) for l in lines_of(MIX / "config.txt")) + "\n")
@@ -326,7 +334,10 @@ def test_config_doc_and_crlf_tabs_equal(tmp_path: Path, mix_copy: Path):
 def test_reference_scenarios():
     for name, cc, n_nodes, n_flows in (("s1_hpcc", 3, 66, 2), ("s2_dcqcn", 1, 66, 2), ("s3_dcqcn", 1, 102, 100)):
         cfg, warns = read_hpcc_config(REF / name / "config.txt")
-        assert warns == [] and cfg.cc_mode == cc
+        qlen = "is not modelled by pwormhole (the queue-length monitor, qlen.txt); ignored"
+        path = REF / name / "config.txt"
+        assert warns == [f"{path}:{n}: {k} {qlen}" for n, k in ((56, "QLEN_MON_FILE"), (57, "QLEN_MON_START"),
+                                                               (58, "QLEN_MON_END"))] and cfg.cc_mode == cc
         t = read_hpcc_topology(cfg.topology_file)
         assert t.n_nodes == n_nodes and len(t.links) == n_nodes - 1 and t.switches == {0}
         assert len(read_hpcc_flows(cfg.flow_file, t)) == n_flows
@@ -378,6 +389,23 @@ def test_config_path_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert read_hpcc_config(cfg_path)[0].flow_file == str(elsewhere / "only_here.txt")
     cfg_path.write_text("\n\nFLOW_FILE nowhere.txt\n")
     raises_at(lambda: read_hpcc_config(cfg_path), cfg_path, 3, "FLOW_FILE", "'nowhere.txt'", "not found")
+
+
+def test_config_keys_not_modelled_warn_by_name(tmp_path: Path):
+    p = tmp_path / "config.txt"
+    p.write_text("ENABLE_TRACE 0\nUSE_DYNAMIC_PFC_THRESHOLD 0\nMULTI_RATE 1\nSAMPLE_FEEDBACK 1\nPAUSE_TIME 5\n"
+                 "PINT_PROB 1.0\nTRACE_OUTPUT_FILE mix.tr\nMULTI_RATE 0\n")
+    cfg, warns = read_hpcc_config(p)
+    assert warns == [
+        f"{p}:2: USE_DYNAMIC_PFC_THRESHOLD 0 is not modelled by pwormhole (switches always use the dynamic PFC "
+        "threshold); ignored",
+        f"{p}:3: MULTI_RATE 1 is not modelled by pwormhole (HPCC runs MULTI_RATE 0); ignored",
+        f"{p}:4: SAMPLE_FEEDBACK 1 is not modelled by pwormhole (HPCC runs SAMPLE_FEEDBACK 0); ignored",
+        f"{p}:5: PAUSE_TIME is not modelled by pwormhole; ignored",
+        f"{p}:8: MULTI_RATE given again (first on line 3); the last value is used"]
+    assert cfg.multi_rate is False and cfg.sample_feedback is True  # read as given; the model runs 0
+    p.write_text("ENABLE_TRACE yes\n")
+    raises_at(lambda: read_hpcc_config(p), p, 1, "ENABLE_TRACE value 'yes' must be 0 or 1")
 
 
 def test_config_values(mix_copy: Path):

@@ -68,13 +68,14 @@ def test_all_senders_paused_stops_at_once_not_at_the_stop_time():
 def test_signal_flushes_outputs(tmp_path, sig, code, name):
     # a test runner started in the background (`cmd &` in a script) hands its children SIGINT
     # ignored, and Python then leaves it ignored: restore the default so the run sees it
-    p = subprocess.Popen([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--out", tmp_path,
-                          "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([sys.executable, "-m", "pwormhole", "run", "--scenario", "gpt-350m-16gpu", "--mode", "packet",
+                          "--out", tmp_path, "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob("fct.txt.part")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(1.5)  # mid-run: the default scenario simulates for about 12 s
+    time.sleep(1.5)  # mid-run: this scenario simulates for about 12 s
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     assert p.returncode == code, err

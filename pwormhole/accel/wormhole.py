@@ -55,7 +55,8 @@ class Wormhole:
     :meth:`on_boundary` with every rank's reports merged.
 
     Counters: ``skips`` (freezes), ``skipped_ps`` (sum of frozen spans), ``skipped_flow_ps``
-    (frozen spans x flows frozen), ``memo_hits``, ``memo_misses``, ``wakes_interrupted``.
+    (frozen spans x flows frozen), ``skipped_bytes`` (payload bytes advanced at wakes, sent
+    without events), ``memo_hits``, ``memo_misses``, ``wakes_interrupted``.
     """
 
     FRESH_WINDOWS = FRESH_WINDOWS
@@ -86,6 +87,7 @@ class Wormhole:
         self.skips = 0
         self.skipped_ps = 0
         self.skipped_flow_ps = 0
+        self.skipped_bytes = 0
         self.memo_hits = 0
         self.memo_misses = 0
         self.wakes_interrupted = 0
@@ -337,6 +339,7 @@ class Wormhole:
                 advance[fid] = min(b, ff.room(fs, fz.una0[fid], fz.inflight0[fid]))
         # a steady skip had no CNP: a DCQCN alpha decays; a memo jump replays a transient that may have had some
         decay = None if self.hpcc or fz.memo is not None else cc.dcqcn_alpha_decay(self.net.cfg, d)
+        self.skipped_bytes += sum(b for b in advance.values() if b > 0)
         ff.advance(flows, g.ports, fz, d, advance, self.net, self.heap_of, self.ack_every_pkts, self.ack_bytes, decay)
         ff.thaw(fz, t, d, self.heap_of, self.net.cfg.rp_timer_ps)
         for fs in flows.values():  # the history before the skip does not describe what follows
@@ -400,6 +403,7 @@ class Wormhole:
 
     def stats(self) -> dict:
         return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
+                "skipped_bytes": self.skipped_bytes,
                 "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
                 "wakes_interrupted": self.wakes_interrupted,
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),

@@ -8,7 +8,9 @@ max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 ``pfc_pauses`` (PFC pause frames sent), plus ``complete``, ``windows``,
 ``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
 errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``, ``engine`` (``compiled`` or
-``pure (why)``: :func:`pwormhole.compiled.engine`); for
+``pure (why)``: :func:`pwormhole.compiled.engine`), ``inputs`` (:func:`inputs_summary`),
+``cpu_s`` (CPU time of the run, summed over ranks); in Wormhole mode ``eventless_bytes``
+and ``packet_events_est`` (:func:`packet_events_estimate`); for
 training workloads also ``iterations``, ``iteration_time_ns``,
 ``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`);
 ``output_errors`` (one line per output file that could not be written) only
@@ -38,6 +40,16 @@ def fct_summary(flows: int, fcts_ns: list[int], slowdowns: list[float]) -> dict:
     """``flows``, ``flows_finished``, ``fct_ns`` and ``slowdown`` of a run."""
     return {"flows": flows, "flows_finished": len(fcts_ns), "fct_ns": percentiles(fcts_ns),
             "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"}}
+
+
+def inputs_summary(scn) -> dict:
+    """``inputs``: what a run of scenario ``scn`` read: its command line, topology (file or builder)
+    and size, config file, output file names."""
+    t, c = scn.topology, scn.config
+    return {"command": scn.command, "topology": t.source or t.name, "hosts": len(t.hosts),
+            "switches": len(t.switches), "links": len(t.links), "gpus_per_server": t.gpus_per_server,
+            "config": c.source, "flow_file": c.flow_file, "fct_file": c.fct_output_name,
+            "pfc_file": c.pfc_output_name}
 
 
 def run_summary(head: dict, sim_time_ps: int, wall_s: float, events_by_rank: list[int], windows: int,
@@ -81,6 +93,18 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
                       "memo": accel.memo, "nvlink": accel.nvlink}}
 
 
+def packet_events_estimate(summary: dict, eventless_bytes: int, payload_bytes: int) -> dict:
+    """``eventless_bytes`` (payload a Wormhole run moved without events: fast-forwarded, replayed from
+    the memo cache, or NVLink flows given rates) and ``packet_events_est``: the events a packet-level
+    run would take, estimated as the events simulated plus the eventless packets at this run's events
+    per simulated packet (null when no packet was simulated)."""
+    simulated_pkts = max(0, summary["bytes_sent"] - eventless_bytes) / payload_bytes
+    est = None
+    if simulated_pkts >= 1:
+        est = round(summary["events"] * (1 + eventless_bytes / payload_bytes / simulated_pkts))
+    return {"eventless_bytes": eventless_bytes, "packet_events_est": est}
+
+
 def training_summary(report: dict, complete: bool) -> dict:
     """The keys of a training workload (:func:`pwormhole.report.training.training_report`)."""
     return {"iterations": report["iterations"] if complete else [],
@@ -114,6 +138,14 @@ def write_csv_atomic(path: str, columns, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
+def approx(n: float) -> str:
+    """``n`` to about 2 significant digits in words: 20 million, 2.0 billion, 123 million."""
+    for word, k in (("billion", 1e9), ("million", 1e6), ("thousand", 1e3)):
+        if n >= k:
+            return f"{n / k:.1f} {word}" if n < 10 * k else f"{n / k:,.0f} {word}"
+    return f"{n:.0f}"
+
+
 def readable(summary: dict) -> str:
     """A short human summary of a run."""
     f = summary["fct_ns"]
@@ -124,8 +156,9 @@ def readable(summary: dict) -> str:
         f"flows finished   {summary['flows_finished']} / {summary['flows']}",
         f"simulated time   {summary['sim_time_ps'] / 1e9:.6f} ms",
         f"FCT (us)         mean {f['mean'] / 1e3:.3f}  p50 {f['p50'] / 1e3:.3f}  p99 {f['p99'] / 1e3:.3f}  "
-        f"max {f['max'] / 1e3:.3f}",
-        f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}",
+        f"max {f['max'] / 1e3:.3f}" if summary["flows_finished"] else "FCT              none finished",
+        f"slowdown         mean {s['mean']:.3f}  p50 {s['p50']:.3f}  p99 {s['p99']:.3f}"
+        if summary["flows_finished"] else "slowdown         none finished",
         f"bytes sent/delivered {summary['bytes_sent']} / {summary['bytes_delivered']}   drops {summary['drops']}   "
         f"PFC pauses {summary['pfc_pauses']}   ECN marks {summary['ecn_marks']}",
         f"wall {summary['wall_s']:.2f} s   events {summary['events']}   {summary['events_per_s']:.0f} events/s   "
@@ -144,6 +177,11 @@ def readable(summary: dict) -> str:
             line += "  NVLink flows by packets" + (f" ({summary['nvlink_packets_reason']})"
                                                    if summary.get("nvlink_packets_reason") else "")
         lines.append(line)
+        est = summary.get("packet_events_est")
+        if est and est > 1.05 * summary["events"]:
+            lines.append(f"events           {summary['events']:,} simulated stand for ~{approx(est)} packet-level "
+                         f"events (estimate, ~{est / max(1, summary['events']):,.0f}x; "
+                         f"{summary['eventless_bytes'] / 1e6:,.0f} MB moved without events)")
     if summary.get("iterations"):
         its = summary["iterations"]
         gpus = summary.get("gpus") or []

@@ -139,6 +139,18 @@ def write_collectives_csv(path: str, rows: list[dict]) -> None:
     write_csv_atomic(path, COLLECTIVE_COLUMNS, rows)
 
 
+TIMELINE_COLUMNS = ("gpu", "kind", "start_ns", "end_ns")
+
+
+def write_timeline_csv(path: str, report: dict) -> None:
+    """``timeline.csv``: per GPU, the intervals its compute stream is busy (``compute``) and those with
+    at least one of its collectives in progress (``comm``), atomically."""
+    rows = [{"gpu": g, "kind": kind, "start_ns": a // 1000, "end_ns": b // 1000}
+            for g in sorted(report["intervals"]) for kind in ("compute", "comm")
+            for a, b in report["intervals"][g][kind]]
+    write_csv_atomic(path, TIMELINE_COLUMNS, rows)
+
+
 def plot_timeline(path: str, report: dict, title: str = "", max_gpus: int = 64) -> None:
     """Per-GPU Gantt chart (compute and communication intervals) to a PNG."""
     import matplotlib
@@ -157,7 +169,7 @@ def plot_timeline(path: str, report: dict, title: str = "", max_gpus: int = 64) 
     ax.set_yticklabels([f"GPU {g}" for g in gpus], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("simulated time (us)")
-    ax.set_title(title or "per-GPU timeline")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(title or "per-GPU timeline", loc="right")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8, frameon=False)  # above the bars
     fig.tight_layout()
     save_figure(fig, path)

@@ -2,8 +2,8 @@
 
 ``fct.txt`` and ``pfc.txt`` (names from the config) are written as results
 come in, as ``NAME.part``, renamed when the run ends (:mod:`pwormhole.report.fct`);
-then ``summary.json``, ``collectives.csv``, ``timeline.png`` and the memo
-cache. A write error does not stop the run nor the other outputs: the file
+then ``summary.json``, ``collectives.csv``, ``timeline.csv``, ``timeline.png`` and
+the memo cache (and ``report.html`` when asked). A write error does not stop the run nor the other outputs: the file
 stays as ``NAME.part`` and the error is listed (:class:`RunWriter`).
 """
 
@@ -17,7 +17,7 @@ from ..errors import InputError, OutputError
 from ..outfiles import check_file_writable, check_output_name, create_fresh, existing
 from .fct import IncrementalFile, fct_line, pfc_line
 from .summary import write_json_atomic
-from .training import plot_timeline, write_collectives_csv
+from .training import plot_timeline, write_collectives_csv, write_timeline_csv
 
 
 def prepare_out_dir(out_dir: str) -> None:
@@ -35,7 +35,7 @@ def output_names(scn, plot: bool = False) -> list[str]:
     """The files a run writes in its output folder."""
     names = [scn.config.fct_output_name, scn.config.pfc_output_name, "summary.json"]
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):
-        names.append("collectives.csv")
+        names += ["collectives.csv", "timeline.csv"]
         if plot:
             names.append("timeline.png")
     return names
@@ -154,6 +154,7 @@ class RunWriter:
         attempt(write_json_atomic, os.path.join(out_dir, "summary.json"), summary)
         if training is not None:
             attempt(write_collectives_csv, os.path.join(out_dir, "collectives.csv"), training["collectives"])
+            attempt(write_timeline_csv, os.path.join(out_dir, "timeline.csv"), training)
             if plot:
                 attempt(plot_timeline, os.path.join(out_dir, "timeline.png"), training, self.scn.name)
         if memo is not None and memo_cache:

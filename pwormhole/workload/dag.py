@@ -103,6 +103,18 @@ class Dag:
     def __len__(self) -> int:
         return len(self.kind)
 
+    def critical_path_ps(self, flow_ps) -> int:
+        """When the last op would end if ops waited only for their dependencies and start times:
+        compute ops take their duration, flows ``flow_ps[flow id]`` (e.g. standalone FCTs), marks 0."""
+        end = [0] * len(self.kind)
+        for op, (kind, arg, deps) in enumerate(zip(self.kind, self.arg, self.deps)):
+            t = self.not_before_ps[op]
+            for d in deps:
+                if end[d] > t:
+                    t = end[d]
+            end[op] = t + (arg if kind == OP_COMPUTE else flow_ps[arg] if kind == OP_FLOW else 0)
+        return max(end, default=0)
+
     # -- building ---------------------------------------------------------------
     def _add(self, kind: int, host: int, arg: int, deps, label: str, not_before_ps: int) -> int:
         op = len(self.kind)

@@ -184,18 +184,18 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
     if key not in MODELS:
         raise InputError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
     cfg = MODELS[key]
-    n_gpus = _pos_int(n_gpus, "n_gpus")
+    n_gpus = _pos_int(n_gpus, "--gpus")
     tp, pp, ep = _pos_int(tp, "tp"), _pos_int(pp, "pp"), _pos_int(ep, "ep")
     b, s = _pos_int(micro_batch, "micro_batch"), _pos_int(seq_len, "seq_len")
     ga, d = _pos_int(ga, "ga"), _pos_int(dtype_bytes, "dtype_bytes")
     if dp is None:
         if n_gpus % (tp * pp):
-            raise InputError(f"n_gpus {n_gpus} is not divisible by tp*pp = {tp}*{pp} = {tp * pp}")
+            raise InputError(f"--gpus {n_gpus} is not divisible by tp*pp = {tp}*{pp} = {tp * pp}")
         dp = n_gpus // (tp * pp)
     else:
         dp = _pos_int(dp, "dp")
         if tp * dp * pp != n_gpus:
-            raise InputError(f"tp*dp*pp = {tp}*{dp}*{pp} = {tp * dp * pp} differs from n_gpus {n_gpus}")
+            raise InputError(f"tp*dp*pp = {tp}*{dp}*{pp} = {tp * dp * pp} differs from --gpus {n_gpus}")
     if dp % ep:
         raise InputError(f"ep {ep} does not divide dp {dp}")
     if not cfg.experts and ep != 1:

@@ -345,7 +345,7 @@ def read_simai_workload(path: str | os.PathLike, n_layers: int | None = None,
         n = tp * pp * ep
         where = f"all_gpus {n} (assumed)"
         warnings.append(f"{spath}:1: header has no all_gpus; assuming the smallest cluster "
-                        f"tp*pp*ep = {n} (pass all_gpus to choose the cluster size)")
+                        f"tp*pp*ep = {n} (pass --gpus to choose the cluster size)")
     if n % (tp * pp):
         raise InputError(f"{where} is not divisible by tp*pp = {tp}*{pp} = {tp * pp}", spath, 1)
     dp = n // (tp * pp)

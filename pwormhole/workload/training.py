@@ -144,7 +144,7 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                     comm(s, layer.forward, f"{layer.name}.fwd", True, it)
                 if s + 1 < spec.pp and spec.pp_comm_bytes > 0:
                     for g in stage_gpus[s]:
-                        pipeline_send(g, next_stage[g], f"mb{mb}.pp_fwd.s{s}", it)
+                        pipeline_send(g, next_stage[g], f"mb{mb}.pp_fwd.s{s}.gpu{g}", it)
         for mb, chunk in enumerate(mbs):
             for s in reversed(range(spec.pp)):
                 for li in reversed(chunk):
@@ -157,7 +157,7 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                     comm(s, layer.weight_grad, f"{layer.name}.wg", False, it)
                 if s > 0 and spec.pp_comm_bytes > 0:
                     for g in stage_gpus[s]:
-                        pipeline_send(g, prev_stage[g], f"mb{mb}.pp_bwd.s{s}", it)
+                        pipeline_send(g, prev_stage[g], f"mb{mb}.pp_bwd.s{s}.gpu{g}", it)
         for g in range(n):
             deps = [last[g]] + pending[g] + background[g]
             pending[g] = []

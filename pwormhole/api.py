@@ -1,0 +1,94 @@
+"""The Python API: run a scenario from a notebook or a script and read its results.
+
+    from pwormhole.api import simulate, load
+    res = simulate(model="gpt-350m", gpus=16, tp=8, layers=2, dist_opt=True, out="out/nb")
+    res.summary["iteration_time_ns"]         # summary.json as a dict
+    res.fcts.fct_ns, res.fcts.size_bytes     # fct.txt as numpy columns
+    res.collectives[0]["busbw_gbps"]         # collectives.csv rows (training runs)
+    res.report()                             # writes report.html, returns its path
+    load("out/nb")                           # the same Result of a finished run's folder
+
+Keyword arguments are the options of ``pwormhole run`` with ``_`` for ``-``
+(``dist_opt=True`` is ``--dist-opt``, ``hpcc_config="mix/config.txt"`` is
+``--hpcc-config``): the run is the one the command would make, with the same
+checks; a wrong value or an unknown option raises
+:class:`~pwormhole.errors.InputError` with the command's one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import NamedTuple
+
+from . import cli
+from .errors import InputError
+from .report.outdir import Fcts, Pfc, read_run
+from .report.page import write_report
+from .run import simulate as run_scenario
+
+
+class Result(NamedTuple):
+    """The outputs of one run (None where the run wrote no such file)."""
+    out_dir: str
+    summary: dict
+    fcts: Fcts | None
+    pfc: Pfc | None
+    collectives: list[dict] | None
+    timeline: list[dict] | None
+
+    def report(self) -> str:
+        """Write ``report.html`` in ``out_dir``; returns its path."""
+        return write_report(self.out_dir)
+
+
+def run_argv(**options) -> list[str]:
+    """The ``pwormhole run`` command line of ``options``: ``name=True`` is the flag ``--name``,
+    None and False leave the option out, any other value follows its flag."""
+    argv = ["run"]
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is not None and value is not False:
+            argv += [flag, str(value)]
+    return argv
+
+
+def simulate(progress: bool = False, quiet: bool = True, **options) -> Result:
+    """Run the scenario ``options`` describe (see the module docstring) and return its results;
+    ``quiet=False`` prints the readable summary, ``progress=True`` shows the progress bar."""
+    argv = run_argv(**options)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            args = cli.build_parser().parse_args(argv)
+    except SystemExit:
+        raise InputError(err.getvalue().strip().splitlines()[-1]) from None
+    args.argv = argv
+    scn, out, until_ps, owner, accel = cli._run_setup(args, None)
+    run_scenario(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner, progress=progress,
+                 quiet=quiet, plot=args.plot, accel=accel, memo_cache=args.memo_cache,
+                 report=args.report)
+    return load(out)
+
+
+def _number(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _typed(rows: list[dict] | None) -> list[dict] | None:
+    """CSV rows with their numbers as int or float."""
+    return None if rows is None else [{k: _number(v) for k, v in r.items()} for r in rows]
+
+
+def load(out_dir: str) -> Result:
+    """The results of the run in ``out_dir`` (its ``summary.json`` must be there); CSV rows as
+    dicts with numbers as int or float."""
+    r = read_run(out_dir)
+    return Result(out_dir, r.summary, r.fcts, r.pfc, _typed(r.collectives), _typed(r.timeline))

@@ -1,0 +1,56 @@
+"""The Python API (``pwormhole.api``): the same run as the command, its results as Python objects."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pwormhole.api import load, run_argv, simulate
+from pwormhole.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = {"model": "gpt-350m", "gpus": 16, "tp": 8, "layers": 2, "dist_opt": True}
+
+
+def test_run_argv():
+    assert run_argv(model="gpt-7b", gpus=64, dist_opt=True, plot=False, until=None, hpcc_config="c.txt") == [
+        "run", "--model", "gpt-7b", "--gpus", "64", "--dist-opt", "--hpcc-config", "c.txt"]
+
+
+def test_simulate_is_the_command_run(tmp_path):
+    res = simulate(**MODEL, out=str(tmp_path / "api"))
+    s = res.summary
+    assert s["complete"] and s["mode"] == "wormhole" and len(s["gpus"]) == 16
+    assert s["inputs"]["command"] == ("pwormhole run --model gpt-350m --gpus 16 --tp 8 --layers 2 --dist-opt "
+                                      f"--out {tmp_path / 'api'}")
+    assert len(res.fcts.fct_ns) == s["flows_finished"] == s["flows"]
+    assert res.fcts.fct_ns.max() * 1000 <= s["sim_time_ps"]
+    assert len(res.collectives) == s["collectives"]["count"]
+    assert {r["kind"] for r in res.collectives} == {"allreduce", "reducescatter", "allgather"}
+    assert {r["gpu"] for r in res.timeline} == set(range(16))  # numbers typed
+    assert all(isinstance(c["busbw_gbps"], float) and c["busbw_gbps"] > 0 for c in res.collectives)
+    # the command gives the same fct.txt
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8",
+                        "--layers", "2", "--dist-opt", "--out", str(tmp_path / "cli"),
+                        "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cli" / "fct.txt").read_bytes() == (tmp_path / "api" / "fct.txt").read_bytes()
+    cli_summary = json.loads((tmp_path / "cli" / "summary.json").read_text())
+    assert cli_summary["iteration_time_ns"] == s["iteration_time_ns"]
+    # a finished folder loads back; its report is written on demand
+    again = load(str(tmp_path / "cli"))
+    assert again.summary["events"] == cli_summary["events"] and again.pfc is not None
+    assert Path(again.report()).name == "report.html" and (tmp_path / "cli" / "report.html").is_file()
+
+
+def test_simulate_errors_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match=r"^--gpus 16 is not divisible by tp\*pp = 3\*1 = 3$"):
+        simulate(out=str(tmp_path / "x"), model="gpt-7b", gpus=16, tp=3)
+    with pytest.raises(InputError, match="unrecognized arguments: --colour"):
+        simulate(out=str(tmp_path / "x"), colour="blue")
+    with pytest.raises(InputError, match="invalid choice: 'fast'"):
+        simulate(out=str(tmp_path / "x"), mode="fast")
