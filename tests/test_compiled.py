@@ -136,8 +136,7 @@ CASES = {
     "fat-tree-mix-wormhole": lambda d: ["--scenario", "fat-tree-mix", "--mode", "wormhole"],
     "gpt-packet-hpcc": lambda d: GPT + ["--mode", "packet", "--cc", "hpcc"],
     "gpt-wormhole": lambda d: GPT + ["--mode", "wormhole"],
-    "gpt7b-dopt-nvlink-packets": lambda d: ["--model", "gpt-7b", "--gpus", "16", "--tp", "8", "--layers", "1",
-                                            "--dist-opt", "--nvlink", "packet"],
+    "gpt-dopt-nvlink-packets": lambda d: GPT + ["--dist-opt", "--nvlink", "packet"],
 }
 
 
