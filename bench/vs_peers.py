@@ -48,6 +48,7 @@ PERM16_CM = ROOT / "tests" / "data" / "htsim" / "connection_matrices" / "perm_16
 HTSIM_ARGS = ["-nodes", "16", "-mtu", "1000", "-strat", "ecmp_host", "-paths", "1", "-end", "10000"]
 # ns-3's events on S1-S3 (tests/data/hpcc/reference/README.ns3.md), used without --ns3-count
 NS3_REFERENCE_EVENTS = {"s1": 3_651_307, "s2": 3_200_268, "s3": 11_755_376}
+GNU_TIME = "/usr/bin/time" if os.path.isfile("/usr/bin/time") else None  # for the children's peak memory
 SCENARIOS = ("s1", "s2", "s3", "perm16")
 PEER_OF = {"s1": "ns3", "s2": "ns3", "s3": "ns3", "perm16": "htsim"}
 PeerEvents = dict[tuple[str, str], tuple[int | None, str]]  # (scenario, peer) -> (events, where from)
@@ -66,14 +67,20 @@ class Measured(NamedTuple):
 
 def timed(cmd: list[str], cwd: Path, stdout_path: Path,
           env: dict[str, str] | None = None) -> tuple[float, float, int, int]:
-    """Run ``cmd`` to the end; its wall and CPU seconds, peak RSS (MiB) and exit code."""
+    """Run ``cmd`` to the end; its wall and CPU seconds, peak RSS (MiB, -1 without GNU time) and exit code.
+
+    A child's own ru_maxrss counts the memory of the Python process it was forked from, so
+    the peak comes from GNU time, whose child is forked from a small process."""
+    rss_path = stdout_path.with_suffix(".rss")
+    wrap = [GNU_TIME, "-f", "%M", "-o", str(rss_path)] if GNU_TIME else []
     with open(stdout_path, "w") as out, open(stdout_path.with_suffix(".err"), "w") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen(wrap + cmd, cwd=cwd, stdout=out, stderr=err, env=env)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss // 1024, proc.returncode
+    rss_kib = rss_path.read_text().split()[-1] if GNU_TIME and rss_path.exists() else ""
+    return wall, ru.ru_utime + ru.ru_stime, int(rss_kib) // 1024 if rss_kib.isdigit() else -1, proc.returncode
 
 
 def counted(stderr_text: str, key: str) -> int | None:
@@ -169,7 +176,8 @@ def summary_table(rows: list[dict], events: PeerEvents, scenarios: list[str], si
                 ratio_w, ratio_c = f"{wall / peer[0]:.2f}x", f"{cpu / peer[1]:.2f}x"
             src = events.get((s, sim), (None, ""))[1]
             ev_txt = fmt_int(ev) + (f" ({src})" if src == "reference" else "")
-            lines.append(f"| {s} | {sim} | {wall:.2f} | {cpu:.2f} | {ev_txt} | {eps} | {epc} | {rss} | {check} | "
+            rss_txt = str(rss) if rss >= 0 else "-"
+            lines.append(f"| {s} | {sim} | {wall:.2f} | {cpu:.2f} | {ev_txt} | {eps} | {epc} | {rss_txt} | {check} | "
                          f"{ratio_w} | {ratio_c} |")
     return "\n".join(lines)
 
