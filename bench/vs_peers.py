@@ -52,7 +52,8 @@ GNU_TIME = "/usr/bin/time" if os.path.isfile("/usr/bin/time") else None  # for t
 SCENARIOS = ("s1", "s2", "s3", "perm16")
 PEER_OF = {"s1": "ns3", "s2": "ns3", "s3": "ns3", "perm16": "htsim"}
 PeerEvents = dict[tuple[str, str], tuple[int | None, str]]  # (scenario, peer) -> (events, where from)
-CSV_FIELDS = ("round", "scenario", "simulator", "wall_s", "cpu_s", "peak_rss_mib", "events", "check", "rc")
+CSV_FIELDS = ("round", "scenario", "simulator", "wall_s", "cpu_s", "sim_wall_s", "peak_rss_mib", "events", "check",
+              "rc")
 
 
 class Measured(NamedTuple):
@@ -63,6 +64,7 @@ class Measured(NamedTuple):
     rc: int
     events: int | None
     check: str  # a one-word sanity check of the outputs (flows done, fct.txt as reference)
+    sim_wall_s: float | None = None  # pwormhole: the simulation's own wall (summary.json), set-up excluded
 
 
 def timed(cmd: list[str], cwd: Path, stdout_path: Path,
@@ -102,10 +104,10 @@ def run_pwormhole(scenario: str, work: Path, pure: bool) -> Measured:
         return Measured(wall, cpu, rss, rc, None, "failed")
     summary = json.loads((out / "summary.json").read_text())
     engine = summary.get("engine", "?")
-    if engine != ("pure" if pure else "compiled"):
+    if not engine.startswith("pure" if pure else "compiled"):
         print(f"  warning: pwormhole ran the {engine} engine", flush=True)
     check = f"{summary['flows_finished']}/{summary['flows']}flows"
-    return Measured(wall, cpu, rss, rc, summary["events"], check)
+    return Measured(wall, cpu, rss, rc, summary["events"], check, summary["wall_s"])
 
 
 def run_ns3(binary: str, scenario: str, work: Path) -> tuple[Measured, str]:
@@ -153,32 +155,48 @@ def fmt_int(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+class Medians(NamedTuple):
+    """One simulator on one scenario over the rounds."""
+    wall_s: float
+    cpu_s: float
+    setup_s: float | None  # pwormhole: whole-process wall less the simulation's own
+    peak_rss_mib: int
+    events: int | None
+    check: str
+
+
+def medians(rows: list[dict], events: PeerEvents, scenario: str, sim: str) -> Medians | None:
+    got = [r for r in rows if r["scenario"] == scenario and r["simulator"] == sim and r["rc"] == 0]
+    if not got:
+        return None
+    ours = sim.startswith("pwormhole")
+    return Medians(statistics.median(r["wall_s"] for r in got), statistics.median(r["cpu_s"] for r in got),
+                   statistics.median(r["wall_s"] - r["sim_wall_s"] for r in got) if ours else None,
+                   max(r["peak_rss_mib"] for r in got),
+                   got[0]["events"] if ours else events.get((scenario, sim), (None, ""))[0],
+                   "/".join(sorted({r["check"] for r in got})))
+
+
 def summary_table(rows: list[dict], events: PeerEvents, scenarios: list[str], simulators: list[str]) -> str:
-    """Medians per (scenario, simulator), and ours over the peer's (wall, CPU) and the peer's events/s over ours."""
-    lines = ["| scenario | simulator | wall s | CPU s | events | events / wall s | events / CPU s | peak MiB | "
-             "check | ours / peer wall | ours / peer CPU |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    """Medians per (scenario, simulator), and ours over the peer's wall and CPU seconds."""
+    lines = ["| scenario | simulator | wall s | of which set-up s | CPU s | events | events / wall s | "
+             "events / CPU s | peak MiB | check | ours / peer wall | ours / peer CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in scenarios:
-        med: dict[str, tuple[float, float, int, int | None, str]] = {}
-        for sim in simulators:
-            got = [r for r in rows if r["scenario"] == s and r["simulator"] == sim and r["rc"] == 0]
-            if not got:
-                continue
-            ev = got[0]["events"] if sim.startswith("pwormhole") else events.get((s, sim), (None, ""))[0]
-            med[sim] = (statistics.median(r["wall_s"] for r in got), statistics.median(r["cpu_s"] for r in got),
-                        max(r["peak_rss_mib"] for r in got), ev, "/".join(sorted({r["check"] for r in got})))
+        med = {sim: m for sim in simulators if (m := medians(rows, events, s, sim)) is not None}
         peer = med.get(PEER_OF[s])
-        for sim, (wall, cpu, rss, ev, check) in med.items():
-            eps = "-" if ev is None else f"{ev / wall:,.0f}"
-            epc = "-" if ev is None else f"{ev / cpu:,.0f}"
+        for sim, m in med.items():
+            eps = "-" if m.events is None else f"{m.events / m.wall_s:,.0f}"
+            epc = "-" if m.events is None else f"{m.events / m.cpu_s:,.0f}"
             ratio_w = ratio_c = ""
             if peer is not None and sim != PEER_OF[s]:
-                ratio_w, ratio_c = f"{wall / peer[0]:.2f}x", f"{cpu / peer[1]:.2f}x"
+                ratio_w, ratio_c = f"{m.wall_s / peer.wall_s:.2f}x", f"{m.cpu_s / peer.cpu_s:.2f}x"
             src = events.get((s, sim), (None, ""))[1]
-            ev_txt = fmt_int(ev) + (f" ({src})" if src == "reference" else "")
-            rss_txt = str(rss) if rss >= 0 else "-"
-            lines.append(f"| {s} | {sim} | {wall:.2f} | {cpu:.2f} | {ev_txt} | {eps} | {epc} | {rss_txt} | {check} | "
-                         f"{ratio_w} | {ratio_c} |")
+            ev_txt = fmt_int(m.events) + (f" ({src})" if src == "reference" else "")
+            setup = "" if m.setup_s is None else f"{m.setup_s:.2f}"
+            rss = str(m.peak_rss_mib) if m.peak_rss_mib >= 0 else "-"
+            lines.append(f"| {s} | {sim} | {m.wall_s:.2f} | {setup} | {m.cpu_s:.2f} | {ev_txt} | {eps} | {epc} | "
+                         f"{rss} | {m.check} | {ratio_w} | {ratio_c} |")
     return "\n".join(lines)
 
 
@@ -227,7 +245,9 @@ def main() -> int:
                     shutil.rmtree(work)
                     ev = m.events if m.events is not None else events.get((s, sim), (None, ""))[0]
                     row = {"round": rnd, "scenario": s, "simulator": sim, "wall_s": round(m.wall_s, 4),
-                           "cpu_s": round(m.cpu_s, 4), "peak_rss_mib": m.peak_rss_mib, "events": ev,
+                           "cpu_s": round(m.cpu_s, 4),
+                           "sim_wall_s": None if m.sim_wall_s is None else round(m.sim_wall_s, 4),
+                           "peak_rss_mib": m.peak_rss_mib, "events": ev,
                            "check": m.check, "rc": m.rc}
                     rows.append(row)
                     writer.writerow(row)
