@@ -44,6 +44,7 @@ SLOW = {
     "tests/test_training.py::test_micro_allreduce_on_simai_rail_topology",
     "tests/test_training.py::test_second_iteration_starts_after_the_first",
     "tests/test_training.py::test_training_iterations_identical_on_any_lp_count",
+    "tests/test_vs_peers.py::test_perm16_beside_a_stand_in_htsim",
     "tests/test_wormhole.py::test_compare_writes_errors_and_speedups",
     "tests/test_wormhole.py::test_high_priority_acks_do_not_wait_in_the_data_queue",
     "tests/test_wormhole.py::test_hpcc_flows_far_from_their_fair_shares_are_not_steady",
