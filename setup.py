@@ -11,11 +11,12 @@ import json
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-MODULES = ("pwormhole.events", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine")  # = compiled.COMPILED_MODULES
+# = compiled.COMPILED_MODULES
+MODULES = ("pwormhole.events", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine")
 MANIFEST = "_compiled.json"  # = compiled.MANIFEST
 DIRECTIVES = {"language_level": 3, "annotation_typing": False}
 
@@ -24,38 +25,39 @@ def warn(msg: str) -> None:
     print(f"pwormhole: {msg}; installing the pure-Python engine only", file=sys.stderr)
 
 
-def extensions() -> list:
-    try:
-        from Cython.Build import cythonize  # a build requirement (pyproject.toml); optional at run time
-    except ImportError:
-        warn("Cython is not available")
-        return []
-    sources = [str(Path(*m.split(".")).with_suffix(".py")) for m in MODULES]
-    try:
-        return cythonize(sources, compiler_directives=DIRECTIVES, quiet=True)
-    except Exception as exc:  # a Cython error in the sources: build nothing
-        warn(f"Cython failed ({exc})")
-        return []
+def source_digest(py: Path) -> str:  # = compiled.source_digest
+    return hashlib.sha256(py.read_bytes() + b"\0" + py.with_suffix(".pxd").read_bytes()).hexdigest()
+
+
+# taken before compiling: the manifest names the sources the extensions are made of
+DIGESTS = {m: source_digest(ROOT / Path(*m.split(".")).with_suffix(".py")) for m in MODULES}
 
 
 class OptionalBuildExt(build_ext):
-    """Builds every extension or none, and writes the manifest only when all built."""
+    """Cythonizes and builds every extension or none, and writes the manifest only when all built."""
 
     def run(self) -> None:
         try:
+            from Cython.Build import cythonize  # a build requirement (pyproject.toml); optional at run time
+        except ImportError:
+            warn("Cython is not available")
+            return
+        try:  # force: the C files are made from these sources, whatever the files' times say
+            made = cythonize([e.sources[0] for e in self.extensions], compiler_directives=DIRECTIVES, quiet=True,
+                             force=True)
+            c_sources = {e.name: e.sources for e in made}
+            for ext in self.extensions:
+                ext.sources = c_sources[ext.name]
             super().run()
-        except Exception as exc:  # no compiler, no headers, a C error
+        except Exception as exc:  # a Cython error, no compiler, no headers, a C error
             warn(f"compiling failed ({exc})")
             for ext in self.extensions:
                 Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
             return
-        if not self.extensions:
-            return
-        digests = {m: hashlib.sha256((ROOT / Path(*m.split(".")).with_suffix(".py")).read_bytes()).hexdigest()
-                   for m in MODULES}
         first = self.extensions[0].name  # pwormhole.x.y -> the folder of the package pwormhole
         package_dir = Path(self.get_ext_fullpath(first)).parents[first.count(".") - 1]
-        (package_dir / MANIFEST).write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
+        (package_dir / MANIFEST).write_text(json.dumps(DIGESTS, indent=1, sort_keys=True) + "\n")
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
+EXTENSIONS = [Extension(m, [str(Path(*m.split(".")).with_suffix(".py"))]) for m in MODULES]
+setup(ext_modules=EXTENSIONS, cmdclass={"build_ext": OptionalBuildExt})

@@ -3,7 +3,8 @@
 The modules in ``COMPILED_MODULES`` are compiled by Cython from their own ``.py``
 source (types in the ``.pxd`` beside each) when the package is installed; the
 ``.py`` files stay the model and the fallback. The build writes ``MANIFEST``
-(each module's source digest) once all of them compiled. The compiled modules
+(each module's ``.py`` + ``.pxd`` digest, taken before compiling) once all of them
+compiled. The compiled modules
 are used only as a whole and only while every digest matches its ``.py``;
 otherwise, or with ``PWORMHOLE_PURE=1``, the ``.py`` sources are imported
 instead (:func:`install`, run by ``pwormhole/__init__.py`` before any of them
@@ -21,7 +22,7 @@ import os
 from pathlib import Path
 
 COMPILED_MODULES = ("pwormhole.events", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine")
-MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py it was compiled from
+MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from
 PACKAGE_DIR = Path(__file__).resolve().parent
 REBUILD_HINT = "pip install -e '.[all]' (needs gcc and the Python headers)"
 
@@ -31,9 +32,14 @@ def source_path(module: str) -> Path:
     return PACKAGE_DIR.joinpath(*module.split(".")[1:]).with_suffix(".py")
 
 
+def source_digest(py: Path) -> str:
+    """sha256 of a module's ``.py`` source and the ``.pxd`` beside it (what its build is made of)."""
+    return hashlib.sha256(py.read_bytes() + b"\0" + py.with_suffix(".pxd").read_bytes()).hexdigest()
+
+
 def source_digests() -> dict[str, str]:
-    """module name -> sha256 of its ``.py`` source now."""
-    return {m: hashlib.sha256(source_path(m).read_bytes()).hexdigest() for m in COMPILED_MODULES}
+    """module name -> :func:`source_digest` of its sources now."""
+    return {m: source_digest(source_path(m)) for m in COMPILED_MODULES}
 
 
 def _has_extension(module: str) -> bool:

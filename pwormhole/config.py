@@ -18,6 +18,7 @@ CC_NAMES = {CC_DCQCN: "dcqcn", CC_HPCC: "hpcc"}
 NVLINK_CC_NONE = "none"  # NVLink runs no end-to-end CC: line rate, link-level backpressure only
 NVLINK_CC_NIC = "nic"  # the NIC's CC also on NVLink queue pairs (SimAI's ns-3)
 NVLINK_CC_CHOICES = (NVLINK_CC_NONE, NVLINK_CC_NIC)
+MAX_PAYLOAD_BYTES = 1_000_000  # PACKET_PAYLOAD_SIZE: wire bytes x 8e12 (ps x bits) stay below 2^63
 
 
 @dataclass

@@ -12,7 +12,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path, PurePosixPath
 
-from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
+from pwormhole.config import CC_DCQCN, CC_HPCC, MAX_PAYLOAD_BYTES, ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.outfiles import check_output_name
 from pwormhole.tokens import open_text, to_float, to_int
@@ -39,14 +39,14 @@ _BOOL = {
     "RATE_BOUND": "rate_bound",
     "ACK_HIGH_PRIO": "ack_high_prio",
 }
-# key -> (field, smallest allowed value)
+# key -> (field, smallest allowed value, largest allowed value)
 _INT = {
-    "PACKET_PAYLOAD_SIZE": ("packet_payload_bytes", 1),
-    "L2_CHUNK_SIZE": ("l2_chunk_size", 0),
-    "L2_ACK_INTERVAL": ("l2_ack_interval", 1),
-    "FAST_RECOVERY_TIMES": ("fast_recovery_times", 0),
-    "MI_THRESH": ("mi_thresh", 0),
-    "INT_MULTI": ("int_multi", 1),
+    "PACKET_PAYLOAD_SIZE": ("packet_payload_bytes", 1, MAX_PAYLOAD_BYTES),
+    "L2_CHUNK_SIZE": ("l2_chunk_size", 0, None),
+    "L2_ACK_INTERVAL": ("l2_ack_interval", 1, None),
+    "FAST_RECOVERY_TIMES": ("fast_recovery_times", 0, None),
+    "MI_THRESH": ("mi_thresh", 0, None),
+    "INT_MULTI": ("int_multi", 1, None),
 }
 # microseconds in the file (may be fractional), > 0
 _MICROS = {
@@ -196,8 +196,8 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                     warnings.append(f"{spath}:{lineno}: {key} {v} is not modelled by pwormhole "
                                     f"({_ONE_VALUE[key][1]}); ignored")
             elif key in _INT:
-                fld, lo = _INT[key]
-                setattr(cfg, fld, to_int(one(), f"{key} value", spath, lineno, lo=lo))
+                fld, lo, hi = _INT[key]
+                setattr(cfg, fld, to_int(one(), f"{key} value", spath, lineno, lo=lo, hi=hi))
             elif key == "CC_MODE":
                 v = one()
                 mode = to_int(v, "CC_MODE value", spath, lineno)

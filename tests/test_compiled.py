@@ -23,6 +23,9 @@ import pytest
 from helpers import MPIEXEC, needs_mpi
 
 from pwormhole import compiled, events
+from pwormhole.config import MAX_PAYLOAD_BYTES
+from pwormhole.errors import InputError
+from pwormhole.hpcc_config import read_hpcc_config
 
 DATA = Path(__file__).parent / "data"
 REF = DATA / "hpcc" / "reference"
@@ -61,12 +64,24 @@ def test_stale_or_missing_build_runs_pure(tmp_path, monkeypatch):
         src = tmp_path.joinpath(*m.split(".")[1:]).with_suffix(".py")
         src.parent.mkdir(parents=True, exist_ok=True)
         src.write_text("x = 1\n")
+        src.with_suffix(".pxd").write_text("cdef int x\n")
         src.with_name(src.stem + importlib.machinery.EXTENSION_SUFFIXES[0]).write_bytes(b"")
     assert compiled._why_pure() == "the compiled engine is older than its source"
     (tmp_path / compiled.MANIFEST).write_text(json.dumps(compiled.source_digests()))
     assert compiled._why_pure() is None
     monkeypatch.setenv("PWORMHOLE_PURE", "1")
     assert compiled._why_pure() == "PWORMHOLE_PURE is set"
+
+
+def test_payload_limit_keeps_serialization_in_64_bits(tmp_path):
+    """The compiled engine times a packet in C 64-bit: wire bytes x 8e12 must stay below 2^63."""
+    assert (MAX_PAYLOAD_BYTES + 200) * 8_000_000_000_000 < 2**63
+    cfg = tmp_path / "config.txt"
+    cfg.write_text(f"PACKET_PAYLOAD_SIZE {MAX_PAYLOAD_BYTES}\n")
+    assert read_hpcc_config(str(cfg))[0].packet_payload_bytes == MAX_PAYLOAD_BYTES
+    cfg.write_text(f"PACKET_PAYLOAD_SIZE {MAX_PAYLOAD_BYTES + 1}\n")
+    with pytest.raises(InputError, match="PACKET_PAYLOAD_SIZE value"):
+        read_hpcc_config(str(cfg))
 
 
 def test_event_heap_is_heapq():
@@ -120,6 +135,16 @@ def _link_down(d: Path) -> list:
     return ["--topology", "fat-tree:k=4", "--flows", d / "perm.txt", "--config", d / "down.txt"]
 
 
+def _hpcc_big_window(d: Path) -> list:
+    """HPCC with windows over 1.15 MB (100 Gbps, 50 us links: a 2.5 MB BDP), in Wormhole mode:
+    a window x 8e12 passes 2^63, so the snapshot's rate must be Python-int arithmetic."""
+    (d / "topo.txt").write_text("5 1 4\n4\n" + "".join(f"{h} 4 100Gbps 0.05ms 0\n" for h in range(4)))
+    (d / "flow.txt").write_text("3\n" + "".join(f"{s} 3 3 100 200000000 2\n" for s in range(3)))
+    (d / "config.txt").write_text("CC_MODE 3\nHAS_WIN 1\nVAR_WIN 1\n")
+    return ["--topology", d / "topo.txt", "--flows", d / "flow.txt", "--config", d / "config.txt",
+            "--mode", "wormhole"]
+
+
 def _hpcc_ref(name: str, until: str) -> list:
     s = REF / name
     return ["--topology", s / "topology.txt", "--flows", s / "flow.txt", "--config", s / "config.txt",
@@ -132,6 +157,7 @@ CASES = {
     "s2-dcqcn": lambda d: _hpcc_ref("s2_dcqcn", "2.0005"),
     "s3-incast": lambda d: ["--hpcc-config", REF / "s3_dcqcn" / "config.txt", "--until", "2.0002"],
     "pfc-incast": _incast,
+    "hpcc-big-window-wormhole": _hpcc_big_window,
     "link-down": _link_down,
     "fat-tree-mix-wormhole": lambda d: ["--scenario", "fat-tree-mix", "--mode", "wormhole"],
     "gpt-packet-hpcc": lambda d: GPT + ["--mode", "packet", "--cc", "hpcc"],

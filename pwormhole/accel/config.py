@@ -81,7 +81,9 @@ BACKOFF_AFTER_SAMPLES = 64
 """A group of at least :data:`BACKOFF_MIN_FLOWS` flows not steady this many sampling periods
 after it formed is sampled and checked only every :data:`BACKOFF_EVERY` periods, twice that
 after each check that fails, up to every :data:`BACKOFF_MAX` periods (sampling costs per flow,
-and a group that never settles must cost packet mode's time). Measured in bench/RESULTS.md."""
+and a group that never settles must cost packet mode's time). What is left of such a group when a
+flow leaves is checked every period for twice ``samples`` periods, then backs off at the level it
+had. Measured in bench/RESULTS.md."""
 BACKOFF_MIN_FLOWS = 16
 """See :data:`BACKOFF_AFTER_SAMPLES`."""
 BACKOFF_EVERY = 8

@@ -153,9 +153,8 @@ class FlowTable:
             del self.port_gid[p]
         for comp, ports in components(g.flows - {fid}, self.flows):
             part = self.new_group(comp, ports, t)
-            if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left of it stays backed off
+            if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left backs off again sooner
                 part.backoff_periods = g.backoff_periods
-                part.next_check_ps = g.next_check_ps
 
     def regroup(self, t: int) -> list:
         """Rebuild every group from the flows' (new) ports; returns the groups."""

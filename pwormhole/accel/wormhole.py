@@ -166,7 +166,7 @@ class Wormhole:
                 continue
             q = fs.samples
             q.append(sample)
-            limit = BACKOFF_KEEP_SAMPLES if g.backoff_periods else keep
+            limit = max(self.samples, BACKOFF_KEEP_SAMPLES) if g.backoff_periods else keep
             while len(q) > limit:
                 q.popleft()
         if self.memo is not None:
@@ -259,7 +259,8 @@ class Wormhole:
             g = self.groups[gid]
             if g.frozen is not None or g.next_check_ps > t:
                 continue
-            if (g.backoff_periods or g.formed_ps <= backoff_from) and len(g.flows) >= BACKOFF_MIN_FLOWS:
+            dense_from = backoff_from if not g.backoff_periods else t - 2 * self.samples * self.sample_ps
+            if g.formed_ps <= dense_from and len(g.flows) >= BACKOFF_MIN_FLOWS:
                 # many flows, unsteady for long: checked every 8, 16, 32, 64, 64, ... periods
                 g.backoff_periods = min(BACKOFF_MAX, 2 * g.backoff_periods) if g.backoff_periods else BACKOFF_EVERY
                 g.next_check_ps = t + g.backoff_periods * self.sample_ps

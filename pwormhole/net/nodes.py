@@ -70,6 +70,7 @@ from .packet import (
 )
 
 PS_BITS = 8_000_000_000_000  # 8 bits/byte x 1e12 ps/s: serialization = ceil(bytes * PS_BITS / rate)
+PS_BITS_INT = PS_BITS  # the same as a Python int: compiled, PS_BITS is C 64-bit (packets only, < 2^63)
 KEY_NODE_SHIFT = 40
 RESERVE_BYTES = 4 * 1024  # SwitchMmu::reserve
 RESUME_OFFSET_BYTES = 3 * 1024  # SwitchMmu::resume_offset
@@ -506,7 +507,7 @@ class SendQP:
         """Its state at ``t`` (see :class:`QPSnapshot`)."""
         due = -1
         if self.hpcc and self.win_bytes:
-            rate = self.cur_win * PS_BITS // max(1, self.base_rtt_ps)
+            rate = self.cur_win * PS_BITS_INT // max(1, self.base_rtt_ps)  # windows can pass 2^63 / PS_BITS
         else:
             rate = self.rate_bps
             if self.dcqcn:
