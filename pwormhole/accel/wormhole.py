@@ -123,7 +123,7 @@ class Wormhole:
         samples = None
         if t >= self.next_sample_ps:
             due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t]
-            samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of)
+            samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of) if due else []
         return started, samples
 
     @staticmethod
@@ -154,6 +154,8 @@ class Wormhole:
         if samples is None:
             return
         self.next_sample_ps = t + self.sample_ps
+        if not any(g.frozen is None and g.next_check_ps <= t for g in self.groups.values()):
+            return  # no group to sample, look up or check now (all backed off or frozen)
         keep = self.keep_samples
         flows_get = self.flows.get
         groups = self.groups
