@@ -4,9 +4,8 @@ The modules in ``COMPILED_MODULES`` are compiled by Cython from their own ``.py`
 source (types in the ``.pxd`` beside each) when the package is installed; the
 ``.py`` files stay the model and the fallback. The build writes ``MANIFEST``
 (each module's ``.py`` + ``.pxd`` digest, taken before compiling) once all of them
-compiled. The compiled modules
-are used only as a whole and only while every digest matches its ``.py``;
-otherwise, or with ``PWORMHOLE_PURE=1``, the ``.py`` sources are imported
+compiled. The compiled modules are used only as a whole and only while every
+digest matches the sources; otherwise, or with ``PWORMHOLE_PURE=1``, the ``.py`` sources are imported
 instead (:func:`install`, run by ``pwormhole/__init__.py`` before any of them
 is imported), and :func:`engine` says why.
 """
@@ -57,7 +56,11 @@ def _why_pure() -> str | None:
         return "the compiled engine is not built"
     if not all(_has_extension(m) for m in COMPILED_MODULES):
         return "the compiled engine is not built"
-    if built != source_digests():
+    try:
+        now = source_digests()
+    except OSError:
+        return "the compiled engine's sources are missing"
+    if built != now:
         return "the compiled engine is older than its source"
     return None
 
