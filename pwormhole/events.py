@@ -15,23 +15,11 @@ from heapq import heappop, heappush
 def sift_push(heap: list, ev: tuple) -> None:
     """``heapq.heappush(heap, ev)``."""
     heap.append(ev)
-    pos = len(heap) - 1
-    t = ev[0]
-    k = ev[1]
-    while pos > 0:
-        parent_pos = (pos - 1) >> 1
-        parent = heap[parent_pos]
-        pt = parent[0]
-        if t < pt or (t == pt and k < parent[1]):
-            heap[pos] = parent
-            pos = parent_pos
-            continue
-        break
-    heap[pos] = ev
+    _sift_up(heap, len(heap) - 1, ev)
 
 
 def sift_pop(heap: list) -> tuple:
-    """``heapq.heappop(heap)``: the smaller child moves up to a leaf, then the last event sifts down."""
+    """``heapq.heappop(heap)``: the smaller child moves up to a leaf, then the last event sifts up."""
     last = heap.pop()
     if not heap:
         return last
@@ -51,8 +39,14 @@ def sift_pop(heap: list) -> tuple:
         heap[pos] = heap[child]
         pos = child
         child = 2 * pos + 1
-    t = last[0]
-    k = last[1]
+    _sift_up(heap, pos, last)
+    return top
+
+
+def _sift_up(heap: list, pos: int, ev: tuple) -> None:
+    """Put ``ev`` at ``pos`` or above it, moving larger parents down (heapq's ``_siftdown``)."""
+    t = ev[0]
+    k = ev[1]
     while pos > 0:
         parent_pos = (pos - 1) >> 1
         parent = heap[parent_pos]
@@ -62,8 +56,7 @@ def sift_pop(heap: list) -> tuple:
             pos = parent_pos
             continue
         break
-    heap[pos] = last
-    return top
+    heap[pos] = ev
 
 
 COMPILED = not __file__.endswith(".py")  # this module was built by Cython
