@@ -14,7 +14,7 @@ import sys
 
 from . import compiled
 from .accel.config import NVLINK_CHOICES
-from .config import NVLINK_CC_CHOICES, NVLINK_CC_NONE
+from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE
 from .errors import InputError, OutputError, StuckError, Terminated
 from .units import parse_time_ps
 
@@ -26,7 +26,7 @@ def _positive(name: str, v: int | None) -> None:
 
 def _training_scenario(args):
     """The scenario of a training workload (``--workload`` or ``--model``), or None."""
-    from .config import CC_DCQCN, CC_HPCC, ModelConfig
+    from .config import CC_DCQCN, ModelConfig
     from .scenario import topology_from_arg, training_scenario
 
     if not (args.workload or args.model):
@@ -78,7 +78,7 @@ def _training_scenario(args):
         cfg, warnings = read_hpcc_config(args.config)
         spec.warnings.extend(warnings)
     else:
-        cfg = ModelConfig(cc_mode=CC_HPCC if args.cc == "hpcc" else CC_DCQCN)  # training default: DCQCN
+        cfg = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN))  # training default: DCQCN
     return training_scenario(spec, topo, cfg, args.iterations or 1)
 
 
@@ -89,7 +89,7 @@ def _is_chakra(path: str) -> bool:
 
 def _chakra_scenario(args, topo):
     """A Chakra (ASTRA-sim) trace on ``topo`` (default: a rail-optimized fabric with enough GPUs)."""
-    from .config import CC_DCQCN, CC_HPCC, ModelConfig
+    from .config import CC_DCQCN, ModelConfig
     from .inputs import load_chakra
     from .scenario import from_dag, topology_from_arg
     from .workload.chakra import find_rank_files
@@ -105,7 +105,7 @@ def _chakra_scenario(args, topo):
         from .hpcc_config import read_hpcc_config
         cfg, warnings = read_hpcc_config(args.config)
     else:
-        cfg, warnings = ModelConfig(cc_mode=CC_HPCC if args.cc == "hpcc" else CC_DCQCN), []
+        cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN)), []
         cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
     name = os.path.basename(os.path.normpath(args.workload)).rstrip(".") or "chakra"
     return from_dag(name, topo, dag, cfg, warnings)
@@ -141,8 +141,7 @@ def _read_scenario(args):
     embedded = {"fat-tree-mix": fat_tree_mix_scenario, "gpt-350m-16gpu": small_gpt_scenario}
     scn = embedded.get(args.scenario, default_scenario)()
     if args.cc:  # the embedded scenarios run under DCQCN unless told otherwise
-        from .config import CC_DCQCN, CC_HPCC
-        scn.config.cc_mode = CC_HPCC if args.cc == "hpcc" else CC_DCQCN
+        scn.config.cc_mode = CC_BY_NAME[args.cc]
     return scn
 
 
@@ -436,7 +435,7 @@ def add_run_arguments(r) -> None:
                         "all-gather over DP per iteration instead of per-layer all-reduces (--model only)")
     t.add_argument("--layers", type=int, help="keep only the first N layers (scaled-down runs)")
     t.add_argument("--iterations", type=int, help="training iterations to simulate (default 1)")
-    t.add_argument("--cc", choices=("dcqcn", "hpcc"),
+    t.add_argument("--cc", choices=tuple(CC_BY_NAME),
                    help="congestion control when no --config is given (default: dcqcn for training workloads, "
                         "hpcc for flow files, as HPCC's own default)")
     t.add_argument("--nvlink-cc", choices=NVLINK_CC_CHOICES, default=NVLINK_CC_NONE,

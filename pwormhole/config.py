@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 
 CC_DCQCN = 1
 CC_HPCC = 3
-CC_NAMES = {CC_DCQCN: "dcqcn", CC_HPCC: "hpcc"}
+CC_TIMELY = 7
+CC_DCTCP = 8
+CC_NAMES = {CC_DCQCN: "dcqcn", CC_HPCC: "hpcc", CC_TIMELY: "timely", CC_DCTCP: "dctcp"}
+CC_BY_NAME = {name: mode for mode, name in CC_NAMES.items()}  # --cc choices
 NVLINK_CC_NONE = "none"  # NVLink runs no end-to-end CC: line rate, link-level backpressure only
 NVLINK_CC_NIC = "nic"  # the NIC's CC also on NVLink queue pairs (SimAI's ns-3)
 NVLINK_CC_CHOICES = (NVLINK_CC_NONE, NVLINK_CC_NIC)
@@ -43,6 +46,16 @@ class ModelConfig:
     min_rate_bps: int = 100_000_000
     dctcp_rate_ai_bps: int = 1_000_000_000
     rate_on_first_cnp: float = 1.0  # ns-3 RdmaHw RateOnFirstCnp default
+    # DCTCP (CC_MODE 8) also uses ewma_gain (its g) and min_rate_bps; DCTCP_RATE_AI above
+
+    # TIMELY (CC_MODE 7): RdmaHw attribute defaults (third.cc sets none of them); also
+    # rate_ai_bps, rate_hai_bps, min_rate_bps
+    timely_alpha: float = 0.875  # TimelyAlpha: EWMA weight of the new RTT difference
+    timely_beta: float = 0.8  # TimelyBeta: multiplicative decrease factor
+    timely_t_low_ps: int = 50_000_000  # TimelyTLow 50000 ns: below it the rate always increases
+    timely_t_high_ps: int = 500_000_000  # TimelyTHigh 500000 ns: above it the rate always decreases
+    timely_min_rtt_ps: int = 20_000_000  # TimelyMinRtt 20000 ns: normalizes the RTT gradient
+    timely_hai_rounds: int = 5  # increases by RATE_AI before RATE_HAI (a constant in UpdateRateTimely)
 
     # transport
     error_rate_per_link: float = 0.0

@@ -12,14 +12,17 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path, PurePosixPath
 
-from pwormhole.config import CC_DCQCN, CC_HPCC, MAX_PAYLOAD_BYTES, ModelConfig
+from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY, MAX_PAYLOAD_BYTES, ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.outfiles import check_output_name
 from pwormhole.tokens import open_text, to_float, to_int
 from pwormhole.topology.model import Topology
 from pwormhole.units import PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
 
-IMPLEMENTED_CC = {CC_DCQCN: "DCQCN", CC_HPCC: "HPCC"}
+IMPLEMENTED_CC = {CC_DCQCN: "DCQCN", CC_HPCC: "HPCC", CC_TIMELY: "TIMELY", CC_DCTCP: "DCTCP"}
+# CC modes of third.cc refused, and why (shown with the error)
+REFUSED_CC = {10: " (HPCC-PINT: its switches keep a per-port utilization EWMA updated by every packet "
+                  "and encode it probabilistically; not modelled)"}
 
 # third.cc schedules LINK_DOWN at Seconds(2) + MicroSeconds(a).
 LINK_DOWN_BASE_PS = 2 * PS_PER_S
@@ -106,7 +109,8 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
       RATE_BOUND, ACK_HIGH_PRIO;
     * integers: PACKET_PAYLOAD_SIZE (bytes, >= 1), L2_CHUNK_SIZE (>= 0),
       L2_ACK_INTERVAL (>= 1), FAST_RECOVERY_TIMES, MI_THRESH (>= 0), INT_MULTI (>= 1);
-    * CC_MODE: 1 (DCQCN) or 3 (HPCC); other HPCC modes are not implemented;
+    * CC_MODE: 1 (DCQCN), 3 (HPCC), 7 (TIMELY) or 8 (DCTCP); other HPCC modes
+      (10, HPCC-PINT) are not implemented;
     * ALPHA_RESUME_INTERVAL, RATE_DECREASE_INTERVAL, RP_TIMER: microseconds,
       possibly fractional, > 0 [``*_ps``, int ps];
     * RATE_AI, RATE_HAI, MIN_RATE, DCTCP_RATE_AI: ns-3 rate strings (``50Mb/s``)
@@ -150,7 +154,7 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
         that cannot be opened; a key without a value or with too many values; a
         malformed or out-of-range value (``RATE_AI fast``, a negative
         BUFFER_SIZE, a map whose declared count disagrees with its pairs); a
-        CC_MODE other than 1 or 3; a TOPOLOGY_FILE or FLOW_FILE that exists at
+        CC_MODE other than 1, 3, 7 or 8; a TOPOLOGY_FILE or FLOW_FILE that exists at
         none of the candidate places.
     """
     spath = str(path)
@@ -203,7 +207,8 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 mode = to_int(v, "CC_MODE value", spath, lineno)
                 if mode not in IMPLEMENTED_CC:
                     impl = " and ".join(f"{k}={n}" for k, n in IMPLEMENTED_CC.items())
-                    raise err(f"CC_MODE {v} is not implemented (only {impl} are implemented)")
+                    raise err(f"CC_MODE {v} is not implemented{REFUSED_CC.get(mode, '')} "
+                              f"(only {impl} are implemented)")
                 cfg.cc_mode = mode
             elif key in _MICROS:
                 setattr(cfg, _MICROS[key], positive_time(key, one(), "us", "microseconds"))

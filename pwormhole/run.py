@@ -493,6 +493,8 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,
                                      handed, wh.nvlink_model, wh.nvlink_packets_why))
+        if wh.cc_limits:
+            summary["accel_cc_limits"] = wh.cc_limits
         rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes
         summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes,
                                               scn.config.packet_payload_bytes))

@@ -17,7 +17,7 @@ import os
 import random
 from dataclasses import dataclass, field, replace
 
-from .config import CC_DCQCN, ModelConfig
+from .config import CC_BY_NAME, CC_DCQCN, ModelConfig
 from .errors import InputError
 from .hpcc_config import check_k_maps, read_hpcc_config
 from .topology.builders import fat_tree
@@ -157,8 +157,8 @@ def from_files(topology_path: str, flows_path: str, config_path: str | None = No
 
     if config_path:
         cfg, warnings = read_hpcc_config(config_path)
-    else:  # ``cc`` ("dcqcn" | "hpcc"); default HPCC, as HPCC's config.txt
-        cfg, warnings = ModelConfig(cc_mode=CC_DCQCN if cc == "dcqcn" else ModelConfig().cc_mode), []
+    else:  # ``cc`` (a name of config.CC_NAMES); default HPCC, as HPCC's config.txt
+        cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(cc or "", ModelConfig().cc_mode)), []
     topo = topology if topology is not None else topology_from_arg(topology_path, fmt)
     flows, dag = load_flows(flows_path, topo, fmt if fmt in FLOWS_FORMATS else None)
     if cfg.source is None:

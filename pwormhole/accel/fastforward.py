@@ -4,7 +4,8 @@ A steady group is frozen at boundary ``T0``: its events leave the heaps (``Logic
 and its ports are held (``Port.hold``), so they keep their queues and buffer occupancy and packets
 of other flows reaching them wait. On waking after ``D`` ps each flow advances by ``goodput x D``
 bytes rounded down to whole packets, in the sender (``SendQP.advance``), the receiver
-(``Host.advance_rx``) and its packets in flight (sequence numbers; HPCC INT records, ``cc.hpcc_shift_int``),
+(``Host.advance_rx``) and its packets in flight (sequence numbers; send times, which TIMELY's RTTs are
+measured from; HPCC INT records, ``cc.hpcc_shift_int``),
 and the frozen events return ``D`` later, except DCQCN rate-increase timers, which keep their own
 time (``cc.dcqcn_timer_after_skip``). Every rank advances a flow by the same sampled amount and
 changes only its own objects.
@@ -25,6 +26,7 @@ from ..net.packet import (
     P_INPORT,
     P_INT,
     P_SEQ,
+    P_TS,
     P_TYPE,
     T_PFC,
 )
@@ -170,6 +172,7 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
             return
         fid = pkt[P_FLOW]
         pkt[P_SEQ] += advance_bytes.get(fid, 0)
+        pkt[P_TS] += d  # its send time: it was sent d later in the skipped run
         hops = pkt[P_INT]
         if hops and id(hops) not in seen_int:
             seen_int.add(id(hops))

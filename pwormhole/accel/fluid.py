@@ -374,8 +374,9 @@ def rates_refused(net, odd: list, explicit: bool) -> str | None:
     cfg = net.cfg
     nic_cc = cfg.nvlink_cc == NVLINK_CC_NIC
     if nic_cc and cfg.cc_mode != CC_DCQCN:
-        return ("HPCC also runs on NVLink (--nvlink-cc nic) and the rates leave out its window, which slows "
-                "overlapping TP ring steps (5.5% mean FCT error measured on a GPT-7B layer)")
+        return (f"{cfg.cc_name.upper()} also runs on NVLink (--nvlink-cc nic) and the rates leave out its window "
+                "and RTT-scale rate changes, which slow overlapping TP ring steps (HPCC: 5.5% mean FCT error "
+                "measured on a GPT-7B layer)")
     if nic_cc and not explicit:
         return "DCQCN also runs on NVLink (--nvlink-cc nic): rates are only an approximation (opt in: --nvlink fluid)"
     nvs = net.topo.nvswitches

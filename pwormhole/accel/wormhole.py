@@ -15,7 +15,7 @@ its own objects.
 
 from __future__ import annotations
 
-from ..config import CC_HPCC, NVLINK_CC_NONE
+from ..config import CC_DCQCN, CC_HPCC, CC_NAMES, NVLINK_CC_NONE
 from ..lp.engine import INF_PS
 from ..net import cc
 from ..net.cc import min_window_bytes
@@ -65,7 +65,14 @@ class Wormhole:
         self.net = net
         self.lps = lps
         self.cfg = cfg
-        self.memo = memo if cfg.memo else None
+        mode = net.cfg.cc_mode
+        # CCs whose memo replay is refused: their RTT-scale state (TIMELY's RTT history, DCTCP's
+        # alpha and batches) is neither in the memo key nor restored by a replay
+        self.cc_limits = None
+        if mode not in (CC_DCQCN, CC_HPCC):
+            self.cc_limits = (f"{CC_NAMES.get(mode, mode)}: groups below line rate are never fast-forwarded (the "
+                              "rate changes every RTT: no steady state to trust); no memo replay")
+        self.memo = memo if cfg.memo and self.cc_limits is None else None
         self.sample_ps = cfg.sample_ps or net.window_ps
         self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
         self.window_ps = net.window_ps
@@ -341,7 +348,9 @@ class Wormhole:
                 b = int(fz.goodput[fid] * d) // fs.mtu * fs.mtu
                 advance[fid] = min(b, ff.room(fs, fz.una0[fid], fz.inflight0[fid]))
         # a steady skip had no CNP: a DCQCN alpha decays; a memo jump replays a transient that may have had some
-        decay = None if self.hpcc or fz.memo is not None else cc.dcqcn_alpha_decay(self.net.cfg, d)
+        # (DCTCP's alpha decays per batch in SendQP.advance)
+        dcqcn = self.net.cfg.cc_mode == CC_DCQCN
+        decay = cc.dcqcn_alpha_decay(self.net.cfg, d) if dcqcn and fz.memo is None else None
         self.skipped_bytes += sum(b for b in advance.values() if b > 0)
         ff.advance(flows, g.ports, fz, d, advance, self.net, self.heap_of, self.ack_every_pkts, self.ack_bytes, decay)
         ff.thaw(fz, t, d, self.heap_of, self.net.cfg.rp_timer_ps)

@@ -29,6 +29,7 @@ from .packet import (
     EV_NIC_WAKE,
     EV_OP_START,
     EV_TX_DONE,
+    INT_BYTES_BY_CC,
     P_INPORT,
     ecmp_hash,
     overhead_bytes,
@@ -192,7 +193,7 @@ class Network:
                 for p in node.ports:
                     p.cc_off = no_nvlink_cc and p.peer.node_id in topo.nvswitches
                     p.has_win = cfg.has_win and not p.cc_off
-                    p.hdr_bytes, p.ack_bytes = overhead_bytes(node.hpcc and not p.cc_off)
+                    p.hdr_bytes, p.ack_bytes = overhead_bytes(0 if p.cc_off else INT_BYTES_BY_CC.get(cfg.cc_mode, 0))
                 continue
             if no_nvlink_cc and node.node_id in topo.nvswitches:  # NVLink: lossless, no ECN marks
                 node.ecn = False

@@ -1,6 +1,6 @@
-"""Congestion control of the RDMA senders: DCQCN and HPCC.
+"""Congestion control of the RDMA senders: DCQCN, HPCC, TIMELY and DCTCP.
 
-Both follow the HPCC ns-3 simulator's ``RdmaHw`` (alibaba-edu/
+All follow the HPCC ns-3 simulator's ``RdmaHw`` (alibaba-edu/
 High-Precision-Congestion-Control, ``src/point-to-point/model/rdma-hw.cc``):
 
 * **DCQCN** (Zhu et al., "Congestion Control for Large-Scale RDMA
@@ -18,6 +18,18 @@ High-Precision-Congestion-Control, ``src/point-to-point/model/rdma-hw.cc``):
   ``U = txRate/B + min(qlen)/(B*T)``, keeps an EWMA over the base RTT, and sets
   ``R = R_c / (U/eta) + W_AI`` once per RTT (reference rate ``R_c``) and on
   every other ACK as a fast reaction (``FAST_REACT``).
+* **TIMELY** (Mittal et al., "TIMELY: RTT-based Congestion Control for the
+  Datacenter", SIGCOMM 2015): data packets carry their send time, ACKs echo it;
+  once per RTT of data the sender compares the RTT with T_low/T_high and the
+  EWMA of its gradient, adds ``RATE_AI`` (``RATE_HAI`` after 5 increases in a
+  row) or cuts multiplicatively.
+* **DCTCP** (Alizadeh et al., SIGCOMM 2010) over RDMA as ns-3 runs it: a rate,
+  not a window; alpha is an EWMA (gain ``EWMA_GAIN``) of the marked fraction
+  per RTT of data; a marked ACK cuts ``rate * (1 - alpha/2)`` once per window
+  (CWR); each new RTT batch outside CWR adds ``DCTCP_RATE_AI``.
+
+TIMELY and DCTCP assign the rate as ns-3 does (``qp->m_rate = ...``, not
+``ChangeRate``): the pacing deadline of the packet already sent stays.
 
 Rates are integer bps (DESIGN.md invariant 1); products with floats are
 truncated as ns-3's ``DataRate`` truncates.
@@ -27,7 +39,7 @@ from __future__ import annotations
 
 from math import gcd
 
-from .packet import P_INT, P_SEQ
+from .packet import P_ECN, P_INT, P_SEQ, P_TS
 
 # timer kinds (EV_TIMER arg[1])
 TM_ALPHA = 0
@@ -48,6 +60,16 @@ def set_rate(qp, new_rate_bps: int) -> None:
     last = qp.last_pkt_bytes
     if last:
         qp.next_avail_ps += -((-last * 8_000_000_000_000) // new_rate_bps) + ((-last * 8_000_000_000_000) // old)
+    qp.rate_bps = new_rate_bps
+    if qp.var_win and qp.win_bytes:
+        w = qp.win_bytes * new_rate_bps // qp.max_rate_bps
+        floor = qp.min_win_bytes
+        qp.cur_win = w if w > floor else floor
+
+
+def assign_rate(qp, new_rate_bps: int) -> None:
+    """Set a QP's rate as ns-3's TIMELY and DCTCP do (``qp->m_rate = ...``): the window
+    follows (``RdmaQueuePair::GetWin``), the pacing deadline does not move."""
     qp.rate_bps = new_rate_bps
     if qp.var_win and qp.win_bytes:
         w = qp.win_bytes * new_rate_bps // qp.max_rate_bps
@@ -257,3 +279,94 @@ def hpcc_on_ack(qp, pkt, cfg) -> None:
         qp.inc_stage = new_stage
         if next_seq > qp.last_update_seq:
             qp.last_update_seq = next_seq
+
+
+# --------------------------------------------------------------- TIMELY ----
+
+def timely_on_ack(qp, pkt, cfg, t_ps: int) -> None:
+    """TIMELY reaction to one ACK (``RdmaHw::HandleAckTimely``): an ACK past the last
+    update's ``snd_nxt`` runs ``UpdateRateTimely``; others run ``FastReactTimely``, which
+    does nothing. The RTT is now minus the send time the ACK echoes. The first such ACK only
+    records the RTT; later ones update the gradient EWMA and the rate from ``cur_rate_bps``."""
+    if pkt[P_SEQ] <= qp.last_update_seq:
+        return
+    rtt = t_ps - pkt[P_TS]
+    if qp.last_update_seq != 0:
+        a = cfg.timely_alpha
+        diff = (1 - a) * qp.rtt_diff_ps + a * (rtt - qp.last_rtt_ps)
+        gradient = diff / cfg.timely_min_rtt_ps
+        t_high = cfg.timely_t_high_ps
+        c = 0.0
+        if rtt < cfg.timely_t_low_ps:
+            inc = True
+        elif rtt > t_high:
+            c = 1 - cfg.timely_beta * (1 - t_high / rtt)
+            inc = False
+        elif gradient <= 0:
+            inc = True
+        else:
+            c = 1 - cfg.timely_beta * gradient
+            if c < 0:
+                c = 0.0
+            inc = False
+        if inc:
+            step = cfg.rate_ai_bps if qp.inc_stage < cfg.timely_hai_rounds else cfg.rate_hai_bps
+            rate = min(qp.cur_rate_bps + step, qp.max_rate_bps)
+            qp.inc_stage += 1
+        else:
+            rate = max(cfg.min_rate_bps, int(qp.cur_rate_bps * c))
+            qp.inc_stage = 0
+        assign_rate(qp, rate)
+        qp.cur_rate_bps = rate
+        qp.rtt_diff_ps = diff
+    if qp.snd_nxt > qp.last_update_seq:
+        qp.last_update_seq = qp.snd_nxt
+        qp.last_rtt_ps = rtt
+
+
+# ---------------------------------------------------------------- DCTCP ----
+
+def dctcp_on_ack(qp, pkt, cfg) -> None:
+    """DCTCP reaction to one ACK (``RdmaHw::HandleAckDctcp``), in ns-3's order: count a
+    mark; an ACK past ``last_update_seq`` closes a batch (alpha EWMA of the marked fraction,
+    the next batch is the data in flight; the first batch only sets its size); CWR ends past
+    ``high_seq``; a marked ACK outside CWR cuts the rate and enters CWR; a new batch outside
+    CWR adds ``DCTCP_RATE_AI``."""
+    ack_seq = pkt[P_SEQ]
+    marked = pkt[P_ECN]
+    new_batch = False
+    if marked:
+        qp.ecn_cnt += 1
+    if ack_seq > qp.last_update_seq:
+        new_batch = True
+        nxt = qp.snd_nxt
+        if qp.last_update_seq == 0:
+            qp.batch_pkts = nxt // qp.mtu + 1
+        else:
+            frac = qp.ecn_cnt / qp.batch_pkts
+            if frac > 1.0:
+                frac = 1.0
+            g = cfg.ewma_gain
+            qp.alpha = (1 - g) * qp.alpha + g * frac
+            qp.ecn_cnt = 0
+            qp.batch_pkts = max(0, nxt - ack_seq) // qp.mtu + 1
+        qp.last_update_seq = nxt
+    if qp.cwr and ack_seq > qp.high_seq:
+        qp.cwr = False
+    if marked and not qp.cwr:
+        assign_rate(qp, max(cfg.min_rate_bps, int(qp.rate_bps * (1 - qp.alpha / 2))))
+        qp.cwr = True
+        qp.high_seq = qp.snd_nxt
+    if new_batch and not qp.cwr:
+        assign_rate(qp, min(qp.max_rate_bps, qp.rate_bps + cfg.dctcp_rate_ai_bps))
+
+
+def dctcp_after_skip(qp, b: int) -> None:
+    """A DCTCP QP fast-forwarded by ``b`` bytes with no mark: its CWR mark moves with the
+    sequence numbers, and alpha decays once per batch the skip held (a batch is the data in
+    flight: ``b`` over the bytes in flight, at least a packet)."""
+    if qp.high_seq > 0:
+        qp.high_seq += b
+    if b > 0 and qp.last_update_seq > 0:
+        inflight = qp.snd_nxt - qp.snd_una
+        qp.alpha *= (1 - qp.host.cfg.ewma_gain) ** (b // max(qp.mtu, inflight))

@@ -10,7 +10,7 @@ cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
 cdef long long RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE
 cdef int EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE
 cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, N_EVENT_KINDS, N_PRIORITIES
-cdef int P_DST, P_ECN, P_FLOW, P_HASH, P_INPORT, P_INT, P_PAUSE, P_PAY, P_PG, P_SEQ, P_SIZE, P_TYPE
+cdef int P_DST, P_ECN, P_FLOW, P_HASH, P_INPORT, P_INT, P_PAUSE, P_PAY, P_PG, P_SEQ, P_SIZE, P_TS, P_TYPE
 cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
@@ -71,12 +71,15 @@ cdef class SendQP:
     cdef public int pg
     cdef public HostPort port
     cdef public Host host
-    cdef public bint var_win, done, rate_bound, dcqcn, hpcc
+    cdef public bint var_win, done, rate_bound, dcqcn, hpcc, timely, dctcp
     cdef public double alpha, u
     cdef public long long target_rate_bps, rp_stage, rp_gen, rp_due_ps, cnps_rx
     cdef public bint alpha_cnp, decrease_cnp, first_cnp, rto_armed
     cdef public long long last_update_seq, cur_rate_bps, inc_stage, rto_una, una_ps
     cdef public list hops
+    cdef public long long last_rtt_ps, ecn_cnt, batch_pkts, high_seq
+    cdef public double rtt_diff_ps
+    cdef public bint cwr
 
     @cython.locals(seq=cython.longlong, pay=cython.longlong, wire=cython.longlong, nxt=cython.longlong,
                    rate=cython.longlong, host=Host)
@@ -109,7 +112,7 @@ cdef class Switch(Node):
 
 cdef class Host(Node):
     cdef public object cfg, net, dag, flow_models
-    cdef public bint hpcc, dcqcn, lossy
+    cdef public bint hpcc, dcqcn, timely, dctcp, lossy
     cdef public long long hdr_bytes, ack_bytes, rto_ps, ack_interval, chunk, nack_interval_ps
     cdef public long long cnps_rx, nacks_tx, retx_bytes, bytes_delivered, bytes_sent, compute_free_ps
     cdef public dict sqp, parked, rx, flow_hash, op_start, remote_boxes

@@ -47,6 +47,7 @@ from .packet import (
     EV_OP_START,
     EV_TIMER,
     EV_TX_DONE,
+    INT_BYTES_BY_CC,
     N_EVENT_KINDS,
     N_PRIORITIES,
     P_DST,
@@ -60,6 +61,7 @@ from .packet import (
     P_PG,
     P_SEQ,
     P_SIZE,
+    P_TS,
     P_TYPE,
     PFC_FRAME_BYTES,
     T_ACK,
@@ -433,12 +435,16 @@ class SendQP:
         "rate_bps", "max_rate_bps", "next_avail_ps", "last_pkt_bytes", "bdp_bytes", "win_bytes", "cur_win", "var_win",
         "min_win_bytes",
         "base_rtt_ps", "start_ps", "done", "hdr_bytes", "mtu", "rate_bound",
-        "dcqcn", "hpcc",  # the CC it runs (neither: none, at line rate)
+        "dcqcn", "hpcc", "timely", "dctcp",  # the CC it runs (none: at line rate)
         # DCQCN
         "alpha", "target_rate_bps", "alpha_cnp", "decrease_cnp", "first_cnp", "rp_stage", "rp_gen", "rp_due_ps",
         "cnps_rx",
         # HPCC
         "last_update_seq", "hops", "u", "cur_rate_bps", "inc_stage",
+        # TIMELY (also last_update_seq, cur_rate_bps, inc_stage)
+        "last_rtt_ps", "rtt_diff_ps",
+        # DCTCP (also alpha, last_update_seq)
+        "ecn_cnt", "batch_pkts", "cwr", "high_seq",
         # loss recovery
         "rto_armed", "rto_una",
         # time (ps) snd_una last advanced (a flow's goodput is timed by these)
@@ -465,6 +471,8 @@ class SendQP:
         self.bdp_bytes = max(1, win_bytes)
         self.dcqcn = host.dcqcn and not port.cc_off
         self.hpcc = host.hpcc and not port.cc_off
+        self.timely = host.timely and not port.cc_off
+        self.dctcp = host.dctcp and not port.cc_off
         self.win_bytes = win_bytes if cfg.has_win and not port.cc_off else 0
         self.min_win_bytes = cc.min_window_bytes(cfg)  # liveness floor under coalesced ACKs
         self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
@@ -489,6 +497,12 @@ class SendQP:
         self.u = 1.0
         self.cur_rate_bps = line_rate_bps
         self.inc_stage = 0
+        self.last_rtt_ps = 0  # TIMELY: the RTT of the last full update
+        self.rtt_diff_ps = 0.0  # TIMELY: EWMA of RTT differences
+        self.ecn_cnt = 0  # DCTCP: marked ACKs in this batch
+        self.batch_pkts = 0  # DCTCP: packets of this batch (the alpha update's denominator)
+        self.cwr = False  # DCTCP: in congestion window reduction (one cut per window)
+        self.high_seq = 0  # DCTCP: CWR ends when an ACK passes it
         self.rto_armed = False
         self.rto_una = -1
 
@@ -499,6 +513,8 @@ class SendQP:
         self.rate_bps = self.max_rate_bps = self.target_rate_bps = self.cur_rate_bps = port.rate_bps
         self.dcqcn = self.host.dcqcn and not port.cc_off
         self.hpcc = self.host.hpcc and not port.cc_off
+        self.timely = self.host.timely and not port.cc_off
+        self.dctcp = self.host.dctcp and not port.cc_off
         self.hdr_bytes = port.hdr_bytes
         self.win_bytes = self.bdp_bytes if self.host.cfg.has_win and not port.cc_off else 0
         self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
@@ -512,6 +528,8 @@ class SendQP:
             rate = self.rate_bps
             if self.dcqcn:
                 due = cc.dcqcn_rate_change_ps(self, t)
+            elif (self.timely or self.dctcp) and self.rate_bps < self.max_rate_bps:
+                due = t  # below its line rate, it changes its rate every RTT
         sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
         return QPSnapshot(rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
 
@@ -530,6 +548,8 @@ class SendQP:
             self.rto_una += b
         if self.last_update_seq > 0:
             self.last_update_seq += b
+        if self.dctcp:
+            cc.dctcp_after_skip(self, b)
         if self.next_avail_ps >= t0_ps:
             self.next_avail_ps += d_ps
         if self.rp_due_ps >= t0_ps:
@@ -560,7 +580,7 @@ class SendQP:
             self.rto_una = self.snd_una
             host.timer(t + host.rto_ps, self, cc.TM_RTO, 0)
         return [T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
-                [] if self.hpcc else None, 0, 0, host.node_id]
+                [] if self.hpcc else None, 0, t, host.node_id]
 
 
 class Node:
@@ -718,7 +738,9 @@ class Host(Node):
         self.net = net  # build-time facts: flows, pair RTT/BDP (read-only)
         self.hpcc = cfg.cc_mode == 3
         self.dcqcn = cfg.cc_mode == 1
-        self.hdr_bytes, self.ack_bytes = overhead_bytes(self.hpcc)
+        self.timely = cfg.cc_mode == 7
+        self.dctcp = cfg.cc_mode == 8
+        self.hdr_bytes, self.ack_bytes = overhead_bytes(INT_BYTES_BY_CC.get(cfg.cc_mode, 0))
         self.sqp = {}  # flow id -> SendQP (active senders)
         self.parked = {}  # flow id -> SendQP of flows left without a path by a link failure (never send)
         self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
@@ -930,8 +952,8 @@ class Host(Node):
             typ = T_ACK  # duplicate (after a go-back): re-ack so the sender learns
         src = pkt[12]
         port = self.pick_port(src, pkt[P_HASH])
-        port.ctrl.append([typ, fid, exp, port.ack_bytes, 0, pkt[P_PG], src, pkt[P_HASH], pkt[P_ECN], pkt[P_INT], 0, 0,
-                          self.node_id])
+        port.ctrl.append([typ, fid, exp, port.ack_bytes, 0, pkt[P_PG], src, pkt[P_HASH], pkt[P_ECN], pkt[P_INT], 0,
+                          pkt[P_TS], self.node_id])
         if not port.busy:
             port.kick(t)
 
@@ -961,6 +983,13 @@ class Host(Node):
                 cc.dcqcn_on_cnp(qp, self, t)
         elif qp.hpcc:
             cc.hpcc_on_ack(qp, pkt, self.cfg)
+        elif qp.timely:
+            cc.timely_on_ack(qp, pkt, self.cfg, t)
+        elif qp.dctcp:
+            if pkt[P_ECN]:
+                self.cnps_rx += 1
+                qp.cnps_rx += 1
+            cc.dctcp_on_ack(qp, pkt, self.cfg)
         port = qp.port
         if not port.busy:
             port.kick(t)

@@ -8,9 +8,11 @@ the ``EV_*`` constants and indexes the handler table (``nodes.handler_table``).
 
 Wire sizes follow the HPCC ns-3 simulator (``simulation/src/point-to-point``):
 a data packet is payload + PPP (2) + IPv4 (20) + UDP (8) + SeqTs (6) bytes,
-plus the INT header (``IntHeader::GetStaticSize``: 5 hops x 8 + 2 = 42 bytes)
-under HPCC; an ACK/NACK is padded to at least 60 bytes before the IP and PPP
-headers, i.e. 48 bytes without INT and 76 bytes with it (``RdmaHw::ReceiveUdp``).
+plus the INT header (``IntHeader::GetStaticSize``: 5 hops x 8 + 2 = 42 bytes
+under HPCC, an 8-byte timestamp under TIMELY, none otherwise); an ACK/NACK (a
+12-byte qbb header plus that INT header) is padded to at least 60 bytes before the
+IP and PPP headers, i.e. 48 bytes without INT or with TIMELY's and 76 bytes with
+HPCC's (``RdmaHw::ReceiveUdp``).
 """
 
 # packet fields
@@ -26,6 +28,7 @@ P_ECN = 8  # CE mark (data) / CNP flag (ACK echoes the mark, HPCC ns-3 style)
 P_INT = 9  # HPCC INT hop records: list of (ts_ps, tx_bytes, qlen_bytes, rate_bps); None otherwise
 P_INPORT = 10  # index of the port the packet arrived on at the current node
 P_PAUSE = 11  # PFC frames: 1 = pause, 0 = resume
+P_TS = 11  # data: when its sender built it (ps; TIMELY's TS-mode INT); ACK/NACK: echoed from the data packet
 P_SRC = 12  # source node id
 
 T_DATA = 0
@@ -50,15 +53,17 @@ N_PRIORITIES = 8  # HPCC qbb devices have 8 queues; queue 0 is strict priority
 
 DATA_HEADER_BYTES = 2 + 20 + 8 + 6
 INT_HEADER_BYTES = 42
+TS_HEADER_BYTES = 8  # IntHeader in TS mode (TIMELY): one u64 timestamp
 ACK_MIN_BYTES = 48
 ACK_INT_BYTES = 76
+ACK_BASE_BYTES = 2 + 20 + 12  # PPP, IPv4, qbb header (ports, flags, PG, seq) without INT
+INT_BYTES_BY_CC = {3: INT_HEADER_BYTES, 7: TS_HEADER_BYTES}  # CC_MODE -> IntHeader size (third.cc's mode)
 
 
-def overhead_bytes(int_telemetry: bool) -> tuple[int, int]:
-    """``(data packet header, ACK size)`` in bytes, with HPCC's INT header and ACK INT fields or without."""
-    if int_telemetry:
-        return DATA_HEADER_BYTES + INT_HEADER_BYTES, ACK_INT_BYTES
-    return DATA_HEADER_BYTES, ACK_MIN_BYTES
+def overhead_bytes(int_bytes: int) -> tuple[int, int]:
+    """``(data packet header, ACK size)`` in bytes with an INT header of ``int_bytes``
+    (:data:`INT_BYTES_BY_CC`; 0: none)."""
+    return DATA_HEADER_BYTES + int_bytes, max(ACK_MIN_BYTES, ACK_BASE_BYTES + int_bytes)
 PFC_FRAME_BYTES = 64
 
 
