@@ -362,11 +362,14 @@ def dctcp_on_ack(qp, pkt, cfg) -> None:
 
 
 def dctcp_after_skip(qp, b: int) -> None:
-    """A DCTCP QP fast-forwarded by ``b`` bytes with no mark: its CWR mark moves with the
-    sequence numbers, and alpha decays once per batch the skip held (a batch is the data in
-    flight: ``b`` over the bytes in flight, at least a packet)."""
+    """A DCTCP QP fast-forwarded by ``b`` bytes with no mark (``last_update_seq`` and the
+    sequence numbers already moved): its CWR mark moves too, and alpha decays once per batch
+    the skip closed. A batch closes at the first ACK past ``last_update_seq`` (a packet past
+    it), and the next one is the data then in flight: one every in-flight bytes plus a packet."""
     if qp.high_seq > 0:
         qp.high_seq += b
-    if b > 0 and qp.last_update_seq > 0:
-        inflight = qp.snd_nxt - qp.snd_una
-        qp.alpha *= (1 - qp.host.cfg.ewma_gain) ** (b // max(qp.mtu, inflight))
+    mtu = qp.mtu
+    gap = qp.last_update_seq - qp.snd_una
+    if b >= gap + mtu and qp.last_update_seq > b:
+        batches = (b - gap - mtu) // (qp.snd_nxt - qp.snd_una + mtu) + 1
+        qp.alpha *= (1 - qp.host.cfg.ewma_gain) ** batches
