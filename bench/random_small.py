@@ -3,17 +3,21 @@
 
 The bench rows of ``bench/wormhole.py`` are training iterations on rail-optimized fabrics;
 this script looks elsewhere: each scenario ``i`` (drawn from ``random.Random(i)``) is a
-fat-tree k=4 or an 8-host leaf-spine (1 or 2 spines, oversubscription 1 or 2), DCQCN (2/3)
-or HPCC (1/3), with (60%) or without windows, and 3-8 flows of 2, 5, 10 or 20 MB, 40% of
-them into one host, two thirds starting at 0 and the rest within 400 us. Each runs in packet
-mode with seeds 1 and 2, and in Wormhole mode with seed 1.
+fat-tree k=4 or an 8-host leaf-spine (1 or 2 spines, oversubscription 1 or 2), one of the
+implemented congestion controls (DCQCN, HPCC, TIMELY, DCTCP, equally likely; scenarios drawn
+before TIMELY and DCTCP existed chose DCQCN 2/3, HPCC 1/3), with (60%) or without windows,
+and 3-8 flows of 2, 5, 10 or 20 MB, 40% of them into one host, two thirds starting at 0 and
+the rest within 400 us. Each runs in packet mode with seeds 1 and 2, and in Wormhole mode
+with seed 1.
 
 Per scenario: mean and max per-flow FCT error of Wormhole against packet seed 1, the same
 for packet seed 2 against seed 1 (the seed moves the ECMP hashes and ECN marking draws:
 where that changes FCTs, the scenario is sensitive to which paths and marks it gets, and
 Wormhole's error there must be read against it), events ratio, skips and memo hits.
 
-    python3 bench/random_small.py [--first 0] [--count 40] [--out bench-out/random_small]
+    python3 bench/random_small.py [--first 0] [--count 40] [--cc timely,dctcp] [--out bench-out/random_small]
+
+``--cc`` runs only the scenarios (of the ``--count`` from ``--first``) that drew one of those CCs.
 
 Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.jsonl`` too),
 then a summary by congestion control.
@@ -32,7 +36,7 @@ from results_log import ResultsLog
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
+from pwormhole.config import CC_BY_NAME, ModelConfig
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, number_sports
 from pwormhole.topology.builders import fat_tree, leaf_spine
@@ -48,7 +52,7 @@ HEADER = ("| # | cc | window | fabric | flows | Wormhole FCT err mean | max | pa
 def draw(i: int):
     """``(cc, has_win, topology, [(src, dst, size_bytes, start_ps)])`` of scenario ``i``."""
     rng = random.Random(i)
-    cc = rng.choice(["dcqcn", "dcqcn", "hpcc"])
+    cc = rng.choice(sorted(CC_BY_NAME))
     has_win = rng.random() < 0.6
     if rng.random() < 0.5:
         topo = leaf_spine(8, 2, rng.choice([1, 2]), oversubscription=rng.choice([1.0, 2.0]))
@@ -67,7 +71,7 @@ def draw(i: int):
 
 
 def config(cc: str, has_win: bool) -> ModelConfig:
-    cfg = ModelConfig(cc_mode=CC_DCQCN if cc == "dcqcn" else CC_HPCC, has_win=has_win)
+    cfg = ModelConfig(cc_mode=CC_BY_NAME[cc], has_win=has_win)
     for r in (200 * 10**9, 400 * 10**9):  # leaf-spine uplinks (ns-3's maps stop at 100 Gb/s)
         cfg.kmin_map_bytes[r] = r // 10**9 * 4000
         cfg.kmax_map_bytes[r] = r // 10**9 * 16000
@@ -112,7 +116,7 @@ def md(r: dict) -> str:
 def summary(rows: list) -> str:
     out = ["", "| cc | scenarios | mean of per-scenario mean errors | scenarios with mean > 1% | with max > 2% | "
            "events ratio (geometric mean) |", "|---|---|---|---|---|---|"]
-    for cc in ("dcqcn", "hpcc"):
+    for cc in sorted(CC_BY_NAME):
         v = [r for r in rows if r["cc"] == cc]
         if not v:
             continue
@@ -127,13 +131,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first", type=int, default=0, help="first scenario number")
     ap.add_argument("--count", type=int, default=40, help="number of scenarios")
+    ap.add_argument("--cc", default=",".join(sorted(CC_BY_NAME)), help="comma-separated CCs to run (default: all)")
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "random_small"))
     a = ap.parse_args()
     if a.count < 1:
         ap.error("--count must be at least 1")
+    ccs = set(a.cc.split(","))
+    if not ccs <= set(CC_BY_NAME):
+        ap.error(f"--cc: choose among {', '.join(sorted(CC_BY_NAME))}")
     log = ResultsLog(a.out, HEADER)
     rows = []
     for i in range(a.first, a.first + a.count):
+        if draw(i)[0] not in ccs:
+            continue
         r = one(i)
         rows.append(r)
         log.add(md(r), r)

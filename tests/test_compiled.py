@@ -151,6 +151,15 @@ def _hpcc_ref(name: str, until: str) -> list:
             "--until", until]
 
 
+def _s2_as(d: Path, mode: int, extra: str = "") -> list:
+    """HPCC's S2 mix (two 200 MB flows into host 1) under another CC_MODE, for 500 us."""
+    src = REF / "s2_dcqcn"
+    for name in ("topology.txt", "flow.txt", "trace.txt"):
+        (d / name).write_bytes((src / name).read_bytes())
+    (d / "config.txt").write_text((src / "config.txt").read_text().replace("CC_MODE 1", f"CC_MODE {mode}") + extra)
+    return ["--hpcc-config", d / "config.txt", "--until", "2.0005"]
+
+
 GPT = ["--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1"]
 CASES = {
     "s1-hpcc": lambda d: _hpcc_ref("s1_hpcc", "2.0005"),
@@ -163,6 +172,10 @@ CASES = {
     "gpt-packet-hpcc": lambda d: GPT + ["--mode", "packet", "--cc", "hpcc"],
     "gpt-wormhole": lambda d: GPT + ["--mode", "wormhole"],
     "gpt-dopt-nvlink-packets": lambda d: GPT + ["--dist-opt", "--nvlink", "packet"],
+    "s2-timely-rate-only": lambda d: _s2_as(d, 7, "HAS_WIN 0\n"),
+    "s2-dctcp-rate-only": lambda d: _s2_as(d, 8, "HAS_WIN 0\n"),
+    "gpt-wormhole-timely": lambda d: GPT + ["--mode", "wormhole", "--cc", "timely"],
+    "fat-tree-mix-wormhole-dctcp": lambda d: ["--scenario", "fat-tree-mix", "--mode", "wormhole", "--cc", "dctcp"],
 }
 
 

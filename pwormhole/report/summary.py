@@ -177,6 +177,8 @@ def readable(summary: dict) -> str:
             line += "  NVLink flows by packets" + (f" ({summary['nvlink_packets_reason']})"
                                                    if summary.get("nvlink_packets_reason") else "")
         lines.append(line)
+        if summary.get("accel_cc_limits"):
+            lines.append(f"Wormhole limits  {summary['accel_cc_limits']}")
         est = summary.get("packet_events_est")
         if est and est > 1.05 * summary["events"]:
             lines.append(f"events           {summary['events']:,} simulated stand for ~{approx(est)} packet-level "
