@@ -7,6 +7,9 @@ fair shares, completion of the S2 mix with each CC, and Wormhole against packet 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -238,3 +241,16 @@ def test_wormhole_does_not_skip_congested_flows_below_line_rate(mode):
     ref, fast, errs = _compare(mode, specs, False, 3)
     assert fast.events > 0.9 * ref.events  # the shared part ran packet by packet
     assert max(errs) < 0.005
+
+
+def test_cli_runs_them_and_the_summary_names_wormholes_limits(tmp_path):
+    for cc_name in ("timely", "dctcp"):
+        out = tmp_path / cc_name
+        r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--mode",
+                            "wormhole", "--cc", cc_name, "--out", str(out), "--no-progress"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["cc"] == cc_name and summary["flows_finished"] == summary["flows"] == 56
+        assert summary["accel_cc_limits"].startswith(f"{cc_name}: groups below line rate are never fast-forwarded")
+        assert "Wormhole limits  " + summary["accel_cc_limits"] in r.stdout

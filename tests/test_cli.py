@@ -56,7 +56,7 @@ def _write_variant(tmp_path, name, transform):
     ("flow.txt", lambda s: s.replace("2 1 3 100", "2 0 3 100", 1), "switch"),
     ("topology.txt", lambda s: s.replace("0 1 100Gbps", "0 1 0Gbps", 1), "0Gbps"),
     ("topology.txt", lambda s: "\n".join(s.splitlines()[:5]), "topology.txt"),
-    ("config.txt", lambda s: s.replace("CC_MODE 3", "CC_MODE 7"), "CC_MODE"),
+    ("config.txt", lambda s: s.replace("CC_MODE 3", "CC_MODE 10"), "CC_MODE"),
     ("config.txt", lambda s: s.replace("KMIN_MAP 3 25000000000 100 50000000000 200 100000000000 400",
                                        "KMIN_MAP 2 25000000000 100 50000000000 200"), "KMIN_MAP"),
 ])

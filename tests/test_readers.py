@@ -425,7 +425,8 @@ def test_config_values(mix_copy: Path):
 
 
 @pytest.mark.parametrize("key, text, values", [
-    ("CC_MODE", "CC_MODE 7", ["CC_MODE 7 is not implemented", "1=DCQCN", "3=HPCC"]),
+    ("CC_MODE", "CC_MODE 2", ["CC_MODE 2 is not implemented", "1=DCQCN", "3=HPCC", "7=TIMELY", "8=DCTCP"]),
+    ("CC_MODE", "CC_MODE 10", ["CC_MODE 10 is not implemented (HPCC-PINT", "per-port utilization"]),
     ("CC_MODE", "CC_MODE hpcc", ["CC_MODE", "'hpcc'", "not an integer"]),
     ("RATE_AI", "RATE_AI fast", ["RATE_AI", "'fast'", "not a rate"]),
     ("MIN_RATE", "MIN_RATE 0Mb/s", ["MIN_RATE", "'0Mb/s'"]),
