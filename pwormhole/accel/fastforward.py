@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from ..config import CC_TIMELY
 from ..net import cc
 from ..net.packet import (
     EV_ARRIVE_HOST,
@@ -166,13 +167,15 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
         if fs.dst in local:
             nodes[fs.dst].advance_rx(fid, b, t0, d)
     seen_int: set = set()
+    stamped = net.cfg.cc_mode == CC_TIMELY  # packets carry their send time (P_TS)
 
     def shift_pkt(pkt):
         if pkt[P_TYPE] == T_PFC:
             return
         fid = pkt[P_FLOW]
         pkt[P_SEQ] += advance_bytes.get(fid, 0)
-        pkt[P_TS] += d  # its send time: it was sent d later in the skipped run
+        if stamped:  # its send time: it was sent d later in the skipped run
+            pkt[P_TS] += d
         hops = pkt[P_INT]
         if hops and id(hops) not in seen_int:
             seen_int.add(id(hops))

@@ -580,7 +580,7 @@ class SendQP:
             self.rto_una = self.snd_una
             host.timer(t + host.rto_ps, self, cc.TM_RTO, 0)
         return [T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
-                [] if self.hpcc else None, 0, t, host.node_id]
+                [] if self.hpcc else None, 0, t if self.timely else 0, host.node_id]
 
 
 class Node:

@@ -28,7 +28,7 @@ P_ECN = 8  # CE mark (data) / CNP flag (ACK echoes the mark, HPCC ns-3 style)
 P_INT = 9  # HPCC INT hop records: list of (ts_ps, tx_bytes, qlen_bytes, rate_bps); None otherwise
 P_INPORT = 10  # index of the port the packet arrived on at the current node
 P_PAUSE = 11  # PFC frames: 1 = pause, 0 = resume
-P_TS = 11  # data: when its sender built it (ps; TIMELY's TS-mode INT); ACK/NACK: echoed from the data packet
+P_TS = 11  # data under TIMELY: when its sender built it (ps; TS-mode INT), else 0; ACK/NACK: echoed from the data
 P_SRC = 12  # source node id
 
 T_DATA = 0
