@@ -21,7 +21,7 @@ from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.dag import Dag
 from ..workload.flows import Flow
 from .dagrun import DagRuntime
-from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
+from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
 from .packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
@@ -29,7 +29,6 @@ from .packet import (
     EV_NIC_WAKE,
     EV_OP_START,
     EV_TX_DONE,
-    P_INPORT,
     ecmp_hash,
     overhead_bytes,
 )
@@ -266,11 +265,12 @@ class Network:
             if p.node.heap is not None:
                 heaps[id(p.node.heap)] = p.node.heap
         for heap in heaps.values():
+            unwire(heap)
             keep = []
             for ev in heap:
                 kind = ev[2]
                 if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
-                    if (ev[3].node_id, ev[4][P_INPORT]) in dead_in:
+                    if (ev[3].node_id, ev[4].inport) in dead_in:
                         ev[3].lost += 1
                         continue
                 elif (kind == EV_TX_DONE or kind == EV_NIC_WAKE) and ev[3] in dead:

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 from math import gcd
 
-from .packet import P_INT, P_SEQ
-
 # timer kinds (EV_TIMER arg[1])
 TM_ALPHA = 0
 TM_DECREASE = 1
@@ -204,10 +202,10 @@ def jump_to_rate(qp, rate_bps: int, hpcc: bool) -> None:
 
 def hpcc_on_ack(qp, pkt, cfg) -> None:
     """HPCC reaction to one ACK (``RdmaHw::HandleAckHp`` / ``UpdateRateHp``)."""
-    hops = pkt[P_INT]
+    hops = pkt.int_hops
     if not hops:
         return
-    fast = pkt[P_SEQ] <= qp.last_update_seq
+    fast = pkt.seq <= qp.last_update_seq
     if fast and not cfg.fast_react:
         return
     next_seq = qp.snd_nxt
