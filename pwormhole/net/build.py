@@ -11,8 +11,6 @@ pairs.
 
 from __future__ import annotations
 
-from heapq import heapify
-
 from ..config import NVLINK_CC_NONE, ModelConfig
 from ..errors import InputError
 from ..hpcc_config import check_k_maps
@@ -267,7 +265,8 @@ class Network:
         for heap in heaps.values():
             unwire(heap)
             keep = []
-            for ev in heap:
+            evs = heap.events()
+            for ev in evs:
                 kind = ev[2]
                 if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
                     if (ev[3].node_id, ev[4].inport) in dead_in:
@@ -276,9 +275,8 @@ class Network:
                 elif (kind == EV_TX_DONE or kind == EV_NIC_WAKE) and ev[3] in dead:
                     continue
                 keep.append(ev)
-            if len(keep) != len(heap):
-                heap[:] = keep
-                heapify(heap)
+            if len(keep) != len(evs):
+                heap.replace(keep)
         for p in sorted(dead, key=lambda p: p.node.node_id):
             if p.node.heap is not None:
                 p.take_down(t_ps)

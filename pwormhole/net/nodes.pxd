@@ -4,7 +4,7 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
-from pwormhole.events cimport sift_push as push_event  # the compiled twin of events.push_event: a C call
+from pwormhole.events cimport ArrayQueue  # the compiled EventQueue: push is a C call
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
@@ -22,7 +22,8 @@ cdef class Port:
     cdef public long long idx, rate_bps, delay_ps, peer_idx, tx_bytes, qbytes
     cdef public int arrive_kind
     cdef public Node peer
-    cdef public list remote, heap, paused
+    cdef public list remote, paused
+    cdef public ArrayQueue heap
     cdef public bint busy, up
     cdef public double error_rate
     cdef public Fifo wire
@@ -90,7 +91,8 @@ cdef class SendQP:
 cdef class Node:
     cdef public long long node_id, kbase, seq, pfc_pauses_rx, lost, drops
     cdef public object rng, salt, routes
-    cdef public list ports, heap, pfc_log
+    cdef public list ports, pfc_log
+    cdef public ArrayQueue heap
 
     cpdef on_arrive(self, Packet pkt, long long t)
     cpdef pick_port(self, long long dst, h)

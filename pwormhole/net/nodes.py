@@ -20,7 +20,7 @@ High-Precision-Congestion-Control, ``simulation/src/point-to-point/model``):
   dequeue under HPCC.
 
 Handlers only: nothing here knows about windows, ranks or acceleration.
-Events go into ``node.heap`` or, for a node served by another heap, into the
+Events go into ``node.heap`` (an :class:`~pwormhole.events.EventQueue`) or, for a node served by another heap, into the
 outbox given for it (the port's ``remote``; a host's ``remote_boxes``), like
 ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
 ``Node.attach``. Each node draws its event keys from its own counter
@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from heapq import heapify
 from typing import NamedTuple
 
-from ..events import push_event
+from ..events import EventQueue
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -110,7 +109,7 @@ class Port:
         self.arrive_kind = 0
         self.remote: list[tuple] | None = None
         # None until Node.attach, which runs before any event: the per-packet path pushes unchecked
-        self.heap: list[tuple] = None  # type: ignore[assignment]
+        self.heap: EventQueue = None  # type: ignore[assignment]
         self.busy = False
         self.paused = [False] * N_PRIORITIES
         self.error_rate = error_rate
@@ -128,7 +127,7 @@ class Port:
         node = self.node
         k = node.kbase + node.seq
         node.seq += 2
-        push_event(self.heap, (t + tx_ps, k, EV_TX_DONE, self, None))
+        self.heap.push(t + tx_ps, k, EV_TX_DONE, self, None)
         if self.error_rate and node.rng.random() < self.error_rate:
             node.lost += 1
             return
@@ -138,7 +137,7 @@ class Port:
             # arrivals on one link come in the order sent (a port serializes one packet at a time)
             wire = self.wire
             if not wire.size():
-                push_event(self.heap, (arrive_ps, k + 1, EV_WIRE, self, None))
+                self.heap.push(arrive_ps, k + 1, EV_WIRE, self, None)
             wire.push((arrive_ps, k + 1, pkt))
         else:
             self.remote.append((arrive_ps, k + 1, self.arrive_kind, self.peer, pkt))
@@ -152,7 +151,7 @@ class Port:
         pkt = wire.pop()[2]
         if wire.size():
             nxt = wire.first()
-            push_event(self.heap, (nxt[0], nxt[1], EV_WIRE, self, None))
+            self.heap.push(nxt[0], nxt[1], EV_WIRE, self, None)
         self.peer.on_arrive(pkt, t)
 
     def on_tx_done(self, _arg, t: int) -> None:
@@ -393,7 +392,7 @@ class HostPort(Port):
         if wait >= 0 and (self.wake_ps <= t or wait < self.wake_ps):
             self.wake_ps = wait
             node = self.node
-            push_event(self.heap, (wait, node.kbase + node.seq, EV_NIC_WAKE, self, None))
+            self.heap.push(wait, node.kbase + node.seq, EV_NIC_WAKE, self, None)
             node.seq += 1
 
     def on_wake(self, _arg, t: int) -> None:
@@ -592,13 +591,13 @@ class Node:
         self.ports: Sequence[Port] = []
         self.routes: Mapping[int, Sequence[Port]] = {}  # dst node id -> list of egress ports (equal-cost next hops)
         # None until attach (Network.fail_link tells attached nodes by it); events run only on attached nodes
-        self.heap: list[tuple] = None  # type: ignore[assignment]
+        self.heap: EventQueue = None  # type: ignore[assignment]
         self.pfc_log: list[tuple] = []
         self.pfc_pauses_rx = 0
         self.lost = 0  # packets lost to link errors when sent from here
         self.drops = 0  # packets dropped by buffer admission here
 
-    def attach(self, heap: list, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
+    def attach(self, heap: EventQueue, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
                flow_start_log: list) -> None:
         """Where this node puts its events and records, each shared by the nodes of one heap:
         ``heap`` (pending events), ``remote_boxes`` (node id -> outbox of the events for a node
@@ -760,7 +759,7 @@ class Host(Node):
         self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start(host, fid, t)``)
         self.remote_boxes = {}  # node id -> outbox of events for a node served by another heap
 
-    def attach(self, heap: list, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
+    def attach(self, heap: EventQueue, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
                flow_start_log: list) -> None:
         super().attach(heap, remote_boxes, pfc_log, finished, op_log, flow_start_log)
         self.finished = finished
@@ -785,7 +784,7 @@ class Host(Node):
             self.bytes_delivered += b
 
     def timer(self, t: int, qp, kind: int, gen: int) -> None:
-        push_event(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
+        self.heap.push(t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen))
         self.seq += 1
 
     # -- events -------------------------------------------------------------
@@ -821,13 +820,13 @@ class Host(Node):
     # -- workload DAG (pwormhole.workload.dag; tables in pwormhole.net.dagrun) ----
     def post(self, t: int, target, kind: int, arg) -> None:
         """Schedule an event at another host: into this heap or the outbox given for it."""
-        ev = (t, self.kbase + self.seq, kind, target, arg)
+        key = self.kbase + self.seq
         self.seq += 1
         box = self.remote_boxes.get(target.node_id)
         if box is None:
-            push_event(self.heap, ev)
+            self.heap.push(t, key, kind, target, arg)
         else:
-            box.append(ev)
+            box.append((t, key, kind, target, arg))
 
     def dag_satisfy(self, children, t: int) -> None:
         """One dependency of each of ``children`` (ops on this host) is met at ``t``."""
@@ -842,7 +841,7 @@ class Host(Node):
         rt = self.dag
         nb = rt.not_before_ps[op]
         if nb > t:
-            push_event(self.heap, (nb, self.kbase + self.seq, EV_OP_START, self, op))
+            self.heap.push(nb, self.kbase + self.seq, EV_OP_START, self, op)
             self.seq += 1
             return
         kind = rt.kind[op]
@@ -851,7 +850,7 @@ class Host(Node):
             end = start + rt.arg[op]
             self.compute_free_ps = end
             self.op_start[op] = start
-            push_event(self.heap, (end, self.kbase + self.seq, EV_OP_DONE, self, op))
+            self.heap.push(end, self.kbase + self.seq, EV_OP_DONE, self, op)
             self.seq += 1
         elif kind == 1:  # OP_FLOW
             self.on_flow_start(rt.arg[op], t)
@@ -1037,18 +1036,19 @@ class Host(Node):
                 port.kick(t)
 
 
-def unwire(heap: list) -> None:
-    """Give every packet on a wire of ``heap``'s ports its own arrival event in ``heap`` (the
-    form in which whoever scans or edits the pending events finds them); the wires empty."""
-    ports = [ev[3] for ev in heap if ev[2] == EV_WIRE]
+def unwire(heap) -> None:
+    """Give every packet on a wire of ``heap``'s ports (an EventQueue) its own arrival event
+    (the form in which whoever scans or edits the pending events finds them); the wires empty."""
+    evs = heap.events()
+    ports = [ev[3] for ev in evs if ev[2] == EV_WIRE]
     if not ports:
         return
-    heap[:] = [ev for ev in heap if ev[2] != EV_WIRE]
+    keep = [ev for ev in evs if ev[2] != EV_WIRE]
     for port in ports:
         kind, peer = port.arrive_kind, port.peer
-        heap.extend((arrive_ps, key, kind, peer, pkt) for arrive_ps, key, pkt in port.wire)
+        keep.extend((arrive_ps, key, kind, peer, pkt) for arrive_ps, key, pkt in port.wire)
         port.wire.clear()
-    heapify(heap)
+    heap.replace(keep)
 
 
 def handler_table() -> tuple:
