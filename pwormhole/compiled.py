@@ -20,7 +20,9 @@ import json
 import os
 from pathlib import Path
 
-COMPILED_MODULES = ("pwormhole.events", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine")
+COMPILED_MODULES = (
+    "pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine",
+)
 MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from
 PACKAGE_DIR = Path(__file__).resolve().parent
 REBUILD_HINT = "pip install -e '.[all]' (needs gcc and the Python headers)"

@@ -1,64 +1,242 @@
-"""The event heap's push and pop: ``heapq`` on tuples ``(t_ps, key, kind, target, arg)``.
+# cython: boundscheck=False, wraparound=False
+"""The pending events of one logical process, popped in ``(t_ps, key)`` order.
 
-Keys are unique (DESIGN.md invariant 2), so the order is that of ``(t_ps, key)``.
-In the compiled engine (:mod:`pwormhole.compiled`) ``push_event``/``pop_event`` are
-:func:`sift_push`/:func:`sift_pop`, ``heapq``'s own algorithm with ``(t_ps, key)``
-compared as C integers: same comparisons, so the same heap layout and the same
-order as ``heapq``, which the pure-Python engine uses.
+An event is ``(t_ps, key, kind, target, arg)``; keys are unique (DESIGN.md invariant 2),
+so the order is that of ``(t_ps, key)`` and any correct priority queue pops the same
+sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``run``,
+``events``, ``replace``, ``len``):
+
+* :class:`HeapqQueue`, the pure-Python engine's: ``heapq`` on event tuples;
+* :class:`ArrayQueue`, the compiled engine's (:mod:`pwormhole.compiled`): a binary heap of
+  ``(t_ps, key, slot)`` in C arrays, the kind, target and argument of each event in its
+  slot, so that pushing takes C integers and sifting compares them without Python objects.
+
+``EventQueue`` is the one this engine uses. Tests pop both against each other.
 """
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+from array import array
+from heapq import heapify, heappop, heappush
+from typing import TYPE_CHECKING
+
+INF_PS = 1 << 62  # "nothing pending": no event in a queue, no planned wake
 
 
-def sift_push(heap: list, ev: tuple) -> None:
-    """``heapq.heappush(heap, ev)``."""
-    heap.append(ev)
-    _sift_up(heap, len(heap) - 1, ev)
+class HeapqQueue:
+    """``heapq`` on event tuples."""
+
+    __slots__ = ("heap",)
+
+    def __init__(self, events=()):
+        self.heap: list[tuple] = list(events)
+        heapify(self.heap)
+
+    def push(self, t_ps: int, key: int, kind: int, target, arg) -> None:
+        heappush(self.heap, (t_ps, key, kind, target, arg))
+
+    def pop(self) -> tuple:
+        """Remove and return the first event (the queue must not be empty)."""
+        return heappop(self.heap)
+
+    def next_time(self) -> int:
+        """Time of the first event, or ``INF_PS``."""
+        return self.heap[0][0] if self.heap else INF_PS
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    def events(self) -> list[tuple]:
+        """The pending events (a copy, in no particular order)."""
+        return list(self.heap)
+
+    def replace(self, events) -> None:
+        """Make ``events`` the pending events."""
+        self.heap = list(events)
+        heapify(self.heap)
+
+    def run(self, end_ps: int, handlers: tuple) -> int:
+        """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""
+        heap = self.heap
+        n = 0
+        while heap and heap[0][0] < end_ps:
+            t, _, kind, target, arg = heappop(heap)
+            handlers[kind](target, arg, t)
+            n += 1
+        return n
 
 
-def sift_pop(heap: list) -> tuple:
-    """``heapq.heappop(heap)``: the smaller child moves up to a leaf, then the last event sifts up."""
-    last = heap.pop()
-    if not heap:
-        return last
-    top = heap[0]
-    end = len(heap)
-    pos = 0
-    child = 1
-    while child < end:
-        right = child + 1
-        if right < end:
-            a = heap[child]
-            b = heap[right]
-            ta = a[0]
-            tb = b[0]
-            if tb < ta or (tb == ta and b[1] < a[1]):  # heapq: the right child unless the left is smaller
+class ArrayQueue:
+    """A binary heap of ``(t_ps, key, slot)`` in three arrays (``heap_t``, ``heap_key``,
+    ``heap_slot``); slot ``s`` holds an event's ``kinds[s]``, ``targets[s]``, ``args[s]``;
+    ``free`` lists the unused slots. Capacities double as needed."""
+
+    __slots__ = ("heap_t", "heap_key", "heap_slot", "kinds", "free", "targets", "args", "n", "n_free", "cap")
+
+    def __init__(self, events=()):
+        self.n = 0
+        self.cap = 0
+        self.n_free = 0
+        self.heap_t = array("q")
+        self.heap_key = array("q")
+        self.heap_slot = array("q")
+        self.kinds = array("q")
+        self.free = array("q")
+        self.targets: list = []
+        self.args: list = []
+        for ev in events:
+            self.push(ev[0], ev[1], ev[2], ev[3], ev[4])
+
+    def _grow(self) -> None:
+        """Double the capacity (new arrays: a compiled view of the old ones cannot resize them)."""
+        old = self.cap
+        cap = old * 2 if old else 64
+        n = self.n
+        self.heap_t = _grown(self.heap_t, n, cap)
+        self.heap_key = _grown(self.heap_key, n, cap)
+        self.heap_slot = _grown(self.heap_slot, n, cap)
+        self.kinds = _grown(self.kinds, old, cap)
+        self.free = _grown(self.free, self.n_free, cap)
+        self.targets.extend([None] * (cap - old))
+        self.args.extend([None] * (cap - old))
+        free = self.free
+        n_free = self.n_free
+        for s in range(cap - 1, old - 1, -1):
+            free[n_free] = s
+            n_free += 1
+        self.n_free = n_free
+        self.cap = cap
+
+    def push(self, t_ps: int, key: int, kind: int, target, arg) -> None:
+        if self.n_free == 0:
+            self._grow()
+        self.n_free -= 1
+        slot = self.free[self.n_free]
+        self.kinds[slot] = kind
+        self.targets[slot] = target
+        self.args[slot] = arg
+        pos = self.n
+        self.n = pos + 1
+        self._sift_up(pos, t_ps, key, slot)
+
+    def _sift_up(self, pos: int, t_ps: int, key: int, slot: int) -> None:
+        """Put ``(t_ps, key, slot)`` at ``pos`` or above it, moving larger parents down."""
+        heap_t = self.heap_t
+        heap_key = self.heap_key
+        heap_slot = self.heap_slot
+        while pos > 0:
+            parent = (pos - 1) >> 1
+            pt = heap_t[parent]
+            if t_ps < pt or (t_ps == pt and key < heap_key[parent]):
+                heap_t[pos] = pt
+                heap_key[pos] = heap_key[parent]
+                heap_slot[pos] = heap_slot[parent]
+                pos = parent
+            else:
+                break
+        heap_t[pos] = t_ps
+        heap_key[pos] = key
+        heap_slot[pos] = slot
+
+    def _remove_first(self) -> None:
+        """Drop the first entry: the last one sifts down from the root."""
+        n = self.n - 1
+        self.n = n
+        if n == 0:
+            return
+        heap_t = self.heap_t
+        heap_key = self.heap_key
+        heap_slot = self.heap_slot
+        t_ps = heap_t[n]
+        key = heap_key[n]
+        slot = heap_slot[n]
+        pos = 0
+        child = 1
+        while child < n:
+            right = child + 1
+            if right < n and (heap_t[right] < heap_t[child]
+                              or (heap_t[right] == heap_t[child] and heap_key[right] < heap_key[child])):
                 child = right
-        heap[pos] = heap[child]
-        pos = child
-        child = 2 * pos + 1
-    _sift_up(heap, pos, last)
-    return top
+            ct = heap_t[child]
+            if ct < t_ps or (ct == t_ps and heap_key[child] < key):
+                heap_t[pos] = ct
+                heap_key[pos] = heap_key[child]
+                heap_slot[pos] = heap_slot[child]
+                pos = child
+                child = 2 * pos + 1
+            else:
+                break
+        heap_t[pos] = t_ps
+        heap_key[pos] = key
+        heap_slot[pos] = slot
+
+    def pop(self) -> tuple:
+        """Remove and return the first event (the queue must not be empty)."""
+        slot = self.heap_slot[0]
+        ev = (self.heap_t[0], self.heap_key[0], self.kinds[slot], self.targets[slot], self.args[slot])
+        self._release(slot)
+        self._remove_first()
+        return ev
+
+    def _release(self, slot: int) -> None:
+        self.targets[slot] = None
+        self.args[slot] = None
+        self.free[self.n_free] = slot
+        self.n_free += 1
+
+    def next_time(self) -> int:
+        """Time of the first event, or ``INF_PS``."""
+        return self.heap_t[0] if self.n else INF_PS
+
+    def __len__(self) -> int:
+        return self.n
+
+    def events(self) -> list[tuple]:
+        """The pending events (a copy, in no particular order)."""
+        out = []
+        for i in range(self.n):
+            slot = self.heap_slot[i]
+            out.append((self.heap_t[i], self.heap_key[i], self.kinds[slot], self.targets[slot], self.args[slot]))
+        return out
+
+    def replace(self, events) -> None:
+        """Make ``events`` the pending events."""
+        events = list(events)
+        while self.n:
+            self._release(self.heap_slot[self.n - 1])
+            self.n -= 1
+        for ev in events:
+            self.push(ev[0], ev[1], ev[2], ev[3], ev[4])
+
+    def run(self, end_ps: int, handlers: tuple) -> int:
+        """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""
+        n = 0
+        while self.n:
+            t = self.heap_t[0]
+            if t >= end_ps:
+                break
+            slot = self.heap_slot[0]
+            kind = self.kinds[slot]
+            target = self.targets[slot]
+            arg = self.args[slot]
+            self._release(slot)
+            self._remove_first()
+            handlers[kind](target, arg, t)
+            n += 1
+        return n
 
 
-def _sift_up(heap: list, pos: int, ev: tuple) -> None:
-    """Put ``ev`` at ``pos`` or above it, moving larger parents down (heapq's ``_siftdown``)."""
-    t = ev[0]
-    k = ev[1]
-    while pos > 0:
-        parent_pos = (pos - 1) >> 1
-        parent = heap[parent_pos]
-        pt = parent[0]
-        if t < pt or (t == pt and k < parent[1]):
-            heap[pos] = parent
-            pos = parent_pos
-            continue
-        break
-    heap[pos] = ev
+def _grown(a, n: int, cap: int):
+    """A new array of ``cap`` int64 (zeros) starting with ``a[:n]``."""
+    b = array("q", bytes(8 * cap))
+    view = b
+    for i in range(n):
+        view[i] = a[i]
+    return b
 
 
 COMPILED = not __file__.endswith(".py")  # this module was built by Cython
-push_event = sift_push if COMPILED else heappush
-pop_event = sift_pop if COMPILED else heappop
+if TYPE_CHECKING:
+    EventQueue = HeapqQueue  # the interface both share
+else:
+    EventQueue = ArrayQueue if COMPILED else HeapqQueue

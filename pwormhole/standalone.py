@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .config import CC_DCQCN
-from .events import pop_event
 from .lp.engine import LogicalProcess
 from .net.build import Network, route_path
 from .net.nodes import handler_table
@@ -117,7 +116,7 @@ class StandaloneFct:
         stationary = self.cfg.cc_mode == CC_DCQCN and min(r for r, _, _ in hops) == hops[0][0]
         src = net.nodes[0]
         while heap and not lp.finished:
-            t, _, kind, target, arg = pop_event(heap)
+            t, _, kind, target, arg = heap.pop()
             handlers[kind](target, arg, t)
             if delivered is not None and dst.bytes_delivered != got:
                 got = dst.bytes_delivered

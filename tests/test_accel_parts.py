@@ -45,11 +45,12 @@ def test_hpcc_int_records_shift_by_the_skip():
 
 def test_extract_and_reinsert_keep_the_keys():
     lp = LogicalProcess(0, [], [], [], ())
-    lp.heap.extend([(5, 1, 0, None, "a"), (7, 2, 0, None, "b"), (9, 3, 0, None, "c")])
+    for ev in [(5, 1, 0, None, "a"), (7, 2, 0, None, "b"), (9, 3, 0, None, "c")]:
+        lp.heap.push(*ev)
     out = lp.extract(lambda ev: ev[4] != "b")
-    assert sorted(out) == [(5, 1, 0, None, "a"), (9, 3, 0, None, "c")] and lp.heap == [(7, 2, 0, None, "b")]
+    assert sorted(out) == [(5, 1, 0, None, "a"), (9, 3, 0, None, "c")] and lp.heap.events() == [(7, 2, 0, None, "b")]
     lp.reinsert(out, 100, lambda ev: 6 if ev[4] == "c" else None)
-    assert [lp.heap[0]] + sorted(lp.heap[1:]) == [(6, 3, 0, None, "c"), (7, 2, 0, None, "b"), (105, 1, 0, None, "a")]
+    assert [lp.heap.pop() for _ in range(3)] == [(6, 3, 0, None, "c"), (7, 2, 0, None, "b"), (105, 1, 0, None, "a")]
 
 
 def test_samples_deque_of_named_tuples_reads_by_name():

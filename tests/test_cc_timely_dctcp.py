@@ -19,11 +19,12 @@ from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import CC_DCTCP, CC_TIMELY, ModelConfig
 from pwormhole.errors import InputError
+from pwormhole.events import EventQueue
 from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
 from pwormhole.net.nodes import SendQP
-from pwormhole.net.packet import P_ECN, P_SEQ, P_TS, T_ACK
+from pwormhole.net.packet import T_ACK, new_packet
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config
 
@@ -42,16 +43,14 @@ def new_qp(mode: int, **kw):
     cfg = cfg_of(mode, **kw)
     net = Network(star_topo(2), flows_of([(0, 1, 10_000_000, 0)]), cfg)
     host = net.nodes[0]
-    host.heap = []
+    host.heap = EventQueue()
     flow = net.flows[0]
     rtt, win = net.qp_window(flow)
     return cfg, SendQP(flow, host, host.ports[0], G100, win, rtt, cfg, host.hdr_bytes)
 
 
-def ack(seq: int, ts_ps: int = 0, marked: bool = False) -> list:
-    pkt = [T_ACK, 0, seq, 48, 0, 3, 0, 0, False, None, 0, 0, 1]
-    pkt[P_SEQ], pkt[P_TS], pkt[P_ECN] = seq, ts_ps, marked
-    return pkt
+def ack(seq: int, ts_ps: int = 0, marked: bool = False):
+    return new_packet(T_ACK, 0, seq, 48, 0, 3, 0, 0, marked, None, 0, ts_ps, 1)
 
 
 def test_timely_reactions_to_rtts():

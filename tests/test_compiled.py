@@ -46,10 +46,10 @@ def test_compiled_engine_built_where_required():
 
 def test_pure_switch_imports_the_sources():
     code = ("import pwormhole.compiled as c, pwormhole.net.nodes as n, pwormhole.events as e;"
-            "print(c.engine(), n.__file__.endswith('.py'), e.push_event.__module__)")
+            "print(c.engine(), n.__file__.endswith('.py'), e.EventQueue.__name__)")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PWORMHOLE_PURE": "1"},
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["pure", "(PWORMHOLE_PURE", "is", "set)", "True", "_heapq"]
+    assert out == ["pure", "(PWORMHOLE_PURE", "is", "set)", "True", "HeapqQueue"]
 
 
 def test_stale_or_missing_build_runs_pure(tmp_path, monkeypatch):
@@ -84,23 +84,45 @@ def test_payload_limit_keeps_serialization_in_64_bits(tmp_path):
         read_hpcc_config(str(cfg))
 
 
-def test_event_heap_is_heapq():
-    """The sift functions (typed in the compiled engine) keep heapq's exact layout: same comparisons."""
-    push, pop = events.sift_push, events.sift_pop
+@pytest.mark.parametrize("queue", [events.ArrayQueue, events.HeapqQueue])
+def test_event_queue_pops_in_time_and_key_order(queue):
+    """Both queues pop what heapq on event tuples pops, through growth, replace and events()."""
     rng = random.Random(7)
-    for _ in range(50):
+    for _ in range(40):
         ref: list = []
-        got: list = []
+        got = queue()
         key = 0
-        for _ in range(rng.randint(1, 600)):
-            if ref and rng.random() < 0.45:
-                assert pop(got) == heapq.heappop(ref)
+        for _ in range(rng.randint(1, 700)):
+            r = rng.random()
+            if ref and r < 0.4:
+                assert got.pop() == heapq.heappop(ref)
+            elif r < 0.42:
+                assert sorted(got.events()) == sorted(ref)
+                keep = [ev for ev in ref if ev[1] % 3]
+                got.replace(keep)
+                ref = keep
+                heapq.heapify(ref)
             else:
                 key += 1
-                ev = (rng.randint(0, 40), key, 0, None, None)  # many equal times: the key decides
+                ev = (rng.randint(0, 40), key, rng.randint(0, 9), f"n{key}", key * 2)  # many equal times
                 heapq.heappush(ref, ev)
-                push(got, ev)
-            assert got == ref
+                got.push(*ev)
+            assert len(got) == len(ref) and got.next_time() == (ref[0][0] if ref else events.INF_PS)
+
+
+def test_event_queue_run_stops_before_the_end():
+    """run() handles every event before ``end_ps`` in order, with what handlers push meanwhile."""
+    for queue in (events.ArrayQueue, events.HeapqQueue):
+        q = queue([(5, 2, 0, "a", 1), (5, 1, 0, "b", 2), (9, 3, 0, "c", 3)])
+        seen = []
+
+        def handle(target, arg, t, q=q, seen=seen):
+            seen.append((t, target, arg))
+            if target == "b":
+                q.push(7, 10, 0, "d", 4)
+
+        assert q.run(9, (handle,)) == 3
+        assert seen == [(5, "b", 2), (5, "a", 1), (7, "d", 4)] and q.events() == [(9, 3, 0, "c", 3)]
 
 
 def _run(args: list, out: Path, pure: bool, ranks: int = 1) -> dict:

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import tracemalloc
 from fractions import Fraction
-from heapq import heappop
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from hypothesis import strategies as st
 
 from pwormhole import compiled
 from pwormhole.errors import InputError
+from pwormhole.events import EventQueue
 from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
@@ -284,7 +284,7 @@ def _dcqcn_qp():
     cfg = config("dcqcn")
     net = Network(star_topo(2), flows_of([(0, 1, 10_000_000, 0)]), cfg)
     host = net.nodes[0]
-    host.heap = []
+    host.heap = EventQueue()
     flow = net.flows[0]
     rtt, win = net.qp_window(flow)
     qp = SendQP(flow, host, host.ports[0], G100, win, rtt, cfg, host.hdr_bytes)
@@ -292,8 +292,8 @@ def _dcqcn_qp():
 
 
 def _run_timers(host, until_ps):
-    while host.heap and host.heap[0][0] <= until_ps:
-        t, _, _, _, arg = heappop(host.heap)
+    while host.heap.next_time() <= until_ps:
+        t, _, _, _, arg = host.heap.pop()
         host.on_timer(arg, t)
 
 
@@ -306,7 +306,7 @@ def test_dcqcn_cnp_order(second_cnp):
     cc.dcqcn_on_cnp(qp, host, t0)
     # first CNP: alpha = 1, both timers armed, rate = target = 1.0 x rate (no cut yet)
     assert qp.rate_bps == qp.target_rate_bps == G100 and qp.alpha == 1.0
-    assert sorted(ev[0] for ev in host.heap) == [t0 + US, t0 + 4 * US + 1000]
+    assert sorted(ev[0] for ev in host.heap.events()) == [t0 + US, t0 + 4 * US + 1000]
     alpha = Fraction(1)
     for k in range(1, 5):  # alpha timer every 1 us; a CNP at t0 + 2.5 us sets the bit for the 3 us update
         if second_cnp and k == 3:

@@ -17,18 +17,13 @@ from bisect import bisect_left
 
 from ..config import CC_TIMELY
 from ..net import cc
+from ..net.nodes import unwire
 from ..net.packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
     EV_NIC_WAKE,
     EV_TIMER,
     EV_TX_DONE,
-    P_FLOW,
-    P_INPORT,
-    P_INT,
-    P_SEQ,
-    P_TS,
-    P_TYPE,
     T_PFC,
 )
 from .groups import route_path
@@ -64,9 +59,9 @@ def owned_by(ports: set, flows: set):
             return ev[EV_TARGET] in ports
         if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
             pkt = ev[EV_ARG]
-            if pkt[P_TYPE] == T_PFC:
-                return ev[EV_TARGET].ports[pkt[P_INPORT]] in ports
-            return pkt[P_FLOW] in flows
+            if pkt.kind == T_PFC:
+                return ev[EV_TARGET].ports[pkt.inport] in ports
+            return pkt.fid in flows
         if kind == EV_TIMER:
             return ev[EV_ARG][TIMER_QP].fid in flows
         return False
@@ -76,6 +71,8 @@ def owned_by(ports: set, flows: set):
 def freeze(lps, ports: set, flows: set) -> tuple:
     """Take the group's events out of the LPs' heaps and hold its ports: ``(events by LP, busy states)``."""
     mine = owned_by(ports, flows)
+    for lp in lps:
+        unwire(lp.heap)  # packets on wires become events that extract can see
     events = [(lp, lp.extract(mine)) for lp in lps]
     busy = {p: p.hold() for p in ports}
     return events, busy
@@ -167,16 +164,16 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
         if fs.dst in local:
             nodes[fs.dst].advance_rx(fid, b, t0, d)
     seen_int: set = set()
-    stamped = net.cfg.cc_mode == CC_TIMELY  # packets carry their send time (P_TS)
+    stamped = net.cfg.cc_mode == CC_TIMELY  # packets carry their send time (Packet.sent_ps)
 
     def shift_pkt(pkt):
-        if pkt[P_TYPE] == T_PFC:
+        if pkt.kind == T_PFC:
             return
-        fid = pkt[P_FLOW]
-        pkt[P_SEQ] += advance_bytes.get(fid, 0)
+        fid = pkt.fid
+        pkt.seq += advance_bytes.get(fid, 0)
         if stamped:  # its send time: it was sent d later in the skipped run
-            pkt[P_TS] += d
-        hops = pkt[P_INT]
+            pkt.sent_ps += d
+        hops = pkt.int_hops
         if hops and id(hops) not in seen_int:
             seen_int.add(id(hops))
             hops[:] = cc.hpcc_shift_int(hops, d, [port_adv.get(p, 0) for p in flows[fid].data_hops])

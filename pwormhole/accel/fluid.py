@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from ..config import CC_DCQCN, NVLINK_CC_NIC
 from ..errors import InputError
-from ..events import push_event
 from ..net.nodes import Port
 from ..net.packet import EV_MODEL
 from ..units import serialization_ps as _tx_ps
@@ -180,7 +179,7 @@ class FluidDomain:
     # -- model -------------------------------------------------------------------------
     def _post(self, t: int, arg) -> None:
         nvs = self.nvs
-        push_event(nvs.heap, (t, nvs.kbase + nvs.seq, EV_FLUID, self, arg))
+        nvs.heap.push(t, nvs.kbase + nvs.seq, EV_FLUID, self, arg)
         nvs.seq += 1
 
     def _advance(self, t: int) -> None:

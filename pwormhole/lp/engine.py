@@ -1,19 +1,15 @@
-"""One logical process: an event heap and the hot loop.
+"""One logical process: its nodes and their event queue.
 
-The hot loop pops plain tuples ``(t_ps, key, kind, target, arg)`` and calls
-``handlers[kind](target, arg, t_ps)``; keys are unique, so comparisons never
-reach the payload (DESIGN.md invariant 2). Nothing else happens per event:
-no logging, no objects, no acceleration branches. Everything else happens at
-window boundaries, driven by :mod:`pwormhole.sync`.
+The hot loop (:meth:`pwormhole.events.EventQueue.run`) pops events ``(t_ps, key, kind,
+target, arg)`` in ``(t_ps, key)`` order and calls ``handlers[kind](target, arg, t_ps)``;
+keys are unique (DESIGN.md invariant 2). Nothing else happens per event: no logging,
+no objects, no acceleration branches. Everything else happens at window boundaries,
+driven by :mod:`pwormhole.sync`.
 """
 
 from __future__ import annotations
 
-from heapq import heapify
-
-from ..events import pop_event, push_event
-
-INF_PS = 1 << 62  # "nothing pending": no event in a heap, no planned wake
+from ..events import INF_PS, EventQueue
 
 
 def next_due_ps(event_ps: int, wake_ps: int) -> int:
@@ -31,7 +27,7 @@ class LogicalProcess:
     Attributes:
         lp_id: index of this LP (its rank under MPI).
         nodes: the node objects it owns.
-        heap: its event heap (shared by reference with its nodes and ports).
+        heap: its :class:`~pwormhole.events.EventQueue` (shared by reference with its nodes and ports).
         outboxes: ``peer lp id -> list of events`` for events crossing to that LP.
         handlers: the handler table, indexed by event kind (given by the network model).
         finished: ``(flow id, finish_ps, start_ps)`` of flows completed since the last boundary.
@@ -44,8 +40,7 @@ class LogicalProcess:
     def __init__(self, lp_id: int, nodes, initial_events, owner: list[int], handlers: tuple):
         self.lp_id = lp_id
         self.nodes = nodes
-        self.heap: list[tuple] = [ev for ev in initial_events if owner[ev[3].node_id] == lp_id]
-        heapify(self.heap)
+        self.heap = EventQueue([ev for ev in initial_events if owner[ev[3].node_id] == lp_id])
         self.outboxes: dict[int, list[tuple]] = {}
         self.finished: list[tuple[int, int, int]] = []  # drained at boundaries
         self.op_log: list[tuple[int, int, int]] = []
@@ -69,14 +64,12 @@ class LogicalProcess:
     def extract(self, predicate) -> list:
         """Remove the pending events for which ``predicate(event)`` holds and return them
         (in heap order); the others stay pending."""
-        heap = self.heap
         out: list[tuple] = []
         keep: list[tuple] = []
-        for ev in heap:
+        for ev in self.heap.events():
             (out if predicate(ev) else keep).append(ev)
         if out:
-            heap[:] = keep
-            heapify(heap)
+            self.heap.replace(keep)
         return out
 
     def reinsert(self, events, d_ps: int, retime=None) -> None:
@@ -87,27 +80,15 @@ class LogicalProcess:
             t_ev = retime(ev) if retime is not None else None
             if t_ev is None:
                 t_ev = ev[0] + d_ps
-            push_event(heap, (t_ev, ev[1], ev[2], ev[3], ev[4]))
+            heap.push(t_ev, ev[1], ev[2], ev[3], ev[4])
 
     def next_time(self) -> int:
         """Time of the earliest pending event, or ``INF_PS``."""
-        return self.heap[0][0] if self.heap else INF_PS
+        return self.heap.next_time()
 
     def run_until(self, end_ps: int) -> int:
         """Process every event with ``t < end_ps``; returns how many."""
-        n = run_events(self.heap, end_ps, self.handlers)
+        n = self.heap.run(end_ps, self.handlers)
         self.events += n
         return n
 
-
-def run_events(heap: list, end_ps: int, handlers: tuple) -> int:
-    """The hot loop: pop and handle every event of ``heap`` with ``t < end_ps``; returns how many."""
-    n = 0
-    while heap:
-        t = heap[0][0]
-        if t >= end_ps:
-            break
-        ev = pop_event(heap)
-        handlers[ev[2]](ev[3], ev[4], ev[0])
-        n += 1
-    return n

@@ -11,8 +11,6 @@ pairs.
 
 from __future__ import annotations
 
-from heapq import heapify
-
 from ..config import NVLINK_CC_NONE, ModelConfig
 from ..errors import InputError
 from ..hpcc_config import check_k_maps
@@ -21,7 +19,7 @@ from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.dag import Dag
 from ..workload.flows import Flow
 from .dagrun import DagRuntime
-from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port
+from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
 from .packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
@@ -30,7 +28,6 @@ from .packet import (
     EV_OP_START,
     EV_TX_DONE,
     INT_BYTES_BY_CC,
-    P_INPORT,
     ecmp_hash,
     overhead_bytes,
 )
@@ -267,19 +264,20 @@ class Network:
             if p.node.heap is not None:
                 heaps[id(p.node.heap)] = p.node.heap
         for heap in heaps.values():
+            unwire(heap)
             keep = []
-            for ev in heap:
+            evs = heap.events()
+            for ev in evs:
                 kind = ev[2]
                 if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
-                    if (ev[3].node_id, ev[4][P_INPORT]) in dead_in:
+                    if (ev[3].node_id, ev[4].inport) in dead_in:
                         ev[3].lost += 1
                         continue
                 elif (kind == EV_TX_DONE or kind == EV_NIC_WAKE) and ev[3] in dead:
                     continue
                 keep.append(ev)
-            if len(keep) != len(heap):
-                heap[:] = keep
-                heapify(heap)
+            if len(keep) != len(evs):
+                heap.replace(keep)
         for p in sorted(dead, key=lambda p: p.node.node_id):
             if p.node.heap is not None:
                 p.take_down(t_ps)

@@ -3,6 +3,7 @@
 import cython
 
 from pwormhole.net.nodes cimport SendQP
+from pwormhole.net.packet cimport Packet
 
 
 @cython.locals(old=cython.longlong, last=cython.longlong)
@@ -10,9 +11,9 @@ cpdef set_rate(SendQP qp, long long new_rate_bps)
 cpdef dcqcn_on_cnp(SendQP qp, host, long long t_ps)
 @cython.locals(line=cython.longlong)
 cpdef dcqcn_timer(SendQP qp, host, int kind, gen, long long t_ps)
-cpdef hpcc_on_ack(SendQP qp, list pkt, cfg)
+cpdef hpcc_on_ack(SendQP qp, Packet pkt, cfg)
 cpdef assign_rate(SendQP qp, long long new_rate_bps)
-cpdef timely_on_ack(SendQP qp, list pkt, cfg, long long t_ps)
+cpdef timely_on_ack(SendQP qp, Packet pkt, cfg, long long t_ps)
 @cython.locals(ack_seq=cython.longlong, nxt=cython.longlong)
-cpdef dctcp_on_ack(SendQP qp, list pkt, cfg)
+cpdef dctcp_on_ack(SendQP qp, Packet pkt, cfg)
 cpdef dctcp_after_skip(SendQP qp, long long b)

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 from math import gcd
 
-from .packet import P_ECN, P_INT, P_SEQ, P_TS
-
 # timer kinds (EV_TIMER arg[1])
 TM_ALPHA = 0
 TM_DECREASE = 1
@@ -226,10 +224,10 @@ def jump_to_rate(qp, rate_bps: int, hpcc: bool) -> None:
 
 def hpcc_on_ack(qp, pkt, cfg) -> None:
     """HPCC reaction to one ACK (``RdmaHw::HandleAckHp`` / ``UpdateRateHp``)."""
-    hops = pkt[P_INT]
+    hops = pkt.int_hops
     if not hops:
         return
-    fast = pkt[P_SEQ] <= qp.last_update_seq
+    fast = pkt.seq <= qp.last_update_seq
     if fast and not cfg.fast_react:
         return
     next_seq = qp.snd_nxt
@@ -288,9 +286,9 @@ def timely_on_ack(qp, pkt, cfg, t_ps: int) -> None:
     update's ``snd_nxt`` runs ``UpdateRateTimely``; others run ``FastReactTimely``, which
     does nothing. The RTT is now minus the send time the ACK echoes. The first such ACK only
     records the RTT; later ones update the gradient EWMA and the rate from ``cur_rate_bps``."""
-    if pkt[P_SEQ] <= qp.last_update_seq:
+    if pkt.seq <= qp.last_update_seq:
         return
-    rtt = t_ps - pkt[P_TS]
+    rtt = t_ps - pkt.sent_ps
     if qp.last_update_seq != 0:
         a = cfg.timely_alpha
         diff = (1 - a) * qp.rtt_diff_ps + a * (rtt - qp.last_rtt_ps)
@@ -332,8 +330,8 @@ def dctcp_on_ack(qp, pkt, cfg) -> None:
     the next batch is the data in flight; the first batch only sets its size); CWR ends past
     ``high_seq``; a marked ACK outside CWR cuts the rate and enters CWR; a new batch outside
     CWR adds ``DCTCP_RATE_AI``."""
-    ack_seq = pkt[P_SEQ]
-    marked = pkt[P_ECN]
+    ack_seq = pkt.seq
+    marked = pkt.ecn
     new_batch = False
     if marked:
         qp.ecn_cnt += 1

@@ -4,13 +4,13 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
-from pwormhole.events cimport sift_push as push_event  # the compiled twin of events.push_event: a C call
+from pwormhole.events cimport ArrayQueue  # the compiled EventQueue: push is a C call
+from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
 cdef long long RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE
 cdef int EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE
-cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, N_EVENT_KINDS, N_PRIORITIES
-cdef int P_DST, P_ECN, P_FLOW, P_HASH, P_INPORT, P_INT, P_PAUSE, P_PAY, P_PG, P_SEQ, P_SIZE, P_TS, P_TYPE
+cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, EV_WIRE, N_EVENT_KINDS, N_PRIORITIES
 cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
@@ -22,12 +22,17 @@ cdef class Port:
     cdef public long long idx, rate_bps, delay_ps, peer_idx, tx_bytes, qbytes
     cdef public int arrive_kind
     cdef public Node peer
-    cdef public list remote, heap, paused
+    cdef public list remote, paused
+    cdef public ArrayQueue heap
     cdef public bint busy, up
     cdef public double error_rate
+    cdef public Fifo wire
 
-    @cython.locals(size=cython.longlong, tx_ps=cython.longlong, k=cython.longlong, node=Node)
-    cpdef transmit(self, list pkt, long long t)
+    @cython.locals(size=cython.longlong, tx_ps=cython.longlong, k=cython.longlong, node=Node,
+                   arrive_ps=cython.longlong, wire=Fifo)
+    cpdef transmit(self, Packet pkt, long long t)
+    @cython.locals(nxt=tuple, wire=Fifo)
+    cpdef on_wire(self, _arg, long long t)
     cpdef on_tx_done(self, _arg, long long t)
     cpdef kick(self, long long t)
     @cython.locals(node=Node)
@@ -41,9 +46,9 @@ cdef class SwitchPort(Port):
     cdef public double pmax
 
     @cython.locals(qs=list, used=list, paused=list, n=cython.Py_ssize_t, i=cython.Py_ssize_t,
-                   j=cython.Py_ssize_t, qi=cython.int, pkt=list, size=cython.longlong, sw=Switch,
+                   j=cython.Py_ssize_t, qi=cython.int, pkt=Packet, size=cython.longlong, sw=Switch,
                    inp=SwitchPort, from_hdrm=cython.longlong, rest=cython.longlong, shared=cython.longlong,
-                   eg=cython.longlong)
+                   eg=cython.longlong, q=Fifo)
     cpdef kick(self, long long t)
 
 
@@ -52,14 +57,14 @@ cdef class DropPort(SwitchPort):
 
 
 cdef class HostPort(Port):
-    cdef public object ctrl
+    cdef public Fifo ctrl
     cdef public list qps
     cdef public long long rr, wake_ps, hdr_bytes, ack_bytes
     cdef public bint has_win, cc_off
 
     @cython.locals(qps=list, n=cython.Py_ssize_t, i=cython.Py_ssize_t, j=cython.Py_ssize_t,
                    start=cython.Py_ssize_t, qp=SendQP, nxt=cython.longlong, wait=cython.longlong,
-                   paused=list, has_win=cython.bint, node=Node)
+                   paused=list, has_win=cython.bint, node=Node, ctrl=Fifo)
     cpdef kick(self, long long t)
     cpdef on_wake(self, _arg, long long t)
 
@@ -83,14 +88,16 @@ cdef class SendQP:
 
     @cython.locals(seq=cython.longlong, pay=cython.longlong, wire=cython.longlong, nxt=cython.longlong,
                    rate=cython.longlong, host=Host)
-    cpdef list next_packet(self, long long t)
+    cpdef Packet next_packet(self, long long t)
 
 
 cdef class Node:
     cdef public long long node_id, kbase, seq, pfc_pauses_rx, lost, drops
     cdef public object rng, salt, routes
-    cdef public list ports, heap, pfc_log
+    cdef public list ports, pfc_log
+    cdef public ArrayQueue heap
 
+    cpdef on_arrive(self, Packet pkt, long long t)
     cpdef pick_port(self, long long dst, h)
 
 
@@ -104,7 +111,7 @@ cdef class Switch(Node):
     @cython.locals(typ=cython.int, routes=list, port=SwitchPort, qi=cython.int, size=cython.longlong,
                    inp=SwitchPort, in_b=cython.longlong, thr=cython.longlong, shared=cython.longlong,
                    new_b=cython.longlong, over=cython.longlong)
-    cpdef on_arrive(self, list pkt, long long t)
+    cpdef on_arrive(self, Packet pkt, long long t)
     @cython.locals(shared=cython.longlong)
     cpdef check_resume(self, SwitchPort inp, int qi, long long t)
     cpdef send_pfc(self, SwitchPort port, int qi, bint pause, long long t)
@@ -119,9 +126,9 @@ cdef class Host(Node):
     cdef public list finished, op_log, flow_start_log
 
     cpdef timer(self, long long t, qp, int kind, gen)
-    cpdef on_arrive(self, list pkt, long long t)
+    cpdef on_arrive(self, Packet pkt, long long t)
     @cython.locals(rx=list, seq=cython.longlong, exp=cython.longlong, typ=cython.int, port=HostPort)
-    cpdef receive_data(self, list pkt, long long t)
+    cpdef receive_data(self, Packet pkt, long long t)
     @cython.locals(qp=SendQP, seq=cython.longlong, port=HostPort)
-    cpdef receive_ack(self, list pkt, long long t)
+    cpdef receive_ack(self, Packet pkt, long long t)
     cpdef complete(self, SendQP qp, long long t)

@@ -20,7 +20,7 @@ High-Precision-Congestion-Control, ``simulation/src/point-to-point/model``):
   dequeue under HPCC.
 
 Handlers only: nothing here knows about windows, ranks or acceleration.
-Events go into ``node.heap`` or, for a node served by another heap, into the
+Events go into ``node.heap`` (an :class:`~pwormhole.events.EventQueue`) or, for a node served by another heap, into the
 outbox given for it (the port's ``remote``; a host's ``remote_boxes``), like
 ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
 ``Node.attach``. Each node draws its event keys from its own counter
@@ -31,11 +31,10 @@ ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
 from __future__ import annotations
 
 import random
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..events import push_event
+from ..events import EventQueue
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -47,27 +46,17 @@ from .packet import (
     EV_OP_START,
     EV_TIMER,
     EV_TX_DONE,
+    EV_WIRE,
     INT_BYTES_BY_CC,
     N_EVENT_KINDS,
     N_PRIORITIES,
-    P_DST,
-    P_ECN,
-    P_FLOW,
-    P_HASH,
-    P_INPORT,
-    P_INT,
-    P_PAUSE,
-    P_PAY,
-    P_PG,
-    P_SEQ,
-    P_SIZE,
-    P_TS,
-    P_TYPE,
     PFC_FRAME_BYTES,
     T_ACK,
     T_DATA,
     T_NACK,
     T_PFC,
+    Fifo,
+    new_packet,
     overhead_bytes,
 )
 
@@ -101,12 +90,14 @@ class Port:
     list when the peer is served by another heap, else None), ``paused`` (per priority:
     paused by the peer's PFC), ``error_rate`` (per-packet loss on this link),
     ``tx_bytes`` (bytes started on the wire so far: the per-link byte counter),
-    ``up`` (False once the link failed: the port is then held busy for good).
+    ``up`` (False once the link failed: the port is then held busy for good),
+    ``wire`` (packets on the link to a peer of the same heap, ``(arrive_ps, key, packet)`` in
+    arrival order; only the first is an event in the heap: see :meth:`on_wire`).
     """
 
     __slots__ = (
         "node", "idx", "rate_bps", "delay_ps", "peer", "peer_idx", "arrive_kind", "remote", "heap",
-        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "up",
+        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "up", "wire",
     )
 
     def __init__(self, node, idx: int, rate_bps: int, delay_ps: int, error_rate: float):
@@ -119,33 +110,50 @@ class Port:
         self.arrive_kind = 0
         self.remote: list[tuple] | None = None
         # None until Node.attach, which runs before any event: the per-packet path pushes unchecked
-        self.heap: list[tuple] = None  # type: ignore[assignment]
+        self.heap: EventQueue = None  # type: ignore[assignment]
         self.busy = False
         self.paused = [False] * N_PRIORITIES
         self.error_rate = error_rate
         self.tx_bytes = 0  # cumulative bytes started on the wire (INT txBytes)
         self.qbytes = 0  # bytes waiting in this port's queues
         self.up = True
+        self.wire = Fifo()
 
     def transmit(self, pkt, t: int) -> None:
         """Start serializing ``pkt`` at ``t``: schedule tx-done here and the arrival at the peer."""
         self.busy = True
-        size = pkt[P_SIZE]
+        size = pkt.size_bytes
         tx_ps = -((-size * PS_BITS) // self.rate_bps)
         self.tx_bytes += size
         node = self.node
         k = node.kbase + node.seq
         node.seq += 2
-        push_event(self.heap, (t + tx_ps, k, EV_TX_DONE, self, None))
+        self.heap.push(t + tx_ps, k, EV_TX_DONE, self, None)
         if self.error_rate and node.rng.random() < self.error_rate:
             node.lost += 1
             return
-        pkt[P_INPORT] = self.peer_idx
-        ev = (t + tx_ps + self.delay_ps, k + 1, self.arrive_kind, self.peer, pkt)
+        pkt.inport = self.peer_idx
+        arrive_ps = t + tx_ps + self.delay_ps
         if self.remote is None:
-            push_event(self.heap, ev)
+            # arrivals on one link come in the order sent (a port serializes one packet at a time)
+            wire = self.wire
+            if not wire.size():
+                self.heap.push(arrive_ps, k + 1, EV_WIRE, self, None)
+            wire.push((arrive_ps, k + 1, pkt))
         else:
-            self.remote.append(ev)
+            self.remote.append((arrive_ps, k + 1, self.arrive_kind, self.peer, pkt))
+
+    def on_wire(self, _arg, t: int) -> None:
+        """The first packet on the wire reaches the peer; the next one's arrival becomes the event.
+
+        Each packet's arrival keeps the time and key it was sent with, so events run in the
+        same order as with one heap event per packet; the heap holds one per busy link."""
+        wire = self.wire
+        pkt = wire.pop()[2]
+        if wire.size():
+            nxt = wire.first()
+            self.heap.push(nxt[0], nxt[1], EV_WIRE, self, None)
+        self.peer.on_arrive(pkt, t)
 
     def on_tx_done(self, _arg, t: int) -> None:
         self.busy = False
@@ -202,7 +210,7 @@ class SwitchPort(Port):
 
     def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
         super().__init__(node, idx, rate_bps, delay_ps, error_rate)
-        self.qs = [deque() for _ in range(N_PRIORITIES)]
+        self.qs = [Fifo() for _ in range(N_PRIORITIES)]
         self.used_qs = []  # data priorities that ever held a packet, ascending
         self.rr = 0
         self.in_bytes = [0] * N_PRIORITIES  # ingress accounting of packets that came in on this port
@@ -220,9 +228,10 @@ class SwitchPort(Port):
         if self.busy:
             return
         qs = self.qs
-        if qs[0]:
-            pkt = qs[0].popleft()
-            self.qbytes -= pkt[P_SIZE]
+        q = qs[0]
+        if q.size():
+            pkt = q.pop()
+            self.qbytes -= pkt.size_bytes
             self.transmit(pkt, t)
             return
         used = self.used_qs
@@ -231,16 +240,17 @@ class SwitchPort(Port):
         for i in range(n):
             j = (self.rr + i) % n
             qi = used[j]
-            if qs[qi] and not paused[qi]:
+            q = qs[qi]
+            if q.size() and not paused[qi]:
                 self.rr = j + 1
-                pkt = qs[qi].popleft()
+                pkt = q.pop()
                 break
         else:
             return
-        size = pkt[P_SIZE]
+        size = pkt.size_bytes
         self.qbytes -= size
         sw = self.node
-        inp = sw.ports[pkt[P_INPORT]]
+        inp = sw.ports[pkt.inport]
         if sw.pfc:
             # ingress release (SwitchMmu::RemoveFromIngressAdmission)
             from_hdrm = inp.hdrm_bytes[qi]
@@ -255,14 +265,14 @@ class SwitchPort(Port):
         sw.used_bytes -= size
         eg = self.eg_bytes[qi] - size
         self.eg_bytes[qi] = eg
-        if pkt[P_TYPE] == T_DATA:
+        if pkt.kind == T_DATA:
             if sw.ecn and eg > self.kmin_bytes:
                 if eg > self.kmax_bytes or (sw.rng.random()
                                             < self.pmax * (eg - self.kmin_bytes) / (self.kmax_bytes - self.kmin_bytes)):
-                    if not pkt[P_ECN]:
-                        pkt[P_ECN] = True
+                    if not pkt.ecn:
+                        pkt.ecn = True
                         sw.ecn_marks += 1
-            hops = pkt[P_INT]
+            hops = pkt.int_hops
             if hops is not None:
                 hops.append((t, self.tx_bytes, self.qbytes, self.rate_bps))
         self.transmit(pkt, t)
@@ -279,14 +289,14 @@ class SwitchPort(Port):
         sw = self.node
         lost = 0
         for qi, q in enumerate(self.qs):
-            while q:
-                pkt = q.popleft()
+            while q.size():
+                pkt = q.pop()
                 lost += 1
-                size = pkt[P_SIZE]
+                size = pkt.size_bytes
                 self.qbytes -= size
                 if not qi:
                     continue  # control queue: no buffer accounting (Switch.on_arrive)
-                inp = sw.ports[pkt[P_INPORT]]
+                inp = sw.ports[pkt.inport]
                 if sw.pfc:  # the ingress release of kick()
                     from_hdrm = min(inp.hdrm_bytes[qi], size)
                     rest = size - from_hdrm
@@ -299,7 +309,8 @@ class SwitchPort(Port):
                 self.eg_bytes[qi] -= size
                 if inp.pfc_sent[qi]:
                     sw.check_resume(inp, qi, t)
-        self.qs = [deque(maxlen=0) for _ in range(N_PRIORITIES)]  # frames queued here later are discarded
+        for q in self.qs:
+            q.close()  # frames queued here later are discarded
         sw.lost += lost
         return lost
 
@@ -339,7 +350,7 @@ class HostPort(Port):
 
     def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
         super().__init__(node, idx, rate_bps, delay_ps, error_rate)
-        self.ctrl = deque()
+        self.ctrl = Fifo()
         self.qps = []
         self.rr = 0
         self.wake_ps = -1
@@ -352,8 +363,9 @@ class HostPort(Port):
         """Send a control packet, else the next eligible QP's next data packet."""
         if self.busy:
             return
-        if self.ctrl:
-            self.transmit(self.ctrl.popleft(), t)
+        ctrl = self.ctrl
+        if ctrl.size():
+            self.transmit(ctrl.pop(), t)
             return
         qps = self.qps
         n = len(qps)
@@ -381,7 +393,7 @@ class HostPort(Port):
         if wait >= 0 and (self.wake_ps <= t or wait < self.wake_ps):
             self.wake_ps = wait
             node = self.node
-            push_event(self.heap, (wait, node.kbase + node.seq, EV_NIC_WAKE, self, None))
+            self.heap.push(wait, node.kbase + node.seq, EV_NIC_WAKE, self, None)
             node.seq += 1
 
     def on_wake(self, _arg, t: int) -> None:
@@ -401,8 +413,8 @@ class HostPort(Port):
         """As :meth:`Port.take_down`: queued ACK/NACKs are lost, later ones discarded
         (the host moves or stops its QPs: :meth:`Host.reroute`)."""
         super().take_down(t)
-        lost = len(self.ctrl)
-        self.ctrl = deque(maxlen=0)
+        lost = self.ctrl.size()
+        self.ctrl.close()
         self.wake_ps = -1
         self.node.lost += lost
         return lost
@@ -579,8 +591,8 @@ class SendQP:
             self.rto_armed = True
             self.rto_una = self.snd_una
             host.timer(t + host.rto_ps, self, cc.TM_RTO, 0)
-        return [T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
-                [] if self.hpcc else None, 0, t if self.timely else 0, host.node_id]
+        return new_packet(T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
+                          [] if self.hpcc else None, 0, t if self.timely else 0, host.node_id)
 
 
 class Node:
@@ -598,13 +610,13 @@ class Node:
         self.ports: Sequence[Port] = []
         self.routes: Mapping[int, Sequence[Port]] = {}  # dst node id -> list of egress ports (equal-cost next hops)
         # None until attach (Network.fail_link tells attached nodes by it); events run only on attached nodes
-        self.heap: list[tuple] = None  # type: ignore[assignment]
+        self.heap: EventQueue = None  # type: ignore[assignment]
         self.pfc_log: list[tuple] = []
         self.pfc_pauses_rx = 0
         self.lost = 0  # packets lost to link errors when sent from here
         self.drops = 0  # packets dropped by buffer admission here
 
-    def attach(self, heap: list, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
+    def attach(self, heap: EventQueue, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
                flow_start_log: list) -> None:
         """Where this node puts its events and records, each shared by the nodes of one heap:
         ``heap`` (pending events), ``remote_boxes`` (node id -> outbox of the events for a node
@@ -616,6 +628,9 @@ class Node:
         for port in self.ports:
             port.heap = heap
             port.remote = remote_boxes.get(port.peer.node_id)
+
+    def on_arrive(self, pkt, t: int) -> None:  # pragma: no cover - overridden
+        raise AssertionError("abstract")
 
     def route_port(self, dst: int, h: int):
         """The egress port a packet of hash ``h`` to ``dst`` takes here (same choice as the per-packet path)."""
@@ -658,19 +673,19 @@ class Switch(Node):
         return (self.buffer_bytes - self.total_hdrm - self.total_rsrv - self.shared_used) >> port.pfc_shift
 
     def on_arrive(self, pkt, t: int) -> None:
-        typ = pkt[P_TYPE]
+        typ = pkt.kind
         if typ == T_PFC:
-            self.ports[pkt[P_INPORT]].pause(pkt[P_PG], bool(pkt[P_PAUSE]), t)
+            self.ports[pkt.inport].pause(pkt.pg, bool(pkt.pause), t)
             return
-        routes = self.routes[pkt[P_DST]]
+        routes = self.routes[pkt.dst]
         if len(routes) == 1:
             port = routes[0]
         else:
-            port = routes[(((pkt[P_HASH] ^ self.salt) * ECMP_MIX) >> 40) % len(routes)]
-        qi = 0 if (typ != T_DATA and self.ack_high_prio) else pkt[P_PG]
-        size = pkt[P_SIZE]
+            port = routes[(((pkt.ecmp_hash ^ self.salt) * ECMP_MIX) >> 40) % len(routes)]
+        qi = 0 if (typ != T_DATA and self.ack_high_prio) else pkt.pg
+        size = pkt.size_bytes
         if qi:
-            inp = self.ports[pkt[P_INPORT]]
+            inp = self.ports[pkt.inport]
             if self.pfc:
                 in_b = inp.in_bytes[qi]
                 thr = (self.buffer_bytes - self.total_hdrm - self.total_rsrv - self.shared_used) >> inp.pfc_shift
@@ -701,7 +716,7 @@ class Switch(Node):
             if qi not in port.used_qs:
                 port.used_qs.append(qi)
                 port.used_qs.sort()
-        port.qs[qi].append(pkt)
+        port.qs[qi].push(pkt)
         port.qbytes += size
         if not port.busy:
             port.kick(t)
@@ -719,8 +734,9 @@ class Switch(Node):
         port.pfc_sent[qi] = pause
         if pause:
             self.pfc_pauses_sent += 1
-        frame = [T_PFC, -1, 0, PFC_FRAME_BYTES, 0, qi, -1, 0, False, None, 0, 1 if pause else 0, self.node_id]
-        port.qs[0].append(frame)
+        frame = new_packet(T_PFC, -1, 0, PFC_FRAME_BYTES, 0, qi, -1, 0, False, None, 1 if pause else 0, 0,
+                           self.node_id)
+        port.qs[0].push(frame)
         port.qbytes += PFC_FRAME_BYTES
         if not port.busy:
             port.kick(t)
@@ -765,7 +781,7 @@ class Host(Node):
         self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start(host, fid, t)``)
         self.remote_boxes = {}  # node id -> outbox of events for a node served by another heap
 
-    def attach(self, heap: list, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
+    def attach(self, heap: EventQueue, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
                flow_start_log: list) -> None:
         super().attach(heap, remote_boxes, pfc_log, finished, op_log, flow_start_log)
         self.finished = finished
@@ -790,7 +806,7 @@ class Host(Node):
             self.bytes_delivered += b
 
     def timer(self, t: int, qp, kind: int, gen: int) -> None:
-        push_event(self.heap, (t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen)))
+        self.heap.push(t, self.kbase + self.seq, EV_TIMER, self, (qp, kind, gen))
         self.seq += 1
 
     # -- events -------------------------------------------------------------
@@ -826,13 +842,13 @@ class Host(Node):
     # -- workload DAG (pwormhole.workload.dag; tables in pwormhole.net.dagrun) ----
     def post(self, t: int, target, kind: int, arg) -> None:
         """Schedule an event at another host: into this heap or the outbox given for it."""
-        ev = (t, self.kbase + self.seq, kind, target, arg)
+        key = self.kbase + self.seq
         self.seq += 1
         box = self.remote_boxes.get(target.node_id)
         if box is None:
-            push_event(self.heap, ev)
+            self.heap.push(t, key, kind, target, arg)
         else:
-            box.append(ev)
+            box.append((t, key, kind, target, arg))
 
     def dag_satisfy(self, children, t: int) -> None:
         """One dependency of each of ``children`` (ops on this host) is met at ``t``."""
@@ -847,7 +863,7 @@ class Host(Node):
         rt = self.dag
         nb = rt.not_before_ps[op]
         if nb > t:
-            push_event(self.heap, (nb, self.kbase + self.seq, EV_OP_START, self, op))
+            self.heap.push(nb, self.kbase + self.seq, EV_OP_START, self, op)
             self.seq += 1
             return
         kind = rt.kind[op]
@@ -856,7 +872,7 @@ class Host(Node):
             end = start + rt.arg[op]
             self.compute_free_ps = end
             self.op_start[op] = start
-            push_event(self.heap, (end, self.kbase + self.seq, EV_OP_DONE, self, op))
+            self.heap.push(end, self.kbase + self.seq, EV_OP_DONE, self, op)
             self.seq += 1
         elif kind == 1:  # OP_FLOW
             self.on_flow_start(rt.arg[op], t)
@@ -911,26 +927,26 @@ class Host(Node):
             qp.rto_armed = False
 
     def on_arrive(self, pkt, t: int) -> None:
-        typ = pkt[P_TYPE]
+        typ = pkt.kind
         if typ == T_DATA:
             self.receive_data(pkt, t)
         elif typ == T_PFC:
-            self.ports[pkt[P_INPORT]].pause(pkt[P_PG], bool(pkt[P_PAUSE]), t)
+            self.ports[pkt.inport].pause(pkt.pg, bool(pkt.pause), t)
         else:
             self.receive_ack(pkt, t)
 
     def receive_data(self, pkt, t: int) -> None:
         """Receiver: in-order check, ACK/NACK generation (``RdmaHw::ReceiverCheckSeq``)."""
-        fid = pkt[P_FLOW]
+        fid = pkt.fid
         rx = self.rx.get(fid)
         if rx is None:
             rx = self.rx[fid] = [0, self.ack_interval, -1, -1, self.net.flows[fid].size_bytes]
-        seq = pkt[P_SEQ]
+        seq = pkt.seq
         exp = rx[0]
         if seq == exp:
-            exp += pkt[P_PAY]
+            exp += pkt.payload_bytes
             rx[0] = exp
-            self.bytes_delivered += pkt[P_PAY]
+            self.bytes_delivered += pkt.payload_bytes
             if exp >= rx[4] and self.dag is not None:
                 self.flow_received(fid, t)
             if exp >= rx[1]:
@@ -950,19 +966,19 @@ class Host(Node):
                 return
         else:
             typ = T_ACK  # duplicate (after a go-back): re-ack so the sender learns
-        src = pkt[12]
-        port = self.pick_port(src, pkt[P_HASH])
-        port.ctrl.append([typ, fid, exp, port.ack_bytes, 0, pkt[P_PG], src, pkt[P_HASH], pkt[P_ECN], pkt[P_INT], 0,
-                          pkt[P_TS], self.node_id])
+        src = pkt.src
+        port = self.pick_port(src, pkt.ecmp_hash)
+        port.ctrl.push(new_packet(typ, fid, exp, port.ack_bytes, 0, pkt.pg, src, pkt.ecmp_hash, pkt.ecn, pkt.int_hops,
+                                    0, pkt.sent_ps, self.node_id))
         if not port.busy:
             port.kick(t)
 
     def receive_ack(self, pkt, t: int) -> None:
         """Sender: cumulative ACK, completion, go-back-N, congestion control (``RdmaHw::ReceiveAck``)."""
-        qp = self.sqp.get(pkt[P_FLOW])
+        qp = self.sqp.get(pkt.fid)
         if qp is None:
             return
-        seq = pkt[P_SEQ]
+        seq = pkt.seq
         if self.cfg.l2_back_to_zero and self.chunk:
             seq = seq // self.chunk * self.chunk
         if seq > qp.snd_una:
@@ -973,11 +989,11 @@ class Host(Node):
         if qp.snd_una >= qp.size:
             self.complete(qp, t)
             return
-        if pkt[P_TYPE] == T_NACK:
+        if pkt.kind == T_NACK:
             self.retx_bytes += qp.snd_nxt - qp.snd_una
             qp.snd_nxt = qp.snd_una
         if qp.dcqcn:
-            if pkt[P_ECN]:
+            if pkt.ecn:
                 self.cnps_rx += 1
                 qp.cnps_rx += 1
                 cc.dcqcn_on_cnp(qp, self, t)
@@ -986,7 +1002,7 @@ class Host(Node):
         elif qp.timely:
             cc.timely_on_ack(qp, pkt, self.cfg, t)
         elif qp.dctcp:
-            if pkt[P_ECN]:
+            if pkt.ecn:
                 self.cnps_rx += 1
                 qp.cnps_rx += 1
             cc.dctcp_on_ack(qp, pkt, self.cfg)
@@ -1049,6 +1065,21 @@ class Host(Node):
                 port.kick(t)
 
 
+def unwire(heap) -> None:
+    """Give every packet on a wire of ``heap``'s ports (an EventQueue) its own arrival event
+    (the form in which whoever scans or edits the pending events finds them); the wires empty."""
+    evs = heap.events()
+    ports = [ev[3] for ev in evs if ev[2] == EV_WIRE]
+    if not ports:
+        return
+    keep = [ev for ev in evs if ev[2] != EV_WIRE]
+    for port in ports:
+        kind, peer = port.arrive_kind, port.peer
+        keep.extend((arrive_ps, key, kind, peer, pkt) for arrive_ps, key, pkt in port.wire)
+        port.wire.clear()
+    heap.replace(keep)
+
+
 def handler_table() -> tuple:
     """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``."""
     table: list = [None] * N_EVENT_KINDS
@@ -1056,6 +1087,7 @@ def handler_table() -> tuple:
         (EV_ARRIVE_HOST, Host, "on_arrive"), (EV_ARRIVE_SWITCH, Switch, "on_arrive"), (EV_TX_DONE, Port, "on_tx_done"),
         (EV_NIC_WAKE, HostPort, "on_wake"), (EV_FLOW_START, Host, "on_flow_start"), (EV_TIMER, Host, "on_timer"),
         (EV_OP_START, Host, "on_op_start"), (EV_OP_DONE, Host, "on_op_done"), (EV_NOTIFY, Host, "on_notify"),
+        (EV_WIRE, Port, "on_wire"),
     ):
         table[kind] = getattr(cls, name)  # the unbound method, as Python calls it (compiled: its descriptor)
     return tuple(table)

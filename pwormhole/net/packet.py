@@ -1,8 +1,8 @@
 """Packet and event layout of the packet-level model.
 
-A packet is a plain ``list`` indexed by the ``P_*`` constants below (a list,
-not an object, to keep the per-packet path cheap; it is mutable because
-switches mark ECN and push INT hops into it). An event is a plain tuple
+A packet is a :class:`Packet` built by :func:`new_packet` (compiled, a C struct
+whose integer fields need no Python objects); it is mutable because switches
+mark ECN and push INT hops into it. An event is a plain tuple
 ``(t_ps, key, kind, target, arg)`` (DESIGN.md invariant 2); ``kind`` is one of
 the ``EV_*`` constants and indexes the handler table (``nodes.handler_table``).
 
@@ -15,21 +15,58 @@ IP and PPP headers, i.e. 48 bytes without INT or with TIMELY's and 76 bytes with
 HPCC's (``RdmaHw::ReceiveUdp``).
 """
 
-# packet fields
-P_TYPE = 0  # T_DATA, T_ACK, T_NACK, T_PFC
-P_FLOW = 1  # flow id
-P_SEQ = 2  # data: first payload byte; ACK/NACK: next expected byte (cumulative)
-P_SIZE = 3  # wire bytes
-P_PAY = 4  # payload bytes (0 for control packets)
-P_PG = 5  # priority group
-P_DST = 6  # destination node id (routing key)
-P_HASH = 7  # ECMP hash of the flow's 5-tuple
-P_ECN = 8  # CE mark (data) / CNP flag (ACK echoes the mark, HPCC ns-3 style)
-P_INT = 9  # HPCC INT hop records: list of (ts_ps, tx_bytes, qlen_bytes, rate_bps); None otherwise
-P_INPORT = 10  # index of the port the packet arrived on at the current node
-P_PAUSE = 11  # PFC frames: 1 = pause, 0 = resume
-P_TS = 11  # data under TIMELY: when its sender built it (ps; TS-mode INT), else 0; ACK/NACK: echoed from the data
-P_SRC = 12  # source node id
+
+class Packet:
+    """A data packet, ACK/NACK or PFC frame (fields as HPCC ns-3's headers carry them).
+
+    ``kind``: T_DATA, T_ACK, T_NACK or T_PFC; ``fid``: flow id (-1: PFC); ``seq``: data: first
+    payload byte, ACK/NACK: next expected byte (cumulative); ``size_bytes``: on the wire;
+    ``payload_bytes``: 0 for control packets; ``pg``: priority group; ``dst``/``src``: node ids
+    (``dst`` is the routing key); ``ecmp_hash``: the flow's 5-tuple hash; ``ecn``: CE mark
+    (data) or CNP flag (an ACK echoes the mark, HPCC ns-3 style); ``int_hops``: HPCC INT
+    records ``(ts_ps, tx_bytes, qlen_bytes, rate_bps)``, else None; ``inport``: the port it
+    arrived on at the current node; ``pause``: PFC frames: 1 pause, 0 resume; ``sent_ps``:
+    data under TIMELY, when its sender built it (TS-mode INT), else 0; an ACK/NACK echoes it.
+    """
+
+    __slots__ = ("kind", "fid", "seq", "size_bytes", "payload_bytes", "pg", "dst", "ecmp_hash", "ecn",
+                 "int_hops", "inport", "pause", "sent_ps", "src")
+
+    kind: int
+    fid: int
+    seq: int
+    size_bytes: int
+    payload_bytes: int
+    pg: int
+    dst: int
+    ecmp_hash: int
+    ecn: bool
+    int_hops: list | None
+    inport: int
+    pause: int
+    sent_ps: int
+    src: int
+
+
+def new_packet(kind: int, fid: int, seq: int, size_bytes: int, payload_bytes: int, pg: int, dst: int,
+               ecmp_hash: int, ecn: bool, int_hops: list | None, pause: int, sent_ps: int, src: int) -> Packet:
+    """A :class:`Packet` (``inport`` 0 until it crosses a link)."""
+    pkt = Packet.__new__(Packet)
+    pkt.kind = kind
+    pkt.fid = fid
+    pkt.seq = seq
+    pkt.size_bytes = size_bytes
+    pkt.payload_bytes = payload_bytes
+    pkt.pg = pg
+    pkt.dst = dst
+    pkt.ecmp_hash = ecmp_hash
+    pkt.ecn = ecn
+    pkt.int_hops = int_hops
+    pkt.inport = 0
+    pkt.pause = pause
+    pkt.sent_ps = sent_ps
+    pkt.src = src
+    return pkt
 
 T_DATA = 0
 T_ACK = 1
@@ -47,7 +84,8 @@ EV_OP_START = 6  # target: Host, arg: op id (a DAG op whose dependencies are met
 EV_OP_DONE = 7  # target: Host, arg: op id (a compute op ends)
 EV_NOTIFY = 8  # target: Host, arg: op id (a dependency that ended on another host)
 EV_MODEL = 9  # target and arg: those of a model that registers its handler (LogicalProcess.set_handler)
-N_EVENT_KINDS = 10
+EV_WIRE = 10  # target: Port, arg: None (the first packet on its wire reaches the peer: Port.on_wire)
+N_EVENT_KINDS = 11
 
 N_PRIORITIES = 8  # HPCC qbb devices have 8 queues; queue 0 is strict priority
 
@@ -65,8 +103,71 @@ def overhead_bytes(int_bytes: int) -> tuple[int, int]:
     (:data:`INT_BYTES_BY_CC`; 0: none)."""
     return DATA_HEADER_BYTES + int_bytes, max(ACK_MIN_BYTES, ACK_BASE_BYTES + int_bytes)
 PFC_FRAME_BYTES = 64
+FIFO_COMPACT = 1024  # a Fifo drops its popped slots once this many and half its list are popped
 
 
 def ecmp_hash(src: int, dst: int, sport: int, dport: int) -> int:
     """Deterministic 5-tuple hash of a flow (same in every process and run)."""
     return hash((src, dst, sport, dport, 17)) & 0x7FFFFFFFFFFFFFFF
+
+
+class Fifo:
+    """A first-in first-out queue (of packets, or of ``(arrive_ps, key, packet)`` on a wire).
+
+    A list and the index of its head: compiled, pushing and popping are C calls, where a
+    ``collections.deque`` costs a Python method call each. ``closed`` (a failed link's queue)
+    discards what is pushed.
+    """
+
+    __slots__ = ("items", "head", "closed")
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.head = 0
+        self.closed = False
+
+    def push(self, item) -> None:
+        if not self.closed:
+            self.items.append(item)
+
+    def pop(self):
+        """Remove and return the first item (the queue must not be empty)."""
+        items = self.items
+        head = self.head
+        item = items[head]
+        head += 1
+        if head == len(items):
+            items.clear()
+            head = 0
+        elif head >= FIFO_COMPACT and head + head >= len(items):
+            del items[:head]
+            head = 0
+        else:
+            items[head - 1] = None
+        self.head = head
+        return item
+
+    def first(self):
+        """The first item, left in place (the queue must not be empty)."""
+        return self.items[self.head]
+
+    def size(self) -> int:
+        return len(self.items) - self.head
+
+    def __len__(self) -> int:
+        return len(self.items) - self.head
+
+    def __bool__(self) -> bool:
+        return len(self.items) > self.head
+
+    def __iter__(self):
+        return iter(self.items[self.head:])
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.head = 0
+
+    def close(self) -> None:
+        """Empty it for good: later pushes are discarded."""
+        self.clear()
+        self.closed = True

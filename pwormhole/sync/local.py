@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from ..events import push_event
 from ..lp.engine import LogicalProcess
 from .windows import Exchanged
 
@@ -22,7 +21,7 @@ def exchange(lps: list[LogicalProcess]) -> None:
             if box:
                 heap = lps[peer].heap
                 for ev in box:
-                    push_event(heap, ev)
+                    heap.push(ev[0], ev[1], ev[2], ev[3], ev[4])
                 box.clear()
 
 

@@ -22,7 +22,6 @@ import os
 import pickle
 import time
 
-from ..events import push_event
 from ..lp.engine import INF_PS
 from . import interrupt
 from .windows import Exchanged
@@ -172,7 +171,7 @@ class MpiTransport:
             if peer_sig > sig:
                 sig = peer_sig
             for t, k, kind, nid, arg in evs:
-                push_event(heap, (t, k, kind, nodes[nid], arg))
+                heap.push(t, k, kind, nodes[nid], arg)
             if peer_min < t_min:
                 t_min = peer_min
             done.extend(peer_fin)
