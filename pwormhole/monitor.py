@@ -1,0 +1,291 @@
+"""Queue-length and link monitors: HPCC ns-3's ``qlen.txt`` and pwormhole's ``link_util.csv``.
+
+Sampling follows HPCC ns-3's buffer monitor (alibaba-edu/High-Precision-Congestion-Control,
+``simulation/scratch/third.cc``: ``monitor_buffer``, ``QlenDistribution``): a sample at
+``QLEN_MON_START``, then one every ``qlen_mon_interval`` (100 ns) for as long as the sample
+before was before ``QLEN_MON_END``. A sample adds each switch port's egress bytes (all its
+queues but the control queue 0, as ``SwitchMmu::egress_bytes`` counts them) to the port's
+histogram of KB buckets (``bytes // 1000``). The file holds the cumulative histograms in blocks:
+``time: NS``, then ``NODE PORT c0 c1 ... cK`` per switch port (by node, then port, numbered
+from 1 as ns-3's devices; ``cK``: the highest bucket seen). A block is written at each sample on
+a multiple of ``qlen_dump_interval`` (100 ms), as ns-3 writes them, and one more at the last
+sample (ns-3 writes none there, so its file can miss up to 100 ms).
+
+A sample at ``t`` sees the state after every event before ``t`` and none at ``t``: an LP runs
+its events up to each sample time and samples its own nodes (:class:`MonitoredLP`); no event is
+added, and the state holds between events, so a run of samples with no event between them
+counts at once. The samples, and so the files, do not depend on the number of LPs or ranks.
+
+``link_util.csv``: per direction of each link (the port at ``src``), the bytes it started on the
+wire in each sampling interval ``[t_k, t_k+1)`` from the first sample to the last (to the run's
+end when the window is the whole run); rows only where bytes > 0. Under Wormhole a frozen
+group's ports carry its flows at the group's rates: the bytes a port is advanced by at the wake
+are spread evenly over the frozen span (:meth:`PortSampler.carried`), and its queue holds what it
+held at the freeze. NVLink flows given rates (``--nvlink fluid``) use no port and are not counted.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import NamedTuple
+
+from .config import ModelConfig
+from .lp.engine import INF_PS, LogicalProcess, run_events
+from .outfiles import atomic
+from .units import PS_PER_NS
+
+QLEN_BUCKET_BYTES = 1000  # QlenDistribution::add: bucket = qlen / 1000
+QLEN_DUMP_INTERVAL_PS = 100_000_000 * PS_PER_NS  # third.cc's qlen_dump_interval (100 ms)
+LINK_UTIL_NAME = "link_util.csv"
+LINK_UTIL_HEADER = "time_ns,link,src,dst,bytes,utilization"
+
+
+class Window(NamedTuple):
+    """Sample ``k`` is at ``start_ps + k * interval_ps``, for ``k <= last_k``; link interval ``j``
+    is ``[start_ps + j * m * interval_ps, start_ps + (j + 1) * m * interval_ps)`` (``m``:
+    ``link_every``, the link interval in samples)."""
+    start_ps: int
+    interval_ps: int
+    last_k: int  # INF_PS: up to the run's end (the whole run)
+    qlen_name: str
+    link_every: int
+
+    def time_ps(self, k: int) -> int:
+        return self.start_ps + k * self.interval_ps
+
+    @property
+    def link_interval_ps(self) -> int:
+        return self.link_every * self.interval_ps
+
+    @property
+    def last_link(self) -> int:
+        """Index of the last link interval (the one holding the last sample's predecessor)."""
+        return INF_PS if self.last_k >= INF_PS else max(0, self.last_k - 1) // self.link_every
+
+
+def window_of(cfg: ModelConfig, first_start_ps: int) -> Window | None:
+    """The monitors' window of a run (None when no monitor is on). ns-3's rule: samples at
+    ``start + k * interval`` while the sample before was before the end."""
+    if cfg.qlen_mon_file is None:
+        return None
+    iv = cfg.monitor_interval_ps
+    every = max(1, cfg.link_interval_ps // iv)
+    if cfg.qlen_mon_end_ps is None:  # the whole run, from the first flow start
+        return Window(first_start_ps, iv, INF_PS, cfg.qlen_mon_file, every)
+    start = cfg.qlen_mon_start_ps
+    return Window(start, iv, max(0, -(-(cfg.qlen_mon_end_ps - start) // iv)), cfg.qlen_mon_file, every)
+
+
+class MonitorData(NamedTuple):
+    """What the samplers gathered (merged over LPs and ranks by :func:`merge`)."""
+    samples: int  # samples taken
+    qlen: dict  # (switch, port) -> {KB bucket: samples} of the samples with a queue (bytes > 0)
+    dumps: list  # (sample index, {(switch, port): {bucket: samples}}) at ns-3's dump times
+    links: dict  # (link index, src, dst) -> {link interval index: bytes}
+    rates: dict  # (link index, src, dst) -> rate_bps
+
+
+class PortSampler:
+    """The samples of one LP's nodes (its switch ports' queues, its ports' byte counters)."""
+
+    def __init__(self, nodes, link_ports, window: Window):
+        self.w = window
+        self.k = 0  # next sample index
+        local = {nd.node_id for nd in nodes}
+        self.keys: list[tuple[int, int]] = []  # (switch, port) sampled, parallel to qports
+        self.qports: list = []
+        for nd in sorted(nodes, key=lambda n: n.node_id):
+            if nd.is_switch:
+                for p in nd.ports:
+                    self.keys.append((nd.node_id, p.idx + 1))
+                    self.qports.append(p)
+        self.hist: list[dict[int, int]] = [{} for _ in self.qports]
+        self.lports: list = []
+        self.lkeys: list[tuple[int, int, int]] = []
+        for li, (pa, pb) in enumerate(link_ports):
+            for p in (pa, pb):
+                if p.node.node_id in local:
+                    self.lports.append(p)
+                    self.lkeys.append((li, p.node.node_id, p.peer.node_id))
+        self.lindex = {id(p): i for i, p in enumerate(self.lports)}
+        self.last_tx = [0] * len(self.lports)
+        self.util: list[dict[int, int]] = [{} for _ in self.lports]
+        self.dumps: list = []
+        self.next_dump_k = self._dump_after(0)
+
+    def _dump_after(self, k: int) -> int:
+        """The first sample index ``>= k`` whose time is a multiple of ns-3's dump interval
+        (INF_PS: none): ``start + j * interval = 0 (mod D)`` repeats every ``D / gcd`` samples."""
+        w = self.w
+        g = gcd(w.interval_ps, QLEN_DUMP_INTERVAL_PS)
+        if w.start_ps % g:
+            return INF_PS
+        period = QLEN_DUMP_INTERVAL_PS // g
+        j0 = (-w.start_ps // g) * pow(w.interval_ps // g, -1, period) % period
+        kd = j0 if k <= j0 else j0 + -(-(k - j0) // period) * period
+        return kd if kd <= w.last_k else INF_PS
+
+    def run_until(self, lp, end_ps: int) -> int:
+        """Run ``lp``'s events before ``end_ps``, taking the samples before ``end_ps`` on the way."""
+        heap = lp.heap
+        w = self.w
+        n = 0
+        while self.k <= w.last_k:
+            t_k = w.time_ps(self.k)
+            if t_k >= end_ps:
+                break
+            n += run_events(heap, t_k, lp.handlers)
+            hi = min(heap[0][0] if heap else INF_PS, end_ps - 1)  # the state holds up to the next event
+            self.sample(min((hi - w.start_ps) // w.interval_ps, w.last_k) - self.k + 1)
+        return n + run_events(heap, end_ps, lp.handlers)
+
+    def sample(self, n: int) -> None:
+        """Take ``n`` samples (the next ``n`` indexes) of the present state."""
+        k = self.k
+        if k <= self.next_dump_k < k + n:  # split at a dump: ns-3 writes the histograms there
+            m = self.next_dump_k - k + 1
+            self._count(m)
+            self.dumps.append((self.k - 1, [dict(h) for h in self.hist]))
+            self.next_dump_k = self._dump_after(self.k)
+            if n > m:
+                self.sample(n - m)
+            return
+        self._count(n)
+
+    def _count(self, n: int) -> None:
+        hist = self.hist
+        for j, p in enumerate(self.qports):
+            if p.qbytes:  # (queue 0 counts in qbytes only)
+                q = sum(p.eg_bytes)
+                if q:
+                    h = hist[j]
+                    b = q // QLEN_BUCKET_BYTES
+                    h[b] = h.get(b, 0) + n
+        k = self.k
+        m = self.w.link_every
+        if not k:  # the first sample: bytes count from here
+            self.last_tx = [p.tx_bytes for p in self.lports]
+        elif -(-k // m) * m < k + n or k + n > self.w.last_k:  # a link interval starts, or the last sample
+            self._read_tx((k - 1) // m)  # (bytes since the last read: sent after sample k - 1, no event since)
+        self.k = k + n
+
+    def _read_tx(self, j: int) -> None:
+        """Bytes each port sent since the last read go to link interval ``j``."""
+        last = self.last_tx
+        util = self.util
+        for i, p in enumerate(self.lports):
+            tx = p.tx_bytes
+            if tx != last[i]:
+                u = util[i]
+                u[j] = u.get(j, 0) + tx - last[i]
+                last[i] = tx
+
+    def carried(self, port_bytes: dict, t0_ps: int, d_ps: int) -> None:
+        """A frozen group woke: each port in ``port_bytes`` carried that many bytes evenly over
+        ``[t0_ps, t0_ps + d_ps)`` (its counter jumped by them now)."""
+        w = self.w
+        for p, a in port_bytes.items():
+            i = self.lindex.get(id(p))
+            if i is None or a <= 0 or d_ps <= 0:
+                continue
+            if self.k:
+                self.last_tx[i] += a  # not in the interval of the wake
+            end = t0_ps + d_ps
+            lo = max(t0_ps, w.start_ps)
+            liv = w.link_interval_ps
+            j1 = min((end - 1 - w.start_ps) // liv, (self.k - 1) // w.link_every, w.last_link)  # intervals so far
+            u = self.util[i]
+            for j in range((lo - w.start_ps) // liv, j1 + 1):
+                a0 = max(w.start_ps + j * liv, t0_ps)
+                a1 = min(w.start_ps + (j + 1) * liv, end)
+                share = a * (a1 - t0_ps) // d_ps - a * (a0 - t0_ps) // d_ps
+                if share:
+                    u[j] = u.get(j, 0) + share
+
+    def finish(self, t_stop_ps: int) -> None:
+        """The run ended at ``t_stop_ps``: take the samples before it (the state holds), then
+        count the bytes since the last sample in the last interval."""
+        w = self.w
+        if self.k <= w.last_k and w.time_ps(self.k) < t_stop_ps:
+            self.sample(min((t_stop_ps - 1 - w.start_ps) // w.interval_ps, w.last_k) - self.k + 1)
+        if 0 < self.k <= w.last_k:  # stopped before the last sample: bytes up to t_stop
+            self._read_tx((self.k - 1) // w.link_every)
+
+    def result(self) -> MonitorData:
+        links = {key: u for key, u in zip(self.lkeys, self.util) if u}
+        rates = {key: p.rate_bps for key, p in zip(self.lkeys, self.lports)}
+        return MonitorData(self.k, dict(zip(self.keys, self.hist)),
+                           [(k, dict(zip(self.keys, hs))) for k, hs in self.dumps], links, rates)
+
+
+class MonitoredLP(LogicalProcess):
+    """An LP that samples its nodes for the monitors while it runs (:class:`PortSampler`)."""
+
+    def __init__(self, lp_id: int, nodes, initial_events, owner: list[int], handlers: tuple, link_ports,
+                 window: Window):
+        super().__init__(lp_id, nodes, initial_events, owner, handlers)
+        self.sampler = PortSampler(nodes, link_ports, window)
+
+    def run_until(self, end_ps: int) -> int:
+        n = self.sampler.run_until(self, end_ps)
+        self.events += n
+        return n
+
+
+def merge(parts: list[MonitorData]) -> MonitorData:
+    """The data of several LPs or ranks (their ports are disjoint; they took the same samples)."""
+    dumps: dict[int, dict] = {}
+    qlen: dict = {}
+    links: dict = {}
+    rates: dict = {}
+    for d in parts:
+        qlen.update(d.qlen)
+        links.update(d.links)
+        rates.update(d.rates)
+        for k, hs in d.dumps:
+            dumps.setdefault(k, {}).update(hs)
+    return MonitorData(max((d.samples for d in parts), default=0), qlen, sorted(dumps.items()), links, rates)
+
+
+def qlen_lines(samples: int, hist: dict) -> list[str]:
+    """The ``NODE PORT c0 c1 ...`` lines of cumulative histograms after ``samples`` samples."""
+    out = []
+    for key in sorted(hist):
+        h = hist[key]
+        top = max(h) if h else 0
+        counts = [h.get(b, 0) for b in range(top + 1)]
+        counts[0] += samples - sum(h.values())  # the samples of an empty queue
+        out.append(f"{key[0]} {key[1]} " + " ".join(map(str, counts)))
+    return out
+
+
+def write_qlen(path: str, data: MonitorData, w: Window) -> None:
+    """``qlen.txt`` (see the module docstring); empty when no sample was taken (as ns-3's)."""
+    with atomic(path) as fh:
+        blocks = [(k, hs) for k, hs in data.dumps]
+        if data.samples and (not blocks or blocks[-1][0] != data.samples - 1):
+            blocks.append((data.samples - 1, data.qlen))
+        keys = set(data.qlen)
+        for k, hs in blocks:
+            fh.write(f"time: {w.time_ps(k) // PS_PER_NS}\n")
+            full = {key: hs.get(key, {}) for key in keys}
+            for line in qlen_lines(k + 1, full):
+                fh.write(line + "\n")
+
+
+def write_link_util(path: str, data: MonitorData, w: Window) -> None:
+    """``link_util.csv``: ``time_ns`` (interval start), ``link`` (index in the topology's link
+    list), ``src``, ``dst`` (the direction), ``bytes``, ``utilization`` (bytes x 8 / (rate x
+    interval); a packet counts whole in the interval it starts in, so a busy link can read above 1)."""
+    rows = sorted((j, key) for key, u in data.links.items() for j in u)
+    iv = w.link_interval_ps
+    with atomic(path) as fh:
+        fh.write(LINK_UTIL_HEADER + "\n")
+        for j, key in rows:
+            b = data.links[key][j]
+            util = b * 8 * 10**12 / (data.rates[key] * iv)
+            fh.write(f"{(w.start_ps + j * iv) // PS_PER_NS},{key[0]},{key[1]},{key[2]},{b},{util:.4f}\n")
+
+
+__all__ = ["Window", "window_of", "MonitorData", "PortSampler", "MonitoredLP", "merge", "write_qlen",
+           "write_link_util", "LINK_UTIL_NAME", "QLEN_BUCKET_BYTES"]
