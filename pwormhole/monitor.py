@@ -26,7 +26,9 @@ held at the freeze. NVLink flows given rates (``--nvlink fluid``) use no port an
 
 from __future__ import annotations
 
+from itertools import compress
 from math import gcd
+from operator import attrgetter, ne
 from typing import NamedTuple
 
 from .config import ModelConfig
@@ -38,6 +40,7 @@ QLEN_BUCKET_BYTES = 1000  # QlenDistribution::add: bucket = qlen / 1000
 QLEN_DUMP_INTERVAL_PS = 100_000_000 * PS_PER_NS  # third.cc's qlen_dump_interval (100 ms)
 LINK_UTIL_NAME = "link_util.csv"
 LINK_UTIL_HEADER = "time_ns,link,src,dst,bytes,utilization"
+_TX_BYTES = attrgetter("tx_bytes")
 
 
 class Window(NamedTuple):
@@ -85,21 +88,58 @@ class MonitorData(NamedTuple):
     rates: dict  # (link index, src, dst) -> rate_bps
 
 
+class QueueWatch:
+    """One switch port's queue samples, told of each change of its egress bytes (its ``mon``)."""
+
+    __slots__ = ("qlen", "since", "hist", "start_ps", "interval_ps", "last_k")
+
+    def __init__(self, w: Window):
+        self.qlen = 0  # egress bytes queued now
+        self.since = -1  # since when (ps)
+        self.hist: dict[int, int] = {}  # KB bucket -> samples, of the samples with a queue
+        self.start_ps, self.interval_ps, self.last_k = w.start_ps, w.interval_ps, w.last_k
+
+    def changed(self, port, t: int) -> None:
+        """The egress bytes changed at ``t``: the samples since the last change, up to and
+        including ``t``, saw the length before (a sample sees what happened before it)."""
+        q = self.qlen
+        if q:
+            self.count(q, t)
+        self.qlen = sum(port.eg_bytes)
+        self.since = t
+
+    def count(self, q: int, t: int) -> None:
+        """The samples in ``(since, t]`` saw ``q`` bytes."""
+        start = self.start_ps
+        iv = self.interval_ps
+        hi = (t - start) // iv
+        lo = (self.since - start) // iv + 1
+        if hi >= lo:
+            if lo < 0:
+                lo = 0
+            if hi > self.last_k:
+                hi = self.last_k
+            if hi >= lo:
+                h = self.hist
+                b = q // QLEN_BUCKET_BYTES
+                h[b] = h.get(b, 0) + hi - lo + 1
+
+
 class PortSampler:
-    """The samples of one LP's nodes (its switch ports' queues, its ports' byte counters)."""
+    """The samples of one LP's nodes: its switch ports' queues (told of each change: the
+    port's ``mon``) and its ports' byte counters (read at link interval ends as the LP runs)."""
 
     def __init__(self, nodes, link_ports, window: Window):
         self.w = window
-        self.k = 0  # next sample index
         local = {nd.node_id for nd in nodes}
-        self.keys: list[tuple[int, int]] = []  # (switch, port) sampled, parallel to qports
-        self.qports: list = []
+        self.keys: list[tuple[int, int]] = []  # (switch, port) sampled, parallel to watches
+        self.watches: list[QueueWatch] = []
         for nd in sorted(nodes, key=lambda n: n.node_id):
             if nd.is_switch:
                 for p in nd.ports:
                     self.keys.append((nd.node_id, p.idx + 1))
-                    self.qports.append(p)
-        self.hist: list[dict[int, int]] = [{} for _ in self.qports]
+                    self.watches.append(QueueWatch(window))
+                    p.mon = self.watches[-1]
         self.lports: list = []
         self.lkeys: list[tuple[int, int, int]] = []
         for li, (pa, pb) in enumerate(link_ports):
@@ -108,10 +148,13 @@ class PortSampler:
                     self.lports.append(p)
                     self.lkeys.append((li, p.node.node_id, p.peer.node_id))
         self.lindex = {id(p): i for i, p in enumerate(self.lports)}
+        self.lrange = range(len(self.lports))
         self.last_tx = [0] * len(self.lports)
         self.util: list[dict[int, int]] = [{} for _ in self.lports]
+        self.next_read = 0  # the next link interval end to read the counters at (0: the start, the baseline)
         self.dumps: list = []
         self.next_dump_k = self._dump_after(0)
+        self.samples = 0  # samples taken (known at the end)
 
     def _dump_after(self, k: int) -> int:
         """The first sample index ``>= k`` whose time is a multiple of ns-3's dump interval
@@ -125,77 +168,78 @@ class PortSampler:
         kd = j0 if k <= j0 else j0 + -(-(k - j0) // period) * period
         return kd if kd <= w.last_k else INF_PS
 
+    def _flush(self, t: int) -> None:
+        """Count every port's samples up to ``t`` (included) at its present length."""
+        for qw in self.watches:
+            if qw.qlen:
+                qw.count(qw.qlen, t)
+            qw.since = t
+
+    def _read_end_ps(self, i: int) -> int:
+        """Where link interval ``i - 1`` ends (``i = 0``: the start; the last ends at the last sample)."""
+        w = self.w
+        return min(w.start_ps + i * w.link_interval_ps, w.time_ps(w.last_k) if w.last_k < INF_PS else INF_PS)
+
     def run_until(self, lp, end_ps: int) -> int:
-        """Run ``lp``'s events before ``end_ps``, taking the samples before ``end_ps`` on the way."""
+        """Run ``lp``'s events before ``end_ps``, stopping at the link interval ends (to read the
+        byte counters: all before them) and ns-3's dump times up to ``end_ps`` on the way."""
         heap = lp.heap
         w = self.w
         n = 0
-        while self.k <= w.last_k:
-            t_k = w.time_ps(self.k)
-            if t_k >= end_ps:
+        i = self.next_read
+        fresh = True  # the boundary before this window may have sent bytes
+        while True:
+            if i > w.last_link + 1:
+                t_read = INF_PS
+            else:
+                if not fresh and i > 0:  # nothing sent since the last read until the next event (in this window)
+                    e = min(heap[0][0] if heap else INF_PS, end_ps)
+                    i = max(i, (e - w.start_ps) // w.link_interval_ps + 1)
+                t_read = self._read_end_ps(i) if i <= w.last_link + 1 else INF_PS
+            t_dump = w.time_ps(self.next_dump_k) if self.next_dump_k < INF_PS else INF_PS
+            t = min(t_read, t_dump)
+            if t > end_ps:
                 break
-            n += run_events(heap, t_k, lp.handlers)
-            hi = min(heap[0][0] if heap else INF_PS, end_ps - 1)  # the state holds up to the next event
-            self.sample(min((hi - w.start_ps) // w.interval_ps, w.last_k) - self.k + 1)
+            n += run_events(heap, t, lp.handlers)
+            if t == t_dump:
+                self._flush(t)
+                self.dumps.append((self.next_dump_k, [dict(qw.hist) for qw in self.watches]))
+                self.next_dump_k = self._dump_after(self.next_dump_k + 1)
+            if t == t_read:
+                if i:
+                    self._read_tx(i - 1)
+                else:
+                    self.last_tx = [p.tx_bytes for p in self.lports]
+                i += 1
+                fresh = False
+        self.next_read = i
         return n + run_events(heap, end_ps, lp.handlers)
-
-    def sample(self, n: int) -> None:
-        """Take ``n`` samples (the next ``n`` indexes) of the present state."""
-        k = self.k
-        if k <= self.next_dump_k < k + n:  # split at a dump: ns-3 writes the histograms there
-            m = self.next_dump_k - k + 1
-            self._count(m)
-            self.dumps.append((self.k - 1, [dict(h) for h in self.hist]))
-            self.next_dump_k = self._dump_after(self.k)
-            if n > m:
-                self.sample(n - m)
-            return
-        self._count(n)
-
-    def _count(self, n: int) -> None:
-        hist = self.hist
-        for j, p in enumerate(self.qports):
-            if p.qbytes:  # (queue 0 counts in qbytes only)
-                q = sum(p.eg_bytes)
-                if q:
-                    h = hist[j]
-                    b = q // QLEN_BUCKET_BYTES
-                    h[b] = h.get(b, 0) + n
-        k = self.k
-        m = self.w.link_every
-        if not k:  # the first sample: bytes count from here
-            self.last_tx = [p.tx_bytes for p in self.lports]
-        elif -(-k // m) * m < k + n or k + n > self.w.last_k:  # a link interval starts, or the last sample
-            self._read_tx((k - 1) // m)  # (bytes since the last read: sent after sample k - 1, no event since)
-        self.k = k + n
 
     def _read_tx(self, j: int) -> None:
         """Bytes each port sent since the last read go to link interval ``j``."""
         last = self.last_tx
         util = self.util
-        for i, p in enumerate(self.lports):
-            tx = p.tx_bytes
-            if tx != last[i]:
-                u = util[i]
-                u[j] = u.get(j, 0) + tx - last[i]
-                last[i] = tx
+        now = list(map(_TX_BYTES, self.lports))
+        for i in compress(self.lrange, map(ne, now, last)):
+            u = util[i]
+            u[j] = u.get(j, 0) + now[i] - last[i]
+        self.last_tx = now
 
     def carried(self, port_bytes: dict, t0_ps: int, d_ps: int) -> None:
         """A frozen group woke: each port in ``port_bytes`` carried that many bytes evenly over
         ``[t0_ps, t0_ps + d_ps)`` (its counter jumped by them now)."""
         w = self.w
+        liv = w.link_interval_ps
         for p, a in port_bytes.items():
             i = self.lindex.get(id(p))
             if i is None or a <= 0 or d_ps <= 0:
                 continue
-            if self.k:
+            if self.next_read:
                 self.last_tx[i] += a  # not in the interval of the wake
-            end = t0_ps + d_ps
+            end = min(t0_ps + d_ps, self._read_end_ps(w.last_link + 1))
             lo = max(t0_ps, w.start_ps)
-            liv = w.link_interval_ps
-            j1 = min((end - 1 - w.start_ps) // liv, (self.k - 1) // w.link_every, w.last_link)  # intervals so far
             u = self.util[i]
-            for j in range((lo - w.start_ps) // liv, j1 + 1):
+            for j in range((lo - w.start_ps) // liv, (end - 1 - w.start_ps) // liv + 1):
                 a0 = max(w.start_ps + j * liv, t0_ps)
                 a1 = min(w.start_ps + (j + 1) * liv, end)
                 share = a * (a1 - t0_ps) // d_ps - a * (a0 - t0_ps) // d_ps
@@ -203,18 +247,19 @@ class PortSampler:
                     u[j] = u.get(j, 0) + share
 
     def finish(self, t_stop_ps: int) -> None:
-        """The run ended at ``t_stop_ps``: take the samples before it (the state holds), then
-        count the bytes since the last sample in the last interval."""
+        """The run ended at ``t_stop_ps``: the samples before it saw the state it ended in;
+        the bytes since the last read go to the interval they were sent in."""
         w = self.w
-        if self.k <= w.last_k and w.time_ps(self.k) < t_stop_ps:
-            self.sample(min((t_stop_ps - 1 - w.start_ps) // w.interval_ps, w.last_k) - self.k + 1)
-        if 0 < self.k <= w.last_k:  # stopped before the last sample: bytes up to t_stop
-            self._read_tx((self.k - 1) // w.link_every)
+        self.samples = max(0, min(w.last_k, (t_stop_ps - 1 - w.start_ps) // w.interval_ps) + 1)
+        if self.samples:
+            self._flush(w.time_ps(self.samples - 1))
+        if 0 < self.next_read <= w.last_link + 1:  # (bytes of events before t_stop, after the last read)
+            self._read_tx(self.next_read - 1)
 
     def result(self) -> MonitorData:
         links = {key: u for key, u in zip(self.lkeys, self.util) if u}
         rates = {key: p.rate_bps for key, p in zip(self.lkeys, self.lports)}
-        return MonitorData(self.k, dict(zip(self.keys, self.hist)),
+        return MonitorData(self.samples, dict(zip(self.keys, (qw.hist for qw in self.watches))),
                            [(k, dict(zip(self.keys, hs))) for k, hs in self.dumps], links, rates)
 
 

@@ -147,7 +147,7 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
             continue
         fs = flows[fid]
         pkts = b // fs.mtu
-        for p in fs.data_hops:
+        for p in fs.data_ports:  # (the NIC's too: its counter is the link's, for the monitors)
             port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
         acks = pkts // ack_every_pkts
         for p in fs.ack_ports:

@@ -39,6 +39,7 @@ cdef class SwitchPort(Port):
     cdef public long long rr, headroom_bytes, kmin_bytes, kmax_bytes
     cdef public int pfc_shift
     cdef public double pmax
+    cdef public object mon
 
     @cython.locals(qs=list, used=list, paused=list, n=cython.Py_ssize_t, i=cython.Py_ssize_t,
                    j=cython.Py_ssize_t, qi=cython.int, pkt=list, size=cython.longlong, sw=Switch,

@@ -195,7 +195,7 @@ class SwitchPort(Port):
 
     __slots__ = (
         "qs", "used_qs", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
-        "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax",
+        "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax", "mon",
     )
 
     def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
@@ -212,6 +212,7 @@ class SwitchPort(Port):
         self.kmin_bytes = 0
         self.kmax_bytes = 0
         self.pmax = 0.0
+        self.mon = None  # a queue monitor (pwormhole.monitor): ``mon.changed(port, t)`` after eg_bytes changes
 
     def kick(self, t: int) -> None:
         """Dequeue the next packet (queue 0 first, then round robin) and transmit it."""
@@ -253,6 +254,8 @@ class SwitchPort(Port):
         sw.used_bytes -= size
         eg = self.eg_bytes[qi] - size
         self.eg_bytes[qi] = eg
+        if self.mon is not None:
+            self.mon.changed(self, t)
         if pkt[P_TYPE] == T_DATA:
             if sw.ecn and eg > self.kmin_bytes:
                 if eg > self.kmax_bytes or (sw.rng.random()
@@ -295,6 +298,8 @@ class SwitchPort(Port):
                     inp.in_bytes[qi] -= rest
                 sw.used_bytes -= size
                 self.eg_bytes[qi] -= size
+                if self.mon is not None:
+                    self.mon.changed(self, t)
                 if inp.pfc_sent[qi]:
                     sw.check_resume(inp, qi, t)
         self.qs = [deque(maxlen=0) for _ in range(N_PRIORITIES)]  # frames queued here later are discarded
@@ -678,6 +683,8 @@ class Switch(Node):
                 return
             self.used_bytes += size
             port.eg_bytes[qi] += size
+            if port.mon is not None:
+                port.mon.changed(port, t)
             if qi not in port.used_qs:
                 port.used_qs.append(qi)
                 port.used_qs.sort()
