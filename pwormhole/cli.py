@@ -508,7 +508,7 @@ def add_run_arguments(r) -> None:
     m.add_argument("--monitor-interval", metavar="TIME",
                    help="queue sampling interval (default 100ns, ns-3's qlen_mon_interval)")
     m.add_argument("--link-interval", metavar="TIME",
-                   help="link_util.csv interval, a multiple of the sampling interval (default 1us)")
+                   help="link_util.csv interval, a multiple of the sampling interval (default 10us)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--report", action="store_true",
                    help="also write report.html, a self-contained page of the results (always for the default "
