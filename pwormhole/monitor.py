@@ -11,17 +11,22 @@ from 1 as ns-3's devices; ``cK``: the highest bucket seen). A block is written a
 a multiple of ``qlen_dump_interval`` (100 ms), as ns-3 writes them, and one more at the last
 sample (ns-3 writes none there, so its file can miss up to 100 ms).
 
-A sample at ``t`` sees the state after every event before ``t`` and none at ``t``: an LP runs
-its events up to each sample time and samples its own nodes (:class:`MonitoredLP`); no event is
-added, and the state holds between events, so a run of samples with no event between them
-counts at once. The samples, and so the files, do not depend on the number of LPs or ranks.
+A sample at ``t`` sees the state after everything before ``t`` and nothing at ``t``. No sample
+is an event and nothing is scanned per sample: each switch port's ``mon`` (a
+:class:`QueueWatch`; None when the monitors are off) is told after each change of its egress
+bytes and counts the samples since the change before at the length before. The samples, and
+so the files, do not depend on the number of LPs or ranks (each LP watches its own ports; the
+data are merged at the end, :func:`merge`).
 
 ``link_util.csv``: per direction of each link (the port at ``src``), the bytes it started on the
-wire in each sampling interval ``[t_k, t_k+1)`` from the first sample to the last (to the run's
-end when the window is the whole run); rows only where bytes > 0. Under Wormhole a frozen
-group's ports carry its flows at the group's rates: the bytes a port is advanced by at the wake
-are spread evenly over the frozen span (:meth:`PortSampler.carried`), and its queue holds what it
-held at the freeze. NVLink flows given rates (``--nvlink fluid``) use no port and are not counted.
+wire (a packet counts whole where it starts) in each link interval (``--link-interval``, 10 us,
+a multiple of the sampling interval) from the first sample to the last (to the run's end when
+the window is the whole run); rows only where bytes > 0. An LP reads its ports' byte counters
+at each interval end that follows an event (:class:`MonitoredLP`). Under Wormhole a frozen
+group's ports carry its flows at the group's rates: the bytes a port is advanced by at the
+wake are spread evenly over the frozen span (:meth:`PortSampler.carried`), and its queue holds
+what it held at the freeze. NVLink flows given rates (``--nvlink fluid``) use no port and are
+not counted.
 """
 
 from __future__ import annotations
