@@ -297,6 +297,13 @@ def merge(parts: list[MonitorData]) -> MonitorData:
     return MonitorData(max((d.samples for d in parts), default=0), qlen, sorted(dumps.items()), links, rates)
 
 
+def monitor_summary(w: Window, data: MonitorData) -> dict:
+    """``monitors`` in ``summary.json``: the files, the window and the intervals (ns), the samples taken."""
+    return {"qlen_file": w.qlen_name, "link_util_file": LINK_UTIL_NAME, "start_ns": w.start_ps // PS_PER_NS,
+            "interval_ns": w.interval_ps // PS_PER_NS, "link_interval_ns": w.link_interval_ps // PS_PER_NS,
+            "samples": data.samples}
+
+
 def qlen_lines(samples: int, hist: dict) -> list[str]:
     """The ``NODE PORT c0 c1 ...`` lines of cumulative histograms after ``samples`` samples."""
     out = []
@@ -337,5 +344,5 @@ def write_link_util(path: str, data: MonitorData, w: Window) -> None:
             fh.write(f"{(w.start_ps + j * iv) // PS_PER_NS},{key[0]},{key[1]},{key[2]},{b},{util:.4f}\n")
 
 
-__all__ = ["Window", "window_of", "MonitorData", "PortSampler", "MonitoredLP", "merge", "write_qlen",
+__all__ = ["Window", "window_of", "MonitorData", "monitor_summary", "PortSampler", "MonitoredLP", "merge", "write_qlen",
            "write_link_util", "LINK_UTIL_NAME", "QLEN_BUCKET_BYTES"]

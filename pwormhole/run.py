@@ -25,7 +25,15 @@ from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
 from .errors import InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
-from .monitor import LINK_UTIL_NAME, MonitorData, MonitoredLP, window_of, write_link_util, write_qlen
+from .monitor import (
+    LINK_UTIL_NAME,
+    MonitorData,
+    MonitoredLP,
+    monitor_summary,
+    window_of,
+    write_link_util,
+    write_qlen,
+)
 from .monitor import merge as merge_monitors
 from .net.build import Network
 from .net.nodes import handler_table
@@ -465,6 +473,8 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         recorder.finish(grid.unit, [(ln.a, ln.b, ln.delay_ps) for ln in scn.topology.links],
                         sim.net.window_ps).save(os.path.join(out_dir, RECORD_NAME))
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
+    if monitors is not None and sim.monitor_window is not None:
+        summary["monitors"] = monitor_summary(sim.monitor_window, monitors)
     if rank0:
         writer.finish(summary, training, plot, memo, memo_cache)
         if monitors is not None:

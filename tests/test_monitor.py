@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import MPIEXEC, config, flows_of, needs_mpi, star_topo
 
@@ -14,6 +15,7 @@ from pwormhole.errors import InputError
 from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.monitor import QLEN_BUCKET_BYTES
 from pwormhole.net.packet import overhead_bytes
+from pwormhole.report.monitors import QlenHist, queue_stats, read_qlen
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario, from_hpcc_config
 
@@ -200,3 +202,31 @@ def test_cli_monitor_flags(tmp_path):
         r = subprocess.run([sys.executable, "-m", "pwormhole", *map(str, base + extra), "--out", tmp_path / "o"],
                            capture_output=True, text=True, cwd=ROOT, timeout=60)
         assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_queue_stats_by_hand(tmp_path):
+    """10 samples: 2 empty, 3 at 2 KB, 5 at 3 KB: 80% with a queue, mean 2.1 KB, p99 and max 3 KB."""
+    (s,) = queue_stats(QlenHist(5, {(0, 1): np.array([2, 0, 3, 5])}))
+    assert (s.samples, s.queued, s.mean_kb, s.p99_kb, s.max_kb) == (10, 0.8, 2.1, 3, 3)
+    p = tmp_path / "q.txt"
+    p.write_text("time: 1\n0 1 1\ntime: 5\n0 1 2 0 3 5\n3 2 10\n")
+    h = read_qlen(p)
+    assert h.time_ns == 5 and {k: v.tolist() for k, v in h.ports.items()} == {(0, 1): [2, 0, 3, 5], (3, 2): [10]}
+    p.write_text("time: 1\n0 x 1\n")
+    with pytest.raises(InputError, match=r"q.txt:2: not a qlen.txt line"):
+        read_qlen(p)
+
+
+def test_report_shows_the_bottleneck_queue_and_link(tmp_path):
+    cfg_path = s3_copy(tmp_path)
+    out = tmp_path / "out"
+    simulate(from_hpcc_config(str(cfg_path)), str(out), until_ps=2_000_200_000_000, quiet=True, report=True)
+    text = (out / "report.html").read_text()
+    net = text[text.index('<section id="network">'):]
+    queues = net[net.index("Queue lengths of monitored ports"):]
+    # the one port with a queue: 1001 samples, 990 of them with 1 KB or more (11 empty, see above)
+    assert "<tbody><tr><td>0</td><td>1</td><td>1,001</td><td>98.9%</td>" in queues
+    assert "101 switch ports sampled 1,001 times up to 2,000,100,000 ns; 100 of them never held 1 KB" in queues
+    links = net[net.index("Hottest links"):net.index("Queue lengths of monitored ports")]
+    assert "<tbody><tr><td>0</td><td>0 -&gt; 1</td><td>1,236,984</td>" in links  # 1194 packets of 1036 B
+    assert links.count("<svg") == 1 and queues.count("<svg") >= 1
