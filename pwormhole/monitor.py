@@ -25,8 +25,8 @@ the window is the whole run); rows only where bytes > 0. An LP reads its ports' 
 at each interval end that follows an event (:class:`MonitoredLP`). Under Wormhole a frozen
 group's ports carry its flows at the group's rates: the bytes a port is advanced by at the
 wake are spread evenly over the frozen span (:meth:`PortSampler.carried`), and its queue holds
-what it held at the freeze. NVLink flows given rates (``--nvlink fluid``) use no port and are
-not counted.
+what it held at the freeze. NVLink flows given rates (``--nvlink fluid``, the default of training runs) are
+spread the same way over each span between two of their rate changes.
 """
 
 from __future__ import annotations
@@ -230,16 +230,17 @@ class PortSampler:
             u[j] = u.get(j, 0) + now[i] - last[i]
         self.last_tx = now
 
-    def carried(self, port_bytes: dict, t0_ps: int, d_ps: int) -> None:
-        """A frozen group woke: each port in ``port_bytes`` carried that many bytes evenly over
-        ``[t0_ps, t0_ps + d_ps)`` (its counter jumped by them now)."""
+    def carried(self, port_bytes: dict, t0_ps: int, d_ps: int, counted: bool = True) -> None:
+        """Each port in ``port_bytes`` carried that many bytes evenly over ``[t0_ps, t0_ps + d_ps)``
+        without packets: a frozen group that woke (``counted``: its counter jumped by them now) or
+        NVLink flows given rates (their ports' counters do not move)."""
         w = self.w
         liv = w.link_interval_ps
         for p, a in port_bytes.items():
             i = self.lindex.get(id(p))
             if i is None or a <= 0 or d_ps <= 0:
                 continue
-            if self.next_read:
+            if counted and self.next_read:
                 self.last_tx[i] += a  # not in the interval of the wake
             end = min(t0_ps + d_ps, self._read_end_ps(w.last_link + 1))
             lo = max(t0_ps, w.start_ps)

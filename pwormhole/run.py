@@ -175,6 +175,8 @@ class Run:
         self.accel = Wormhole(self.net, self.lps, accel, memo) if accel is not None else None
         if self.accel is not None and mon is not None:
             self.accel.on_carried = self._carried
+            for dom in self.accel.fluid_domains.values():
+                dom.on_carried = self._carried
         self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
         self.start_ps: dict[int, int] = {}
@@ -284,9 +286,9 @@ class Run:
         return self
 
     # -- monitors ------------------------------------------------------------------------
-    def _carried(self, port_bytes: dict, t0_ps: int, d_ps: int) -> None:
+    def _carried(self, port_bytes: dict, t0_ps: int, d_ps: int, counted: bool = True) -> None:
         for sampler in self.samplers:
-            sampler.carried(port_bytes, t0_ps, d_ps)
+            sampler.carried(port_bytes, t0_ps, d_ps, counted)
 
     def finish_monitors(self, t_stop_ps: int) -> None:
         """Take the monitors' last samples at the run's end ``t_stop_ps`` (once)."""

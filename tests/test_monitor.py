@@ -125,6 +125,23 @@ def test_link_bytes_are_conserved(mode):
     assert len(full) > 100 and min(up[j] for j in full) >= 0.97 * 125_000
 
 
+def test_training_link_bytes_same_in_both_modes(tmp_path):
+    """A GPT iteration on 8 GPUs (2 servers of 4): in Wormhole mode the NVLink flows go by rates
+    and some groups are frozen, yet every link direction carries exactly the bytes of packet mode
+    (the rates' bytes are whole at each flow's last byte; ACKs in proportion)."""
+    args = ["--model", "gpt-350m", "--gpus", "8", "--tp", "4", "--layers", "1", "--topology",
+            "rail-optimized:gpus=8,gpus_per_server=4", "--monitor"]
+    per_dir = {}
+    for mode in ("packet", "wormhole"):
+        _run([*args, "--mode", mode], tmp_path / mode)
+        d: dict = {}
+        for r in link_rows(tmp_path / mode / "link_util.csv"):
+            d[(r["link"], r["src"], r["dst"])] = d.get((r["link"], r["src"], r["dst"]), 0) + r["bytes"]
+        per_dir[mode] = d
+    assert len(per_dir["packet"]) == 32 and sum(per_dir["packet"].values()) == 545_726_720
+    assert per_dir["wormhole"] == per_dir["packet"]
+
+
 def test_frozen_port_keeps_its_queue():
     """A 3-to-1 incast of 20 MB flows under Wormhole: the bottleneck queue while the group is
     frozen is the one it froze with (sampled, not 0): its histogram matches packet mode's."""
