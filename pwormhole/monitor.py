@@ -14,7 +14,8 @@ sample (ns-3 writes none there, so its file can miss up to 100 ms).
 A sample at ``t`` sees the state after everything before ``t`` and nothing at ``t``. No sample
 is an event and nothing is scanned per sample: each switch port's ``mon`` (a
 :class:`QueueWatch`; None when the monitors are off) is told after each change of its egress
-bytes and counts the samples since the change before at the length before. The samples, and
+bytes and counts the samples since the change before at the length before
+(:class:`~pwormhole.net.nodes.QueueWatch`, compiled with the engine). The samples, and
 so the files, do not depend on the number of LPs or ranks (each LP watches its own ports; the
 data are merged at the end, :func:`merge`).
 
@@ -38,10 +39,10 @@ from typing import NamedTuple
 
 from .config import ModelConfig
 from .lp.engine import INF_PS, LogicalProcess, run_events
+from .net.nodes import QLEN_BUCKET_BYTES, QueueWatch
 from .outfiles import atomic
 from .units import PS_PER_NS
 
-QLEN_BUCKET_BYTES = 1000  # QlenDistribution::add: bucket = qlen / 1000
 QLEN_DUMP_INTERVAL_PS = 100_000_000 * PS_PER_NS  # third.cc's qlen_dump_interval (100 ms)
 LINK_UTIL_NAME = "link_util.csv"
 LINK_UTIL_HEADER = "time_ns,link,src,dst,bytes,utilization"
@@ -93,43 +94,6 @@ class MonitorData(NamedTuple):
     rates: dict  # (link index, src, dst) -> rate_bps
 
 
-class QueueWatch:
-    """One switch port's queue samples, told of each change of its egress bytes (its ``mon``)."""
-
-    __slots__ = ("qlen", "since", "hist", "start_ps", "interval_ps", "last_k")
-
-    def __init__(self, w: Window):
-        self.qlen = 0  # egress bytes queued now
-        self.since = -1  # since when (ps)
-        self.hist: dict[int, int] = {}  # KB bucket -> samples, of the samples with a queue
-        self.start_ps, self.interval_ps, self.last_k = w.start_ps, w.interval_ps, w.last_k
-
-    def changed(self, port, t: int) -> None:
-        """The egress bytes changed at ``t``: the samples since the last change, up to and
-        including ``t``, saw the length before (a sample sees what happened before it)."""
-        q = self.qlen
-        if q:
-            self.count(q, t)
-        self.qlen = sum(port.eg_bytes)
-        self.since = t
-
-    def count(self, q: int, t: int) -> None:
-        """The samples in ``(since, t]`` saw ``q`` bytes."""
-        start = self.start_ps
-        iv = self.interval_ps
-        hi = (t - start) // iv
-        lo = (self.since - start) // iv + 1
-        if hi >= lo:
-            if lo < 0:
-                lo = 0
-            if hi > self.last_k:
-                hi = self.last_k
-            if hi >= lo:
-                h = self.hist
-                b = q // QLEN_BUCKET_BYTES
-                h[b] = h.get(b, 0) + hi - lo + 1
-
-
 class PortSampler:
     """The samples of one LP's nodes: its switch ports' queues (told of each change: the
     port's ``mon``) and its ports' byte counters (read at link interval ends as the LP runs)."""
@@ -139,12 +103,14 @@ class PortSampler:
         local = {nd.node_id for nd in nodes}
         self.keys: list[tuple[int, int]] = []  # (switch, port) sampled, parallel to watches
         self.watches: list[QueueWatch] = []
+        self.qports: list = []
         for nd in sorted(nodes, key=lambda n: n.node_id):
             if nd.is_switch:
                 for p in nd.ports:
                     self.keys.append((nd.node_id, p.idx + 1))
-                    self.watches.append(QueueWatch(window))
-                    p.mon = self.watches[-1]
+                    self.watches.append(QueueWatch(window.start_ps, window.interval_ps, window.last_k))
+                    self.qports.append(p)
+        self.watching = False  # the ports' hooks are set (from the first sample to the last)
         self.lports: list = []
         self.lkeys: list[tuple[int, int, int]] = []
         for li, (pa, pb) in enumerate(link_ports):
@@ -160,6 +126,7 @@ class PortSampler:
         self.dumps: list = []
         self.next_dump_k = self._dump_after(0)
         self.samples = 0  # samples taken (known at the end)
+        self.next_stop_ps = window.start_ps  # the next time run_until stops at (to read or dump)
 
     def _dump_after(self, k: int) -> int:
         """The first sample index ``>= k`` whose time is a multiple of ns-3's dump interval
@@ -189,6 +156,8 @@ class PortSampler:
         """Run ``lp``'s events before ``end_ps``, stopping at the link interval ends (to read the
         byte counters: all before them) and ns-3's dump times up to ``end_ps`` on the way."""
         heap = lp.heap
+        if self.next_stop_ps > end_ps:  # (most windows)
+            return run_events(heap, end_ps, lp.handlers)
         w = self.w
         n = 0
         i = self.next_read
@@ -204,6 +173,7 @@ class PortSampler:
             t_dump = w.time_ps(self.next_dump_k) if self.next_dump_k < INF_PS else INF_PS
             t = min(t_read, t_dump)
             if t > end_ps:
+                self.next_stop_ps = t
                 break
             n += run_events(heap, t, lp.handlers)
             if t == t_dump:
@@ -215,10 +185,23 @@ class PortSampler:
                     self._read_tx(i - 1)
                 else:
                     self.last_tx = [p.tx_bytes for p in self.lports]
+                    self._watch(True)
+                if i == w.last_link + 1:  # the last sample: the queues are not watched after it
+                    self._flush(t)
+                    self._watch(False)
                 i += 1
                 fresh = False
         self.next_read = i
         return n + run_events(heap, end_ps, lp.handlers)
+
+    def _watch(self, on: bool) -> None:
+        """Set (at the first sample, from the lengths then) or clear the ports' hooks."""
+        self.watching = on
+        for qw, p in zip(self.watches, self.qports):
+            if on:
+                qw.qlen = sum(p.eg_bytes)
+                qw.since = self.w.start_ps - 1
+            p.mon = qw if on else None
 
     def _read_tx(self, j: int) -> None:
         """Bytes each port sent since the last read go to link interval ``j``."""
@@ -258,7 +241,10 @@ class PortSampler:
         w = self.w
         self.samples = max(0, min(w.last_k, (t_stop_ps - 1 - w.start_ps) // w.interval_ps) + 1)
         if self.samples:
+            if self.next_read == 0:  # the run ended before the first sample: the state it ended in holds
+                self._watch(True)
             self._flush(w.time_ps(self.samples - 1))
+        self._watch(False)
         if 0 < self.next_read <= w.last_link + 1:  # (bytes of events before t_stop, after the last read)
             self._read_tx(self.next_read - 1)
 

@@ -568,6 +568,51 @@ class SendQP:
                 [] if self.hpcc else None, 0, 0, host.node_id]
 
 
+QLEN_BUCKET_BYTES = 1000  # HPCC ns-3's QlenDistribution: a sample's bucket is its queue bytes / 1000
+
+
+class QueueWatch:
+    """The queue samples of one switch port (pwormhole.monitor), its ``mon`` while watched: a
+    sample every ``interval_ps`` from ``start_ps`` (indexes 0..``last_k``) sees the egress bytes
+    left by everything before it; told of each change, this counts the samples since the last."""
+
+    __slots__ = ("qlen", "since", "hist", "start_ps", "interval_ps", "last_k")
+
+    def __init__(self, start_ps: int, interval_ps: int, last_k: int):
+        self.qlen = 0  # egress bytes queued now
+        self.since = -1  # since when (ps)
+        self.hist: dict[int, int] = {}  # KB bucket -> samples, of the samples with a queue
+        self.start_ps = start_ps
+        self.interval_ps = interval_ps
+        self.last_k = last_k
+
+    def changed(self, port, t: int) -> None:
+        """The port's egress bytes changed at ``t``: the samples in ``(since, t]`` saw the length before."""
+        q = self.qlen
+        if q:
+            self.count(q, t)
+        q = 0
+        for b in port.eg_bytes:
+            q += b
+        self.qlen = q
+        self.since = t
+
+    def count(self, q: int, t: int) -> None:
+        """The samples in ``(since, t]`` saw ``q`` bytes."""
+        start = self.start_ps
+        iv = self.interval_ps
+        hi = (t - start) // iv
+        lo = (self.since - start) // iv + 1
+        if hi >= lo:
+            if lo < 0:
+                lo = 0
+            if hi > self.last_k:
+                hi = self.last_k
+            if hi >= lo:
+                b = q // QLEN_BUCKET_BYTES
+                self.hist[b] = self.hist.get(b, 0) + hi - lo + 1
+
+
 class Node:
     """Common state of hosts and switches: ports, event key counter, RNG, counters."""
 
