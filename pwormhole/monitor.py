@@ -110,7 +110,6 @@ class PortSampler:
                     self.keys.append((nd.node_id, p.idx + 1))
                     self.watches.append(QueueWatch(window.start_ps, window.interval_ps, window.last_k))
                     self.qports.append(p)
-        self.watching = False  # the ports' hooks are set (from the first sample to the last)
         self.lports: list = []
         self.lkeys: list[tuple[int, int, int]] = []
         for li, (pa, pb) in enumerate(link_ports):
@@ -196,7 +195,6 @@ class PortSampler:
 
     def _watch(self, on: bool) -> None:
         """Set (at the first sample, from the lengths then) or clear the ports' hooks."""
-        self.watching = on
         for qw, p in zip(self.watches, self.qports):
             if on:
                 qw.qlen = sum(p.eg_bytes)
