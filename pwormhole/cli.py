@@ -114,8 +114,40 @@ def _chakra_scenario(args, topo):
 def _load_scenario(args):
     scn = _read_scenario(args)
     scn.config.nvlink_cc = args.nvlink_cc
+    _monitor_settings(args, scn.config)
     scn.command = shlex.join(["pwormhole", *map(str, getattr(args, "argv", []))])
     return scn
+
+
+def _monitor_settings(args, cfg) -> None:
+    """``--monitor``, ``--monitor-interval``, ``--link-interval`` into ``cfg`` (the monitors of
+    :mod:`pwormhole.monitor`; a config's QLEN_MON_FILE turns them on too, over its window)."""
+    if args.monitor and cfg.qlen_mon_file is None:
+        cfg.qlen_mon_file = "qlen.txt"  # over the whole run
+        cfg.qlen_mon_end_ps = None
+        if cfg.qlen_mon_file in (cfg.fct_output_name, cfg.pfc_output_name):
+            raise InputError("--monitor writes qlen.txt, the name the config gives another output; "
+                             "name it with QLEN_MON_FILE", cfg.source)
+    for flag, fld in (("monitor_interval", "monitor_interval_ps"), ("link_interval", "link_interval_ps")):
+        text = getattr(args, flag)
+        if text is None:
+            continue
+        name = "--" + flag.replace("_", "-")
+        if cfg.qlen_mon_file is None:
+            raise InputError(f"{name} needs --monitor (or QLEN_MON_FILE in the config)")
+        try:
+            ps = parse_time_ps(text)
+        except ValueError as e:
+            raise InputError(f"{name}: {e}") from None
+        if ps <= 0 or ps % 1000:
+            raise InputError(f"{name} must be a positive whole number of ns, got {text!r}")
+        setattr(cfg, fld, ps)
+    iv = cfg.monitor_interval_ps
+    if cfg.link_interval_ps % iv:
+        if args.link_interval is not None:
+            raise InputError(f"--link-interval {args.link_interval} must be a multiple of the sampling interval "
+                             f"({iv // 1000} ns)")
+        cfg.link_interval_ps = max(1, cfg.link_interval_ps // iv) * iv  # the default, to the sampling's grid
 
 
 def _read_scenario(args):
@@ -467,6 +499,15 @@ def add_run_arguments(r) -> None:
                         "they do not hold) or packet (check the rates against packets)")
     w.add_argument("--fluid-nvlink", dest="nvlink", action="store_const", const="fluid",
                    help="the old name of --nvlink fluid")
+    m = r.add_argument_group("monitors")
+    m.add_argument("--monitor", action="store_true",
+                   help="write qlen.txt (queue-length histograms of the switch ports, as HPCC ns-3's QLEN_MON_FILE) "
+                        "and link_util.csv (bytes per link per interval) over the whole run; a config's "
+                        "QLEN_MON_FILE turns them on over its QLEN_MON_START..QLEN_MON_END")
+    m.add_argument("--monitor-interval", metavar="TIME",
+                   help="queue sampling interval (default 100ns, ns-3's qlen_mon_interval)")
+    m.add_argument("--link-interval", metavar="TIME",
+                   help="link_util.csv interval, a multiple of the sampling interval (default 10us)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--report", action="store_true",
                    help="also write report.html, a self-contained page of the results (always for the default "

@@ -17,7 +17,7 @@ from pwormhole.errors import InputError
 from pwormhole.outfiles import check_output_name
 from pwormhole.tokens import open_text, to_float, to_int
 from pwormhole.topology.model import Topology
-from pwormhole.units import PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
+from pwormhole.units import PS_PER_NS, PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
 
 IMPLEMENTED_CC = {CC_DCQCN: "DCQCN", CC_HPCC: "HPCC", CC_TIMELY: "TIMELY", CC_DCTCP: "DCTCP"}
 # CC modes of third.cc refused, and why (shown with the error)
@@ -70,15 +70,15 @@ _FLOATS: dict[str, tuple[str, float, float, bool, bool]] = {
     "ERROR_RATE_PER_LINK": ("error_rate_per_link", 0.0, 1.0, True, False),
 }
 _INPUT_FILES = {"TOPOLOGY_FILE": "topology_file", "FLOW_FILE": "flow_file", "TRACE_FILE": "trace_file"}
-_OUTPUT_NAMES = {"FCT_OUTPUT_FILE": "fct_output_name", "PFC_OUTPUT_FILE": "pfc_output_name"}
+_OUTPUT_NAMES = {"FCT_OUTPUT_FILE": "fct_output_name", "PFC_OUTPUT_FILE": "pfc_output_name",
+                 "QLEN_MON_FILE": "qlen_mon_file"}
+# the queue monitor's window: ns in the file (third.cc schedules NanoSeconds(QLEN_MON_START))
+_MON_TIMES = {"QLEN_MON_START": "qlen_mon_start_ps", "QLEN_MON_END": "qlen_mon_end_ps"}
 # read by third.cc, with no effect on a run here: TRACE_OUTPUT_FILE is written only under
 # ENABLE_TRACE 1 (a warning), PINT_* only drive CC_MODE 10 (refused)
 _ACCEPTED = {"TRACE_OUTPUT_FILE", "PINT_LOG_BASE", "PINT_PROB"}
 # read by third.cc but not modelled by pwormhole: accepted with a warning naming the key (and what is missing)
-_NOT_MODELLED = {"PAUSE_TIME": "", "DATA_RATE": "", "LINK_DELAY": "",
-                 "QLEN_MON_FILE": " (the queue-length monitor, qlen.txt)",
-                 "QLEN_MON_START": " (the queue-length monitor, qlen.txt)",
-                 "QLEN_MON_END": " (the queue-length monitor, qlen.txt)"}
+_NOT_MODELLED = {"PAUSE_TIME": "", "DATA_RATE": "", "LINK_DELAY": ""}
 # 0/1 switches of which pwormhole models one value only: key -> (the value not modelled, what runs instead)
 _ONE_VALUE = {"USE_DYNAMIC_PFC_THRESHOLD": ("0", "switches always use the dynamic PFC threshold"),
               "MULTI_RATE": ("1", "HPCC runs MULTI_RATE 0"),
@@ -127,15 +127,17 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
     * BUFFER_SIZE: MB of 2**20 bytes per switch, > 0 [``buffer_size_bytes``];
     * TOPOLOGY_FILE, FLOW_FILE, TRACE_FILE: input paths, resolved (see below) to
       absolute paths [``topology_file``, ``flow_file``, ``trace_file``];
-    * FCT_OUTPUT_FILE, PFC_OUTPUT_FILE: only the base name is kept
-      [``fct_output_name``, ``pfc_output_name``]; outputs go under ``--out``;
-      a name of pwormhole's own outputs (``summary.json``...), ``..``, a
-      ``.part`` name, or the same name for both is an error;
+    * FCT_OUTPUT_FILE, PFC_OUTPUT_FILE, QLEN_MON_FILE: only the base name is kept
+      [``fct_output_name``, ``pfc_output_name``, ``qlen_mon_file``]; outputs go
+      under ``--out``; a name of pwormhole's own outputs (``summary.json``...),
+      ``..``, a ``.part`` name, or the same name for two of them is an error;
+      QLEN_MON_FILE turns on the queue-length and link monitors (:mod:`pwormhole.monitor`);
+    * QLEN_MON_START, QLEN_MON_END: integer ns >= 0, absolute simulated time
+      [``qlen_mon_start_ps``, ``qlen_mon_end_ps``]; without QLEN_MON_FILE a warning;
     * accepted, no effect here: TRACE_OUTPUT_FILE, PINT_LOG_BASE, PINT_PROB
       (HPCC-PINT, CC_MODE 10, is refused);
     * not modelled, ignored with a warning naming the key: PAUSE_TIME,
-      DATA_RATE, LINK_DELAY, QLEN_MON_FILE, QLEN_MON_START, QLEN_MON_END, and
-      the values ENABLE_TRACE 1, USE_DYNAMIC_PFC_THRESHOLD 0, MULTI_RATE 1,
+      DATA_RATE, LINK_DELAY, and the values ENABLE_TRACE 1, USE_DYNAMIC_PFC_THRESHOLD 0, MULTI_RATE 1,
       SAMPLE_FEEDBACK 1.
 
     Input paths: HPCC is run as ``./waf --run 'scratch/third mix/config.txt'`` from
@@ -271,6 +273,9 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 if why:
                     raise err(f"{key} value {v!r}: {name!r} {why}; choose another name")
                 setattr(cfg, _OUTPUT_NAMES[key], name)
+            elif key in _MON_TIMES:
+                ns = to_int(one(), f"{key} value (ns)", spath, lineno, lo=0)
+                setattr(cfg, _MON_TIMES[key], ns * PS_PER_NS)
             elif key in _ACCEPTED:
                 if not vals:
                     raise err(f"{key} has no value")
@@ -286,11 +291,16 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                                     f"the last value is used")
                 seen[key] = lineno
 
-    if cfg.fct_output_name == cfg.pfc_output_name:  # only set names can clash: the defaults differ
-        key, line = max(((k, seen[k]) for k in _OUTPUT_NAMES if k in seen), key=lambda kl: kl[1])
-        raise InputError(f"{key} names the file {cfg.fct_output_name!r} of both FCT_OUTPUT_FILE and "
-                         f"PFC_OUTPUT_FILE (only its base name is used, under --out); give them different names",
-                         spath, line)
+    named = [(k, getattr(cfg, f)) for k, f in _OUTPUT_NAMES.items() if getattr(cfg, f) is not None]
+    for i, (k1, n1) in enumerate(named):  # only set names can clash: the defaults differ
+        for k2, n2 in named[i + 1:]:
+            if n1 == n2:
+                key, line = max(((k, seen[k]) for k in (k1, k2) if k in seen), key=lambda kl: kl[1])
+                raise InputError(f"{key} names the file {n1!r} of both {k1} and {k2} (only its base name is "
+                                 f"used, under --out); give them different names", spath, line)
+    if cfg.qlen_mon_file is None and any(k in seen for k in _MON_TIMES):
+        k = min((k for k in _MON_TIMES if k in seen), key=lambda k: seen[k])
+        warnings.append(f"{spath}:{seen[k]}: {k} without QLEN_MON_FILE: no queue-length monitor runs; ignored")
     setattr(cfg, _KEY_LINES_ATTR, dict(seen))
     return cfg, warnings
 

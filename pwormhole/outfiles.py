@@ -26,7 +26,7 @@ _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW"
 
 # names pwormhole writes itself (run, compare, scale); config-file output names may not take them
 OWN_OUTPUT_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "timeline.csv", "report.html",
-                              "report.png", "compare.json",
+                              "report.png", "compare.json", "link_util.csv",
                               "fct_error_cdf.png", "packet", "wormhole", "scaling.csv", "scaling.png",
                               "logs", "slurm"})
 PART_SUFFIX = ".part"

@@ -25,6 +25,16 @@ from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
 from .errors import InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
+from .monitor import (
+    LINK_UTIL_NAME,
+    MonitorData,
+    MonitoredLP,
+    monitor_summary,
+    window_of,
+    write_link_util,
+    write_qlen,
+)
+from .monitor import merge as merge_monitors
 from .net.build import Network
 from .net.nodes import handler_table
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
@@ -151,10 +161,22 @@ class Run:
         self.comm = comm
         ids = [comm.rank] if comm is not None else range(n_lps)
         handlers = handler_table()
+        # the monitors (qlen.txt, link_util.csv): their LPs sample their nodes as they run
+        self.monitor_window = window_of(scn.config, min((f.start_ps for f in scn.flows if f.start_ps >= 0), default=0))
+        mon = self.monitor_window
         self.lps = [LogicalProcess(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner, handlers)
+                    if mon is None else
+                    MonitoredLP(i, [nd for nd in self.net.nodes if owner[nd.node_id] == i], initial, owner, handlers,
+                                self.net.link_ports, mon)
                     for i in ids]
+        self.samplers = [lp.sampler for lp in self.lps if isinstance(lp, MonitoredLP)]
+        self._monitors_done = False
         self.n_lps = n_lps
         self.accel = Wormhole(self.net, self.lps, accel, memo) if accel is not None else None
+        if self.accel is not None and mon is not None:
+            self.accel.on_carried = self._carried
+            for dom in self.accel.fluid_domains.values():
+                dom.on_carried = self._carried
         self.sync_wall_s = 0.0
         self.finish_ps: dict[int, int] = {}
         self.start_ps: dict[int, int] = {}
@@ -250,6 +272,9 @@ class Run:
             self.wall_s = time.perf_counter() - wall0
             self.cpu_s = time.process_time() - cpu0
         self.complete = len(finish) == n_flows and len(op_times) == n_ops
+        # a configured window's samples go on to its end (ns-3's monitor keeps its run going), the rest holds
+        self.finish_monitors(stop_ps if self.complete and self.monitor_window is not None
+                             and self.monitor_window.last_k < INF_PS else self.t_end_ps)
         if not self.complete:
             if accel is not None:
                 accel.settle(self.t_end_ps)  # fast-forwarded bytes, counted up to the stop
@@ -259,6 +284,28 @@ class Run:
             elif self.stuck is None and self.t_end_ps < stop_ps:
                 self.stuck = self._stuck_report(self.t_end_ps, stuck_text.NO_EVENT)
         return self
+
+    # -- monitors ------------------------------------------------------------------------
+    def _carried(self, port_bytes: dict, t0_ps: int, d_ps: int, counted: bool = True) -> None:
+        for sampler in self.samplers:
+            sampler.carried(port_bytes, t0_ps, d_ps, counted)
+
+    def finish_monitors(self, t_stop_ps: int) -> None:
+        """Take the monitors' last samples at the run's end ``t_stop_ps`` (once)."""
+        if self.monitor_window is not None and not self._monitors_done:
+            self._monitors_done = True
+            for sampler in self.samplers:
+                sampler.finish(t_stop_ps)
+
+    def monitor_data(self) -> MonitorData | None:
+        """The monitors' samples of every LP (every rank's under MPI: a collective), None when off."""
+        if self.monitor_window is None:
+            return None
+        self.finish_monitors(self.t_end_ps)  # (an interrupted run: to its last boundary)
+        parts = [sampler.result() for sampler in self.samplers]
+        if self.comm is not None:
+            parts = [d for ds in self.comm.allgather(parts) for d in ds]
+        return merge_monitors(parts)
 
     def _link_down(self, t_ps: int, a: int, b: int) -> None:
         """Fail link ``a``-``b`` at boundary ``t_ps`` on this process's LPs; under Wormhole
@@ -423,12 +470,17 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         writer.abandon()  # a failed run: its files stay as .part
         raise
     writer.commit()
+    monitors = sim.monitor_data()
     if recorder is not None and grid is not None:
         recorder.finish(grid.unit, [(ln.a, ln.b, ln.delay_ps) for ln in scn.topology.links],
                         sim.net.window_ps).save(os.path.join(out_dir, RECORD_NAME))
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
+    if monitors is not None and sim.monitor_window is not None:
+        summary["monitors"] = monitor_summary(sim.monitor_window, monitors)
     if rank0:
         writer.finish(summary, training, plot, memo, memo_cache)
+        if monitors is not None:
+            _write_monitors(sim, monitors, writer, out_dir)
         if report:
             from .report.page import write_report  # matplotlib: loaded only when a report is asked for
             try:
@@ -444,6 +496,20 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
                       f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished")
     _raise_outcome(writer.errors, interrupted, sim.stuck, out_dir)
     return summary
+
+
+def _write_monitors(sim: Run, data: MonitorData, writer: RunWriter, out_dir: str) -> None:
+    """``qlen.txt`` and ``link_util.csv`` (:mod:`pwormhole.monitor`); a write error goes to the writer's."""
+    w = sim.monitor_window
+    assert w is not None
+    if not data.samples:
+        print(f"pwormhole: warning: the queue monitor took no sample: it starts at {format_time(w.start_ps)} "
+              f"(QLEN_MON_START), at or after the run's end; {w.qlen_name} is empty", file=sys.stderr)
+    for write, name in ((write_qlen, w.qlen_name), (write_link_util, LINK_UTIL_NAME)):
+        try:
+            write(os.path.join(out_dir, name), data, w)
+        except OutputError as e:
+            writer.errors.append(str(e))
 
 
 def _arm_partial_summary(sim: Run, writer: RunWriter, head: dict) -> None:

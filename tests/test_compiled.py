@@ -33,7 +33,7 @@ COMPILED = compiled.engine() == "compiled"
 REQUIRED = os.environ.get("PWORMHOLE_REQUIRE_COMPILED") == "1"
 needs_compiled = pytest.mark.skipif(not COMPILED and not REQUIRED, reason=f"engine: {compiled.engine()}")
 NOT_COMPARED = {"wall_s", "events_per_s", "sync_wall_s", "cpu_s", "engine"}
-OUTPUTS = ("fct.txt", "pfc.txt", "collectives.csv", "iterations.csv")
+OUTPUTS = ("fct.txt", "pfc.txt", "collectives.csv", "iterations.csv", "qlen.txt", "link_util.csv")
 
 
 def test_compiled_engine_built_where_required():
@@ -188,6 +188,7 @@ CASES = {
     "s2-dcqcn": lambda d: _hpcc_ref("s2_dcqcn", "2.0005"),
     "s3-incast": lambda d: ["--hpcc-config", REF / "s3_dcqcn" / "config.txt", "--until", "2.0002"],
     "pfc-incast": _incast,
+    "pfc-incast-monitors": lambda d: _incast(d) + ["--monitor", "--monitor-interval", "50ns", "--link-interval", "1us"],
     "hpcc-big-window-wormhole": _hpcc_big_window,
     "link-down": _link_down,
     "fat-tree-mix-wormhole": lambda d: ["--scenario", "fat-tree-mix", "--mode", "wormhole"],

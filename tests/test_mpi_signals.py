@@ -197,7 +197,8 @@ def test_too_many_lps_warn_once_and_metis_is_silent(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "***" not in r.stdout + r.stderr and "METIS" not in r.stdout + r.stderr
-    warn = [ln for ln in r.stderr.splitlines() if "warning" in ln and "is not modelled by pwormhole" not in ln]
+    warn = [ln for ln in r.stderr.splitlines() if "warning" in ln and "is not modelled by pwormhole" not in ln
+            and "queue monitor took no sample" not in ln]  # (mix's QLEN_MON_START is 2 s, the run stops at 3 us)
     assert warn == ["pwormhole: warning: 64 LPs but the flows cross only 4 of the 66 indivisible units: 60 LPs "
                     "or more will have no events; use at most 4"], r.stderr
 

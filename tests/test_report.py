@@ -132,7 +132,7 @@ def test_report_of_a_flow_run_has_every_section_and_fetches_nothing(tmp_path):
     assert page.fetching == [] and page.svgs == 3  # slowdown by size, FCT CDF, PFC pauses
     text = (out / "report.html").read_text()
     assert "Content-Security-Policy\" content=\"default-src 'none';" in text
-    assert "not a training run" in text and "no link_util.csv" in text and "no qlen.txt" in text
+    assert "not a training run" in text and "no link_util.csv here" in text and "no queue-length monitor" in text
     pauses = sum(1 for ln in (out / "pfc.txt").read_text().splitlines() if ln.split()[4] == "1")
     assert pauses > 0
     per_node = [int(x) for x in _table_after(text, "pause frames received")]

@@ -135,18 +135,19 @@ def cap_wake(starts_on: dict, ports, t: int, wake_ps: int, window_ps: int) -> in
 
 
 def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, local, ack_every_pkts: int,
-            ack_bytes: int, alpha_decay) -> None:
+            ack_bytes: int, alpha_decay) -> dict:
     """Move a group (``flows``: its flow id -> FlowState; ``ports``: its ports) forward by
     ``advance_bytes[fid]`` and ``d`` ps on this process's objects (``local``: its node ids):
     senders, receivers, the ports' byte counters and the packets frozen or queued at its ports.
-    ``alpha_decay``: the DCQCN alpha factor over ``d`` (None: not decayed)."""
+    ``alpha_decay``: the DCQCN alpha factor over ``d`` (None: not decayed). Returns port ->
+    the bytes its counter moved by (every port of the group, on every process)."""
     port_adv: dict = {}
     for fid, b in advance_bytes.items():
         if b <= 0:
             continue
         fs = flows[fid]
         pkts = b // fs.mtu
-        for p in fs.data_hops:
+        for p in fs.data_ports:  # (the NIC's too: its counter is the link's, for the monitors)
             port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
         acks = pkts // ack_every_pkts
         for p in fs.ack_ports:
@@ -188,6 +189,7 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
         for pkt in p.queued():
             shift_pkt(pkt)
         p.skip_time(t0, d)
+    return port_adv
 
 
 def thaw(fz: Frozen, t: int, d: int, local, rp_timer_ps: int) -> None:

@@ -41,6 +41,8 @@ events act mid-window (a flow's start cannot wait for a boundary) and rates are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..config import CC_DCQCN, NVLINK_CC_NIC
 from ..errors import InputError
 from ..net.nodes import Port
@@ -57,10 +59,15 @@ RATE_MEMO_LAYOUTS = 4096  # port layouts kept per domain (the memo starts over w
 class FluidFlow:
     """An active fluid flow's state."""
 
-    __slots__ = ("left_wire_bytes", "rate", "data_ports", "ack_ports", "start_ps")
+    __slots__ = ("left_wire_bytes", "rate", "data_ports", "ack_ports", "start_ps", "wire_bytes", "ack_total_bytes",
+                 "counted_bytes")
 
-    def __init__(self, left_wire_bytes: float, data_ports: tuple, ack_ports: tuple, start_ps: int):
+    def __init__(self, left_wire_bytes: float, data_ports: tuple, ack_ports: tuple, start_ps: int,
+                 ack_total_bytes: int = 0):
         self.left_wire_bytes = left_wire_bytes  # wire bytes still to send
+        self.wire_bytes = int(left_wire_bytes)  # all of them
+        self.ack_total_bytes = ack_total_bytes  # its ACKs' wire bytes
+        self.counted_bytes = 0  # wire bytes told to the monitors so far (FluidDomain.on_carried)
         self.rate = 0.0  # wire bytes per ps
         self.data_ports = data_ports  # (host -> NVSwitch, NVSwitch -> destination)
         self.ack_ports = ack_ports  # the same for its ACKs
@@ -95,6 +102,8 @@ class FluidDomain:
         self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
         self.packet_fids: set = set()  # flows handed over to packets, or started after
         self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min holds)
+        # the monitors' hook: (port -> bytes its flows carried, t0_ps, d_ps) as the flows advance (no packets)
+        self.on_carried: Callable[[dict, int, int, bool], None] | None = None
 
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
@@ -112,7 +121,8 @@ class FluidDomain:
         packets = -(-flow.size_bytes // self.mtu)
         wire = flow.size_bytes + packets * self.hdr_bytes
         self._advance(t)
-        self.active[fid] = FluidFlow(float(wire), (up, down), (ack_up, ack_down), t)
+        acks = -(-packets // self.ack_every) * self.ack_bytes
+        self.active[fid] = FluidFlow(float(wire), (up, down), (ack_up, ack_down), t, acks)
         self.version += 1  # the rates change: a pending completion event is stale
         if not self.dirty:  # recompute once for all the flows starting at t (a ring step's 8)
             self.dirty = True
@@ -187,7 +197,29 @@ class FluidDomain:
         if d > 0:
             for st in self.active.values():
                 st.left_wire_bytes -= st.rate * d
+            if self.on_carried is not None:
+                self._tell_monitors(self.last_ps, d)
         self.last_ps = t
+
+    def _tell_monitors(self, t0: int, d: int) -> None:
+        """The wire bytes each port carried over ``[t0, t0 + d)`` (whole bytes: a flow's data and
+        ACK bytes add up to its packets' at its last byte)."""
+        carried: dict = {}
+        for st in self.active.values():
+            sent = st.wire_bytes if st.left_wire_bytes <= 0.5 else min(st.wire_bytes, int(st.wire_bytes
+                                                                                       - st.left_wire_bytes))
+            b = sent - st.counted_bytes
+            if b <= 0:
+                continue
+            acks = st.ack_total_bytes * sent // st.wire_bytes - st.ack_total_bytes * st.counted_bytes // st.wire_bytes
+            st.counted_bytes = sent
+            for p in st.data_ports:
+                carried[p] = carried.get(p, 0) + b
+            if acks:
+                for p in st.ack_ports:
+                    carried[p] = carried.get(p, 0) + acks
+        if carried and self.on_carried is not None:
+            self.on_carried(carried, t0, d, False)
 
     def _last_byte_sent(self, fid: int, t: int, acks: dict) -> None:
         st = self.active.pop(fid)

@@ -15,6 +15,8 @@ its own objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..config import CC_DCQCN, CC_HPCC, CC_NAMES, NVLINK_CC_NONE
 from ..lp.engine import INF_PS
 from ..net import cc
@@ -100,6 +102,8 @@ class Wormhole:
         self.wakes_interrupted = 0
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
+        # the monitors' hook, called at each wake with (port -> bytes its counter moved by, t0_ps, d_ps)
+        self.on_carried: Callable[[dict, int, int], None] | None = None
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}  # the local node ids
         # NVLink flows: by rates (fluid_fids, replicated) or, without end-to-end CC, packet by
         # packet outside the conflict groups (no CC state to fast-forward or replay)
@@ -352,7 +356,10 @@ class Wormhole:
         dcqcn = self.net.cfg.cc_mode == CC_DCQCN
         decay = cc.dcqcn_alpha_decay(self.net.cfg, d) if dcqcn and fz.memo is None else None
         self.skipped_bytes += sum(b for b in advance.values() if b > 0)
-        ff.advance(flows, g.ports, fz, d, advance, self.net, self.heap_of, self.ack_every_pkts, self.ack_bytes, decay)
+        carried = ff.advance(flows, g.ports, fz, d, advance, self.net, self.heap_of, self.ack_every_pkts,
+                             self.ack_bytes, decay)
+        if self.on_carried is not None:
+            self.on_carried(carried, fz.t0, d)
         ff.thaw(fz, t, d, self.heap_of, self.net.cfg.rp_timer_ps)
         for fs in flows.values():  # the history before the skip does not describe what follows
             fs.samples.clear()

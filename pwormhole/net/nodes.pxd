@@ -15,6 +15,7 @@ cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
 cdef class Node
+cdef class QueueWatch
 
 
 cdef class Port:
@@ -44,6 +45,7 @@ cdef class SwitchPort(Port):
     cdef public long long rr, headroom_bytes, kmin_bytes, kmax_bytes
     cdef public int pfc_shift
     cdef public double pmax
+    cdef public QueueWatch mon
 
     @cython.locals(qs=list, used=list, paused=list, n=cython.Py_ssize_t, i=cython.Py_ssize_t,
                    j=cython.Py_ssize_t, qi=cython.int, pkt=Packet, size=cython.longlong, sw=Switch,
@@ -89,6 +91,17 @@ cdef class SendQP:
     @cython.locals(seq=cython.longlong, pay=cython.longlong, wire=cython.longlong, nxt=cython.longlong,
                    rate=cython.longlong, host=Host)
     cpdef Packet next_packet(self, long long t)
+
+
+cdef class QueueWatch:
+    cdef public long long qlen, since, start_ps, interval_ps, last_k
+    cdef public dict hist
+
+    @cython.locals(q=cython.longlong, b=cython.longlong)
+    cpdef changed(self, SwitchPort port, long long t)
+    @cython.locals(start=cython.longlong, iv=cython.longlong, hi=cython.longlong, lo=cython.longlong,
+                   b=cython.longlong)
+    cpdef count(self, long long q, long long t)
 
 
 cdef class Node:

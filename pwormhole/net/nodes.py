@@ -205,7 +205,7 @@ class SwitchPort(Port):
 
     __slots__ = (
         "qs", "used_qs", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
-        "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax",
+        "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax", "mon",
     )
 
     def __init__(self, node, idx, rate_bps, delay_ps, error_rate):
@@ -222,6 +222,7 @@ class SwitchPort(Port):
         self.kmin_bytes = 0
         self.kmax_bytes = 0
         self.pmax = 0.0
+        self.mon = None  # a queue monitor (pwormhole.monitor): ``mon.changed(port, t)`` after eg_bytes changes
 
     def kick(self, t: int) -> None:
         """Dequeue the next packet (queue 0 first, then round robin) and transmit it."""
@@ -265,6 +266,8 @@ class SwitchPort(Port):
         sw.used_bytes -= size
         eg = self.eg_bytes[qi] - size
         self.eg_bytes[qi] = eg
+        if self.mon is not None:
+            self.mon.changed(self, t)
         if pkt.kind == T_DATA:
             if sw.ecn and eg > self.kmin_bytes:
                 if eg > self.kmax_bytes or (sw.rng.random()
@@ -307,6 +310,8 @@ class SwitchPort(Port):
                     inp.in_bytes[qi] -= rest
                 sw.used_bytes -= size
                 self.eg_bytes[qi] -= size
+                if self.mon is not None:
+                    self.mon.changed(self, t)
                 if inp.pfc_sent[qi]:
                     sw.check_resume(inp, qi, t)
         for q in self.qs:
@@ -595,6 +600,51 @@ class SendQP:
                           [] if self.hpcc else None, 0, t if self.timely else 0, host.node_id)
 
 
+QLEN_BUCKET_BYTES = 1000  # HPCC ns-3's QlenDistribution: a sample's bucket is its queue bytes / 1000
+
+
+class QueueWatch:
+    """The queue samples of one switch port (pwormhole.monitor), its ``mon`` while watched: a
+    sample every ``interval_ps`` from ``start_ps`` (indexes 0..``last_k``) sees the egress bytes
+    left by everything before it; told of each change, this counts the samples since the last."""
+
+    __slots__ = ("qlen", "since", "hist", "start_ps", "interval_ps", "last_k")
+
+    def __init__(self, start_ps: int, interval_ps: int, last_k: int):
+        self.qlen = 0  # egress bytes queued now
+        self.since = -1  # since when (ps)
+        self.hist: dict[int, int] = {}  # KB bucket -> samples, of the samples with a queue
+        self.start_ps = start_ps
+        self.interval_ps = interval_ps
+        self.last_k = last_k
+
+    def changed(self, port, t: int) -> None:
+        """The port's egress bytes changed at ``t``: the samples in ``(since, t]`` saw the length before."""
+        q = self.qlen
+        if q:
+            self.count(q, t)
+        q = 0
+        for b in port.eg_bytes:
+            q += b
+        self.qlen = q
+        self.since = t
+
+    def count(self, q: int, t: int) -> None:
+        """The samples in ``(since, t]`` saw ``q`` bytes."""
+        start = self.start_ps
+        iv = self.interval_ps
+        hi = (t - start) // iv
+        lo = (self.since - start) // iv + 1
+        if hi >= lo:
+            if lo < 0:
+                lo = 0
+            if hi > self.last_k:
+                hi = self.last_k
+            if hi >= lo:
+                b = q // QLEN_BUCKET_BYTES
+                self.hist[b] = self.hist.get(b, 0) + hi - lo + 1
+
+
 class Node:
     """Common state of hosts and switches: ports, event key counter, RNG, counters."""
 
@@ -713,6 +763,8 @@ class Switch(Node):
                 return
             self.used_bytes += size
             port.eg_bytes[qi] += size
+            if port.mon is not None:
+                port.mon.changed(port, t)
             if qi not in port.used_qs:
                 port.used_qs.append(qi)
                 port.used_qs.sort()

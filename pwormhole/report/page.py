@@ -20,7 +20,7 @@ import numpy as np
 
 from ..outfiles import write_text
 from ..units import format_time
-from . import analysis, charts
+from . import analysis, charts, monitors
 from .compare import fct_errors, read_fct
 from .outdir import OutDir, RunFiles, read_out_dir
 from .summary import approx
@@ -243,10 +243,9 @@ def training_section(d: OutDir) -> str:
 
 def network_section(d: OutDir) -> str:
     r = d.run
-    out = ["<h3>Hottest links</h3>",
-           missing("no link_util.csv: this version does not write link utilization (bytes per link per interval)"),
-           "<h3>Queue lengths of monitored ports</h3>",
-           missing("no qlen.txt: this version does not model HPCC's queue-length monitor (QLEN_MON_FILE)"),
+    links, queues = (monitors.network_parts(r.folder, r.summary, table, figure, missing) if r is not None else
+                     (missing("no run here"), missing("no run here")))
+    out = ["<h3>Hottest links</h3>", links, "<h3>Queue lengths of monitored ports</h3>", queues,
            "<h3>PFC pauses over time</h3>"]
     if r is None or r.pfc is None:
         out.append(missing("no PFC file here"))

@@ -49,7 +49,7 @@ def inputs_summary(scn) -> dict:
     return {"command": scn.command, "topology": t.source or t.name, "hosts": len(t.hosts),
             "switches": len(t.switches), "links": len(t.links), "gpus_per_server": t.gpus_per_server,
             "config": c.source, "flow_file": c.flow_file, "fct_file": c.fct_output_name,
-            "pfc_file": c.pfc_output_name}
+            "pfc_file": c.pfc_output_name, "qlen_file": c.qlen_mon_file}
 
 
 def run_summary(head: dict, sim_time_ps: int, wall_s: float, events_by_rank: list[int], windows: int,

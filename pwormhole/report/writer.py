@@ -34,6 +34,8 @@ def prepare_out_dir(out_dir: str) -> None:
 def output_names(scn, plot: bool = False) -> list[str]:
     """The files a run writes in its output folder."""
     names = [scn.config.fct_output_name, scn.config.pfc_output_name, "summary.json"]
+    if scn.config.qlen_mon_file:  # the monitors (pwormhole.monitor)
+        names += [scn.config.qlen_mon_file, "link_util.csv"]
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):
         names += ["collectives.csv", "timeline.csv"]
         if plot:

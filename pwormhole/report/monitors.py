@@ -1,0 +1,195 @@
+"""The monitors in a report: ``qlen.txt`` (queue-length histograms per switch port, HPCC ns-3's
+format) and ``link_util.csv`` (bytes per link direction per interval), read back, ranked and drawn
+(:mod:`pwormhole.monitor` writes them)."""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import InputError
+from .charts import _legend_above, plt, to_svg
+
+LINK_UTIL_COLUMNS = ("time_ns", "link", "src", "dst", "bytes", "utilization")
+
+
+class QlenHist(NamedTuple):
+    """The last block of a ``qlen.txt``: samples per KB bucket of each switch port."""
+    time_ns: int
+    ports: dict  # (switch, port) -> np.ndarray of samples per KB bucket
+
+
+class LinkUtil(NamedTuple):
+    """The rows of a ``link_util.csv``, by column."""
+    time_ns: np.ndarray
+    link: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    bytes: np.ndarray
+    utilization: np.ndarray
+
+
+def read_qlen(path: str) -> QlenHist:
+    """The last ``time:`` block (cumulative histograms) of a ``qlen.txt``; InputError naming the line."""
+    last: QlenHist | None = None
+    n = 0
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                n += 1
+                if line.startswith("time: "):
+                    last = QlenHist(int(line[6:]), {})
+                elif line.strip():
+                    node, port, *counts = map(int, line.split())
+                    if last is None or not counts:
+                        raise ValueError("a port line needs a time: block before it and at least one count")
+                    last.ports[(node, port)] = np.array(counts, dtype=np.int64)
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", path) from None
+    except ValueError as e:
+        raise InputError(f"not a qlen.txt line ('time: NS' or 'SWITCH PORT COUNT...'): {e}", path, n) from None
+    return last if last is not None else QlenHist(0, {})
+
+
+def read_link_util(path: str) -> LinkUtil:
+    """A ``link_util.csv``; InputError naming the file on a wrong header or value."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.readline().strip().split(",")
+            if tuple(head) != LINK_UTIL_COLUMNS:
+                raise InputError(f"header {','.join(head)!r} is not {','.join(LINK_UTIL_COLUMNS)!r}", path, 1)
+            a = np.loadtxt(fh, delimiter=",", ndmin=2)
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", path) from None
+    except ValueError as e:
+        raise InputError(f"not a link_util.csv: {e}", path) from None
+    if not a.size:
+        a = np.zeros((0, 6))
+    t, link, src, dst, b = (a[:, i].astype(np.int64) for i in range(5))
+    return LinkUtil(t, link, src, dst, b, a[:, 5])
+
+
+def hottest(u: LinkUtil, top: int = 8) -> list[tuple[tuple[int, int, int], int]]:
+    """The ``top`` link directions ``(link, src, dst)`` by bytes, with their bytes (most first)."""
+    totals: dict = {}
+    for key, b in zip(zip(u.link.tolist(), u.src.tolist(), u.dst.tolist()), u.bytes.tolist()):
+        totals[key] = totals.get(key, 0) + b
+    return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+
+
+def link_chart(u: LinkUtil, keys: list, interval_ns: int) -> str:
+    """Utilization over time of the link directions ``keys``, one line each (0 where no row)."""
+    t0, t1 = int(u.time_ns.min()), int(u.time_ns.max())
+    grid = np.arange(t0, t1 + interval_ns, interval_ns)
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    for key in keys:
+        sel = (u.link == key[0]) & (u.src == key[1]) & (u.dst == key[2])
+        y = np.zeros(grid.size)
+        y[(u.time_ns[sel] - t0) // interval_ns] = u.utilization[sel]
+        ax.step((np.append(grid, grid[-1] + interval_ns) - t0) / 1e3, np.append(y, y[-1]), where="post", lw=1.1,
+                label=f"link {key[0]}: {key[1]} -> {key[2]}")
+    ax.set_xlabel(f"simulated time (us after {t0 / 1e3:,.3f} us)")
+    ax.set_ylabel(f"utilization per {interval_ns / 1e3:g} us")
+    ax.set_ylim(0, max(1.05, float(u.utilization.max()) * 1.05) if u.utilization.size else 1.05)
+    ax.grid(alpha=0.3)
+    _legend_above(ax, 4)
+    return to_svg(fig)
+
+
+class QueueStats(NamedTuple):
+    key: tuple[int, int]
+    samples: int
+    queued: float  # share of samples with 1 KB or more
+    mean_kb: float
+    p99_kb: int
+    max_kb: int
+
+
+def queue_stats(h: QlenHist) -> list[QueueStats]:
+    """Per switch port, from its histogram: samples, share at 1 KB or more, mean, p99 and max (KB)."""
+    out = []
+    for key, c in sorted(h.ports.items()):
+        n = int(c.sum())
+        if not n:
+            continue
+        kb = np.arange(c.size)
+        cum = np.cumsum(c)
+        out.append(QueueStats(key, n, float(c[1:].sum()) / n, float((kb * c).sum()) / n,
+                              int(np.searchsorted(cum, 0.99 * n)), int(np.nonzero(c)[0].max())))
+    return out
+
+
+def queue_chart(h: QlenHist, keys: list) -> str:
+    """The queue-length distribution (CCDF over the samples) of the switch ports ``keys``."""
+    fig, ax = plt.subplots(figsize=(6.8, 3.6))
+    for key in keys:
+        c = h.ports[key]
+        n = c.sum()
+        above = 1 - np.cumsum(c) / n  # share of samples above each bucket
+        kb = np.arange(c.size)
+        ax.step(kb, np.concatenate(([1.0], above[:-1])), where="post", label=f"switch {key[0]} port {key[1]}")
+    ax.set_xlabel("queue length (KB of 1000 bytes)")
+    ax.set_ylabel("share of samples at or above")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    _legend_above(ax, 3)
+    return to_svg(fig)
+
+
+def network_parts(folder: str, summary: dict, table, figure, missing, top: int = 8) -> tuple[str, str]:
+    """The HTML of the report's "Hottest links" and "Queue lengths" blocks for the run in
+    ``folder`` (``table``, ``figure``, ``missing``: the page's builders)."""
+    inputs = summary.get("inputs") or {}
+    qlen_name = inputs.get("qlen_file")
+    lu_path = os.path.join(folder, "link_util.csv")
+    if not os.path.isfile(lu_path):
+        links = missing("no link_util.csv here: run with --monitor (or QLEN_MON_FILE in the config) to write "
+                        "bytes per link per interval")
+    else:
+        u = read_link_util(lu_path)
+        if not u.time_ns.size:
+            links = missing("link_util.csv has no bytes: the monitor's window held no traffic")
+        else:
+            hot = hottest(u, top)
+            steps = np.diff(np.unique(u.time_ns))
+            interval_ns = int((summary.get("monitors") or {}).get("link_interval_ns")
+                              or (steps.min() if steps.size else 1000))
+            n_intervals = (int(u.time_ns.max()) - int(u.time_ns.min())) // interval_ns + 1
+            rows = []
+            for key, b in hot:
+                sel = (u.link == key[0]) & (u.src == key[1]) & (u.dst == key[2])
+                rows.append((key[0], f"{key[1]} -> {key[2]}", f"{b:,}", f"{u.utilization[sel].sum() / n_intervals:.3f}",
+                             f"{u.utilization[sel].max():.3f}"))
+            links = (figure(link_chart(u, [k for k, _ in hot], interval_ns),
+                            f"utilization of the {len(hot)} busiest link directions (bytes started per "
+                            f"{interval_ns / 1e3:g} us interval x 8 / rate; a packet counts where it starts)")
+                     + table(("link", "direction", "bytes", "mean utilization", "peak"), rows))
+    if not qlen_name or not os.path.isfile(os.path.join(folder, qlen_name)):
+        queues = missing("no queue-length monitor output here: run with --monitor, or QLEN_MON_FILE in an HPCC "
+                         "config")
+    else:
+        h = read_qlen(os.path.join(folder, qlen_name))
+        stats = queue_stats(h)
+        if not stats:
+            queues = missing(f"{qlen_name} holds no sample (its window starts after the run's end)")
+        else:
+            busy = sorted((s for s in stats if s.max_kb > 0), key=lambda s: (-s.mean_kb, s.key))[:top]
+            idle = len(stats) - sum(1 for s in stats if s.max_kb > 0)
+            text = (f"{len(stats)} switch ports sampled {stats[0].samples:,} times up to {h.time_ns:,} ns; "
+                    f"{idle} of them never held 1 KB")
+            if not busy:
+                queues = f"<p>{text}.</p>"
+            else:
+                queues = (figure(queue_chart(h, [s.key for s in busy]),
+                                 f"queue length distribution of the {len(busy)} ports with the longest mean queue "
+                                 f"({qlen_name}, HPCC ns-3's monitor format); {text}")
+                          + table(("switch", "port", "samples", "with a queue", "mean (KB)", "p99 (KB)",
+                                   "max (KB)"),
+                                  [(s.key[0], s.key[1], f"{s.samples:,}", f"{s.queued * 100:.1f}%",
+                                    f"{s.mean_kb:,.1f}", f"{s.p99_kb:,}", f"{s.max_kb:,}") for s in busy]))
+    return links, queues
+
+
+__all__ = ["read_qlen", "read_link_util", "hottest", "queue_stats", "network_parts", "QlenHist", "LinkUtil"]
