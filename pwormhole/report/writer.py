@@ -10,8 +10,10 @@ stays as ``NAME.part`` and the error is listed (:class:`RunWriter`).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
+from contextlib import contextmanager
 
 from ..errors import InputError, OutputError
 from ..outfiles import check_file_writable, check_output_name, create_fresh, existing
@@ -105,14 +107,16 @@ class RunWriter:
     def on_flows(self, done) -> None:
         flows = self.scn.flows
         standalone = self.standalone_ns
-        for fid, t_fin, t_start in done:
-            fct_ns = (t_fin - t_start + 500) // 1000
-            self.fcts_ns.append(fct_ns)
-            self.slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
-        if self.fct_file:  # (the rank that writes: the lines are made there only)
-            lines = [fct_line(flows[fid], t_fin, standalone[fid], t_start) for fid, t_fin, t_start in done]
-            with self.lock:
-                self.fct_file.write_lines(lines)
+        lines = [fct_line(flows[fid], t_fin, standalone[fid], t_start) for fid, t_fin, t_start in done] \
+            if self.fct_file else []  # (the rank that writes: the lines are made there only)
+        with _signals_deferred():  # a signal's exception must not split fct.txt from the counts
+            for fid, t_fin, t_start in done:
+                fct_ns = (t_fin - t_start + 500) // 1000
+                self.fcts_ns.append(fct_ns)
+                self.slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
+            if self.fct_file:
+                with self.lock:
+                    self.fct_file.write_lines(lines)
 
     def on_pfc(self, recs) -> None:
         if self.pfc_file:
@@ -161,3 +165,18 @@ class RunWriter:
                 attempt(plot_timeline, os.path.join(out_dir, "timeline.png"), training, self.scn.name)
         if memo is not None and memo_cache:
             attempt(memo.save, memo_cache)
+
+
+@contextmanager
+def _signals_deferred():
+    """SIGTERM and SIGINT wait (blocked) until the block ends; their handlers then run."""
+    deferred = {signal.SIGTERM, signal.SIGINT}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    except (AttributeError, ValueError, OSError):  # no POSIX signal masks here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
