@@ -94,6 +94,7 @@ class Wormhole:
         self.net_finished: set = set()  # flows finished (a start reported after its finish is ignored)
         self.next_sample_ps = 0
         self.skips = 0
+        self.frozen: set = set()  # the frozen groups (Group objects)
         self.skipped_ps = 0
         self.skipped_flow_ps = 0
         self.skipped_bytes = 0
@@ -153,7 +154,7 @@ class Wormhole:
             self._flow_finished(fid, t)
         for fid in started:
             self._flow_started(fid, t)
-        for g in list(self.groups.values()):
+        for g in list(self.groups.values()) if self.next_wake_ps() <= t else ():
             if g.frozen is not None and g.frozen.wake_ps <= t:
                 fz = g.frozen
                 advance = self._wake(g, t)
@@ -333,12 +334,14 @@ class Wormhole:
         inflight0 = {fid: ff.inflight(self.flows[fid], t, gps.get(fid, 0) or
                                       self.flows[fid].line_rate_bps / BPS_PER_BYTE_PS, inflight0) for fid in g.flows}
         g.frozen = Frozen(t, wake_ps, events, busy, gps, una0, inflight0, memo)
+        self.frozen.add(g)
         self.skips += 1
 
     def _wake(self, g: Group, t: int) -> dict:
         """Wake ``g`` at ``t``: advance its flows, return its events and ports; the bytes advanced."""
         fz = g.frozen
         g.frozen = None
+        self.frozen.discard(g)
         self.woke = True
         d = t - fz.t0
         self.skipped_ps += d
@@ -415,8 +418,8 @@ class Wormhole:
     def next_wake_ps(self) -> int:
         """Earliest planned wake of a frozen group (``INF_PS`` when none)."""
         w = INF_PS
-        for g in self.groups.values():
-            if g.frozen is not None and g.frozen.wake_ps < w:
+        for g in self.frozen:
+            if g.frozen.wake_ps < w:
                 w = g.frozen.wake_ps
         return w
 
