@@ -2,10 +2,12 @@
 """Where Wormhole's packet-level cost per NIC flow goes, against a saved packet reference
 (a benchmark, not a test).
 
-Runs one ``bench/paper.py`` row in Wormhole mode (the packet reference is run once into
-``--ref`` and reused: ``fct.txt``, ``summary.json``, ``collectives.csv``), prints the events
-ratio, the per-flow FCT error (mean / p99 / max), the iteration-time error and the CPU
-seconds, and splits the data packets the NIC flows sent as packets into phases:
+Runs one ``bench/paper.py`` row or ``bench/wormhole.py`` scenario in Wormhole mode (the packet
+reference is run once into ``--ref`` and reused: ``fct.txt``, ``summary.json``,
+``collectives.csv``), prints the events ratio, the per-flow FCT error (mean / p99 / max), the
+iteration-time error and the CPU seconds of the Wormhole run, and splits the data packets the
+NIC flows sent as packets into phases (from wrappers around ``Wormhole``'s decisions; sent
+positions are sampled, so a phase is exact to the packets in flight):
 
 * ``before sampling``: sent before the flow's first sample;
 * ``settling``: from then until ``SETTLE_RTTS`` path RTTs after its group's newest flow;
@@ -18,7 +20,7 @@ seconds, and splits the data packets the NIC flows sent as packets into phases:
 * ``never frozen``: flows that were never frozen.
 
     python3 bench/flow_cost.py --row gpt7b-64-dopt --layers 2 --cc hpcc [--ref DIR] [--out DIR]
-    python3 bench/flow_cost.py --row gpt7b-16-hpcc-s2048
+    python3 bench/flow_cost.py --row gpt7b-16-hpcc-s2048 [--no-early] [--verbose]
 """
 
 from __future__ import annotations

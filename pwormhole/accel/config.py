@@ -56,8 +56,9 @@ class AccelConfig:
 
 
 MAX_MIN_ROUNDS = 50
-"""Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` at most (each
-shrinks the change ~20x: ACKs are ~1/20 of the data bytes)."""
+"""Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` and of
+:func:`~pwormhole.accel.steady.hpcc_model` at most (each shrinks the change ~20x: ACKs are ~1/20
+of the data bytes)."""
 
 NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET = "auto", "fluid", "packet"
 NVLINK_CHOICES = (NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET)

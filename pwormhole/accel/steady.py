@@ -6,7 +6,9 @@ holding ``min_span_packets`` packets, ACK-timed from :data:`~.config.SETTLE_RTTS
 after the group's newest flow started) the goodputs of its halves agree to ``theta``, its bytes
 in flight hold, and it received no CNP. A group is steady when all its flows are, none of its
 switch ports fills (:func:`fills_a_queue`), and under HPCC its flows are near their max-min
-shares (:func:`hpcc_unfair`).
+shares (:func:`hpcc_unfair`). Under HPCC a group not yet steady so is frozen earlier, with
+HPCC's fluid steady state (:func:`hpcc_model`), when its recent goodputs (:func:`recent_goodput`)
+are near that state and its windows agree (:func:`hpcc_early`).
 """
 
 from __future__ import annotations

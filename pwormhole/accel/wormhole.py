@@ -6,7 +6,8 @@ acceleration"). Everything runs at window boundaries (invariant 3), after the ou
 delivered; nothing touches the per-event path. At each boundary, in this order: flows finished
 and started update the flow table (:mod:`.groups`), frozen groups due wake
 (:mod:`.fastforward`), samples are stored (:mod:`.sampling`), new groups are looked up in the
-memo cache (:mod:`.replay`), and steady groups (:mod:`.steady`) are recorded and frozen.
+memo cache (:mod:`.replay`), and steady groups (:mod:`.steady`; under HPCC also groups near
+HPCC's fluid steady state) are recorded and frozen.
 
 Same decisions on every rank (invariant 4): decisions use only the replicated flow table and
 the samples every rank exchanges (:meth:`Wormhole.local_report`); each rank then changes only
