@@ -15,7 +15,7 @@ for packet seed 2 against seed 1 (the seed moves the ECMP hashes and ECN marking
 where that changes FCTs, the scenario is sensitive to which paths and marks it gets, and
 Wormhole's error there must be read against it), events ratio, skips and memo hits.
 
-    python3 bench/random_small.py [--first 0] [--count 40] [--cc timely,dctcp] [--out bench-out/random_small]
+    python3 bench/random_small.py [--first 0] [--count 40] [--cc timely,dctcp] [--no-early] [--out DIR]
 
 ``--cc`` runs only the scenarios (of the ``--count`` from ``--first``) that drew one of those CCs.
 
@@ -90,11 +90,11 @@ def errors(ref, run) -> np.ndarray:
                      / (ref.finish_ps[f] - ref.start_ps[f]) for f in ref.finish_ps if f in run.finish_ps])
 
 
-def one(i: int) -> dict:
+def one(i: int, early: bool = True) -> dict:
     cc, has_win, topo, specs = draw(i)
     ref = Run(scenario(i), 1).run()
     other = Run(scenario(i), 2).run()
-    wh = Run(scenario(i), 1, accel=AccelConfig(), memo=MemoCache(f"random-{i}")).run()
+    wh = Run(scenario(i), 1, accel=AccelConfig(early=early), memo=MemoCache(f"random-{i}")).run()
     e, s = errors(ref, wh), errors(ref, other)
     return {"i": i, "cc": cc, "has_win": has_win, "fabric": topo.name, "flows": len(specs),
             "complete": len(wh.finish_ps) == len(ref.finish_ps) == len(specs),
@@ -132,6 +132,7 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=0, help="first scenario number")
     ap.add_argument("--count", type=int, default=40, help="number of scenarios")
     ap.add_argument("--cc", default=",".join(sorted(CC_BY_NAME)), help="comma-separated CCs to run (default: all)")
+    ap.add_argument("--no-early", action="store_true", help="Wormhole without HPCC's early freeze (AccelConfig.early)")
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "random_small"))
     a = ap.parse_args()
     if a.count < 1:
@@ -144,7 +145,7 @@ def main() -> int:
     for i in range(a.first, a.first + a.count):
         if draw(i)[0] not in ccs:
             continue
-        r = one(i)
+        r = one(i, not a.no_early)
         rows.append(r)
         log.add(md(r), r)
     log.add(summary(rows))

@@ -30,6 +30,8 @@ class AccelConfig:
         min_skip_ps: do not freeze for less than this (0: 8 windows).
         skip: fast-forward steady groups.
         memo: memoize transients.
+        early: under HPCC, freeze a group near its fluid steady state before its oscillation
+            settles (:data:`HPCC_EARLY_TOLERANCE`).
         nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
             :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
             else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
@@ -43,6 +45,7 @@ class AccelConfig:
     min_span_packets: int = 0
     skip: bool = True
     memo: bool = True
+    early: bool = True
     nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:
@@ -53,8 +56,9 @@ class AccelConfig:
 
 
 MAX_MIN_ROUNDS = 50
-"""Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` at most (each
-shrinks the change ~20x: ACKs are ~1/20 of the data bytes)."""
+"""Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` and of
+:func:`~pwormhole.accel.steady.hpcc_model` at most (each shrinks the change ~20x: ACKs are ~1/20
+of the data bytes)."""
 
 NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET = "auto", "fluid", "packet"
 NVLINK_CHOICES = (NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET)
@@ -131,3 +135,16 @@ acknowledged plus this many packets (a growing queue is not steady). Measured in
 INFLIGHT_BASELINE_SPANS = 4
 """The bytes-in-flight check is also made over up to this many goodput spans of the settled
 history (a slowly filling queue). Measured in bench/RESULTS.md."""
+
+HPCC_EARLY_TOLERANCE = 0.02
+"""Under HPCC a group whose flows' goodputs over their last ``samples`` samples are within this
+fraction of HPCC's fluid steady state (max-min at ``u_target`` of each switch port) is frozen
+with the fluid state's goodputs before its damped oscillation has settled. Measured in
+bench/RESULTS.md."""
+
+HPCC_EARLY_WINDOW_SPREAD = 0.05
+"""And when, among its flows with the same path RTT, window over fluid goodput spreads by at
+most this fraction. Measured in bench/RESULTS.md."""
+
+HPCC_EARLY_MIN_PACKETS = 64
+"""The last ``samples`` samples of that test hold at least this many packets per flow."""

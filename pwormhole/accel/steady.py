@@ -6,7 +6,9 @@ holding ``min_span_packets`` packets, ACK-timed from :data:`~.config.SETTLE_RTTS
 after the group's newest flow started) the goodputs of its halves agree to ``theta``, its bytes
 in flight hold, and it received no CNP. A group is steady when all its flows are, none of its
 switch ports fills (:func:`fills_a_queue`), and under HPCC its flows are near their max-min
-shares (:func:`hpcc_unfair`).
+shares (:func:`hpcc_unfair`). Under HPCC a group not yet steady so is frozen earlier, with
+HPCC's fluid steady state (:func:`hpcc_model`), when its recent goodputs (:func:`recent_goodput`)
+are near that state and its windows agree (:func:`hpcc_early`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from itertools import islice
 from typing import NamedTuple
 
+from ..net.nodes import SwitchPort
 from .config import (
     BPS_PER_BYTE_PS,
     FIFO_SATURATION,
@@ -22,6 +25,7 @@ from .config import (
     HPCC_SATURATION,
     INFLIGHT_BASELINE_SPANS,
     INFLIGHT_SLACK_PACKETS,
+    MAX_MIN_ROUNDS,
     OVERLOAD_SLACK,
     SETTLE_RTTS,
 )
@@ -217,3 +221,69 @@ def fifo_shares(flows: list, goodput: dict, samples: int, facts: NetFacts) -> No
         if over <= saturated:
             return  # a port it overloads could not be modelled
         saturated |= over
+
+
+def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
+    """HPCC's fluid steady state of the flows (sorted by id): ``{flow id: payload bytes/ps}``,
+    their max-min shares where a switch port (an INT hop) carries ``u_target`` of its rate
+    and a NIC port its rate, the ACKs (at the shares' pace) served first; None where a port
+    carries data of two priorities (strict priorities are not max-min). ``goodput`` seeds the
+    ACK loads; at most :data:`~.config.MAX_MIN_ROUNDS` rounds of their fixed point."""
+    crossing: dict = {}
+    for fs in flows:
+        for p in fs.data_ports:
+            crossing.setdefault(p, []).append(fs)
+    if any(len({fs.pg for fs in v}) > 1 for v in crossing.values()):
+        return None
+    fids = {p: [fs.fid for fs in v] for p, v in crossing.items()}
+    data_ports = {fs.fid: fs.data_ports for fs in flows}
+    g = dict(goodput)
+    for _ in range(MAX_MIN_ROUNDS):
+        acks = port_loads(flows, g, facts)[1]
+        room = {p: p.rate_bps / BPS_PER_BYTE_PS * (facts.u_target if isinstance(p, SwitchPort) else 1.0)
+                - acks.get(p, 0.0) for p in crossing}
+        share = max_min_shares(room, fids, data_ports)
+        new = {fs.fid: share[fs.fid] * fs.mtu / fs.wire_bytes for fs in flows}
+        done = all(abs(new[f] - g.get(f, 0.0)) <= 1e-9 * new[f] for f in new)
+        g = new
+        if done:
+            break
+    return g
+
+
+def recent_goodput(fs, since: int, newest_start_ps: int, samples: int, min_packets: int):
+    """Bytes per ps of flow ``fs`` over its last ``samples`` samples (ACK-timed), or None when
+    they start before its group last changed (``since``) or :data:`~.config.SETTLE_RTTS` path
+    RTTs after the group's newest flow, hold fewer than ``min_packets`` packets, or the flow
+    has sent its last byte."""
+    q = fs.samples
+    if len(q) < samples + 1:
+        return None
+    a, b = q[-1 - samples], q[-1]
+    if a.t_ps < since or a.una_ps < newest_start_ps + int(SETTLE_RTTS * fs.path_rtt_ps) or a.una_bytes <= 0:
+        return None
+    if b.sent_bytes >= fs.size or b.una_bytes - a.una_bytes < min_packets * fs.mtu or b.una_ps <= a.una_ps:
+        return None
+    return (b.una_bytes - a.una_bytes) / (b.una_ps - a.una_ps)
+
+
+def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, window_spread: float):
+    """HPCC's fluid steady state (:func:`hpcc_model`) of the flows (sorted by id) when each
+    one's ``measured`` goodput is within ``tolerance`` of it and the windows agree with it,
+    else None: the group is near the state its damped oscillation settles to, and the rest of
+    the oscillation moves few bytes. Windows agree when, among flows with the same path RTT,
+    window over fluid goodput (their RTT with the queues, the same at a shared bottleneck)
+    spreads by at most ``window_spread``: a newcomer that has not yet given up its window to
+    the flows under way can share a port equally for a while, then takes more."""
+    model = hpcc_model(flows, measured, facts)
+    if model is None:
+        return None
+    per_rtt: dict = {}
+    for fs in flows:
+        m = model[fs.fid]
+        if m <= 0 or abs(measured[fs.fid] - m) > tolerance * m:
+            return None
+        per_rtt.setdefault(fs.path_rtt_ps, []).append(fs.rate() / m)
+    if any(max(v) > (1 + window_spread) * min(v) for v in per_rtt.values()):
+        return None
+    return model

@@ -6,7 +6,8 @@ acceleration"). Everything runs at window boundaries (invariant 3), after the ou
 delivered; nothing touches the per-event path. At each boundary, in this order: flows finished
 and started update the flow table (:mod:`.groups`), frozen groups due wake
 (:mod:`.fastforward`), samples are stored (:mod:`.sampling`), new groups are looked up in the
-memo cache (:mod:`.replay`), and steady groups (:mod:`.steady`) are recorded and frozen.
+memo cache (:mod:`.replay`), and steady groups (:mod:`.steady`; under HPCC also groups near
+HPCC's fluid steady state) are recorded and frozen.
 
 Same decisions on every rank (invariant 4): decisions use only the replicated flow table and
 the samples every rank exchanges (:meth:`Wormhole.local_report`); each rank then changes only
@@ -31,13 +32,16 @@ from .config import (
     BACKOFF_MIN_FLOWS,
     BPS_PER_BYTE_PS,
     FRESH_WINDOWS,
+    HPCC_EARLY_MIN_PACKETS,
+    HPCC_EARLY_TOLERANCE,
+    HPCC_EARLY_WINDOW_SPREAD,
     AccelConfig,
 )
 from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
 from .sampling import take_samples
-from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_unfair
+from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, recent_goodput
 
 __all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
            "route_path"]
@@ -83,6 +87,7 @@ class Wormhole:
         self.min_span_packets = eff.min_span_packets
         self.samples = eff.samples
         self.theta = eff.theta
+        self.early_on = self.hpcc and cfg.early
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
@@ -289,24 +294,50 @@ class Wormhole:
                     if min(gps.values()) > 0:
                         self._try_freeze(g, t, gps)
                 continue
-            gps = {}
-            for fid in sorted(g.flows):
-                gp = self._goodput(self.flows[fid], g.formed_ps, g.newest_start_ps)
-                if gp is None:
-                    break
-                gps[fid] = gp
-            else:
-                flows = [self.flows[f] for f in sorted(g.flows)]
-                if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts):
-                    continue
-                if self.hpcc and hpcc_unfair(flows, gps, self.facts):
-                    continue
-                if not self.hpcc and self.net.cfg.has_win:
-                    fifo_shares(flows, gps, self.samples, self.facts)
-                if self.memo is not None and g.memo_base is not None:
-                    replay.record(self.memo, g, t, gps, self.flows, self.hpcc)
-                if self.cfg.skip:
-                    self._try_freeze(g, t, gps)
+            flows = [self.flows[f] for f in sorted(g.flows)]
+            gps = self._steady_goodputs(flows, g)
+            if gps is None and self.early_on:
+                gps = self._early_goodputs(flows, g, t)
+            if gps is None:
+                continue
+            if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts):
+                continue
+            if self.hpcc and hpcc_unfair(flows, gps, self.facts):
+                continue
+            if not self.hpcc and self.net.cfg.has_win:
+                fifo_shares(flows, gps, self.samples, self.facts)
+            if self.memo is not None and g.memo_base is not None:
+                replay.record(self.memo, g, t, gps, self.flows, self.hpcc)
+            if self.cfg.skip:
+                self._try_freeze(g, t, gps)
+
+    def _steady_goodputs(self, flows: list, g: Group):
+        """Flow id -> steady goodput (bytes/ps) of each of ``flows`` (``g``'s, by id), or None."""
+        gps = {}
+        for fs in flows:
+            gp = self._goodput(fs, g.formed_ps, g.newest_start_ps)
+            if gp is None:
+                return None
+            gps[fs.fid] = gp
+        return gps
+
+    def _early_goodputs(self, flows: list, g: Group, t: int):
+        """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not
+        yet steady, or None. Not for a group that a known flow start would wake first (HPCC's
+        join depends on the state it meets, here an unsettled one)."""
+        measured = {}
+        for fs in flows:
+            gp = recent_goodput(fs, g.formed_ps, g.newest_start_ps, self.samples, HPCC_EARLY_MIN_PACKETS)
+            if gp is None:
+                return None
+            measured[fs.fid] = gp
+        model = hpcc_early(flows, measured, self.facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD)
+        if model is None:
+            return None
+        end = min(ff.wake_by(fs, t, fs.una(), model[fs.fid], self.cfg.margin_rtts) for fs in flows)
+        if self._wake_at(g, t, end) < end // self.window_ps * self.window_ps:
+            return None
+        return model
 
     # -- fast-forward --------------------------------------------------------------------
     def _wake_at(self, g: Group, t: int, wake_ps: int) -> int:

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Where Wormhole's packet-level cost per NIC flow goes, against a saved packet reference
+(a benchmark, not a test).
+
+Runs one ``bench/paper.py`` row or ``bench/wormhole.py`` scenario in Wormhole mode (the packet
+reference is run once into ``--ref`` and reused: ``fct.txt``, ``summary.json``,
+``collectives.csv``), prints the events ratio, the per-flow FCT error (mean / p99 / max), the
+iteration-time error and the CPU seconds of the Wormhole run, and splits the data packets the
+NIC flows sent as packets into phases (from wrappers around ``Wormhole``'s decisions; sent
+positions are sampled, so a phase is exact to the packets in flight):
+
+* ``before sampling``: sent before the flow's first sample;
+* ``settling``: from then until ``SETTLE_RTTS`` path RTTs after its group's newest flow;
+* ``rate wait``: from then until the goodput span the first steady decision used began;
+* ``span``: the goodput span, to the freeze;
+* ``to early freeze``: before a first freeze made early (HPCC's fluid steady state);
+* ``memo``: before a memo jump (the lookup) and the refill after it;
+* ``between skips``: after a wake, until the next freeze;
+* ``after wake``: after the last wake, to the end;
+* ``never frozen``: flows that were never frozen.
+
+    python3 bench/flow_cost.py --row gpt7b-64-dopt --layers 2 --cc hpcc [--ref DIR] [--out DIR]
+    python3 bench/flow_cost.py --row gpt7b-16-hpcc-s2048 [--no-early] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+from paper import CONFIGS, factory
+from wormhole import ROOT, SCENARIOS
+
+from pwormhole.accel import wormhole as wh_mod
+from pwormhole.accel.config import SETTLE_RTTS, AccelConfig
+from pwormhole.report.compare import collective_times, comparison, fct_errors, read_fct
+from pwormhole.run import simulate
+
+PHASES = ("before sampling", "settling", "rate wait", "span", "to early freeze", "memo", "between skips", "after wake",
+          "never frozen")
+
+
+class Profile:
+    """Per NIC flow: sent bytes at each phase's end, from the Wormhole hook's own calls."""
+
+    def __init__(self) -> None:
+        self.first: dict = {}  # fid -> (first sample sent, settle sent, span start sent, freeze sent) or "memo"
+        self.pos_after_wake: dict = {}  # fid -> sent position after its latest wake
+        self.between: dict = {}  # fid -> bytes sent between a wake and a later freeze
+        self.memo_bytes: dict = {}  # fid -> bytes sent before a memo jump / during its refill
+        self.size: dict = {}
+        self.after_memo: set = set()
+        self.woke_by: dict = {}  # fid -> why its group last woke: "join" or "planned"
+        self.between_by: dict = {}  # wake reason -> bytes sent between skips after it
+        self.wakes: list = []  # (t, flows, interrupted, memo, frozen ps)
+        self.early_bytes: dict = {}  # fid -> sent at its first freeze, an early one
+        self.spans: dict = {}  # fid -> span start (sent bytes) of its latest steady decision
+
+    def install(self) -> None:
+        W = wh_mod.Wormhole
+        prof = self
+        orig_goodput, orig_freeze, orig_wake, orig_started = W._goodput, W._freeze, W._wake, W._flow_started
+
+        def _flow_started(self, fid, t):
+            orig_started(self, fid, t)
+            if fid in self.flows:
+                prof.size[fid] = self.flows[fid].size
+
+        def _goodput(self, fs, since, newest):
+            gp = orig_goodput(self, fs, since, newest)
+            if gp is not None:
+                q = fs.samples
+                n, need = len(q), self.samples
+                b1 = q[-1].una_bytes
+                settled = max(since, newest + int(SETTLE_RTTS * fs.path_rtt_ps))
+                j = min(n - need, bisect_right(q, b1 - self.min_span_packets * fs.mtu, key=lambda x: x.una_bytes) - 1)
+                lo = bisect_left(q, True, key=lambda x: x.t_ps >= settled)
+                prof.spans[fs.fid] = (q[0].sent_bytes, q[min(lo, n - 1)].sent_bytes, q[j].sent_bytes)
+            return gp
+
+        def _freeze(self, g, t, wake_ps, gps, memo=None, una0=None, inflight0=None):
+            orig_freeze(self, g, t, wake_ps, gps, memo, una0, inflight0)
+            fz = g.frozen
+            for fid in g.flows:
+                sent = fz.una0[fid] + fz.inflight0[fid]
+                if fid not in prof.first:
+                    if memo is not None:
+                        prof.first[fid] = "memo"
+                        prof.memo_bytes[fid] = prof.memo_bytes.get(fid, 0) + sent
+                    elif fid not in prof.spans:  # an early freeze (HPCC's fluid steady state)
+                        prof.first[fid] = "early"
+                        prof.early_bytes[fid] = sent
+                    else:
+                        s0, s1, s2 = prof.spans[fid]
+                        prof.first[fid] = (s0, max(s0, s1), max(s0, s1, s2), sent)
+                else:
+                    d = max(0, sent - prof.pos_after_wake.get(fid, sent))
+                    key = prof.memo_bytes if fid in prof.after_memo else prof.between
+                    key[fid] = key.get(fid, 0) + d
+                    if key is prof.between:
+                        r = prof.woke_by.get(fid, "?")
+                        prof.between_by[r] = prof.between_by.get(r, 0) + d
+                prof.after_memo.discard(fid)
+
+        def _wake(self, g, t):
+            fz = g.frozen
+            adv = orig_wake(self, g, t)
+            for fid in g.flows:
+                prof.pos_after_wake[fid] = fz.una0[fid] + fz.inflight0[fid] + max(0, adv.get(fid, 0))
+                if fz.memo is not None:
+                    prof.after_memo.add(fid)
+                prof.woke_by[fid] = "join" if t < fz.wake_ps else "planned"
+            prof.wakes.append((t, len(g.flows), t < fz.wake_ps, fz.memo is not None, t - fz.t0))
+            return adv
+
+        W._goodput, W._freeze, W._wake, W._flow_started = _goodput, _freeze, _wake, _flow_started
+
+    def phases(self, nic_sizes: dict, mtu: int) -> dict:
+        """Packets per phase over the NIC flows (``nic_sizes``: flow id -> bytes)."""
+        out = dict.fromkeys(PHASES, 0)
+        for fid, size in nic_sizes.items():
+            f = self.first.get(fid)
+            if f is None:
+                out["never frozen"] += size
+                continue
+            out["to early freeze"] += self.early_bytes.get(fid, 0)
+            if f not in ("memo", "early"):
+                s0, s1, s2, s3 = f
+                out["before sampling"] += s0
+                out["settling"] += s1 - s0
+                out["rate wait"] += s2 - s1
+                out["span"] += s3 - s2
+            out["memo"] += self.memo_bytes.get(fid, 0)
+            out["between skips"] += self.between.get(fid, 0)
+            out["after wake"] += max(0, size - self.pos_after_wake.get(fid, size))
+        return {k: v / mtu for k, v in out.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--row", default="gpt7b-64-dopt", help="a bench/paper.py row (" + ", ".join(CONFIGS)
+                    + ") or a bench/wormhole.py scenario")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--cc", default="hpcc")
+    ap.add_argument("--ref", help="packet reference folder (run once when missing)")
+    ap.add_argument("--out", default=str(ROOT / "bench-out" / "flow_cost"))
+    ap.add_argument("--no-early", action="store_true", help="without HPCC's early freeze (AccelConfig.early)")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    if a.row in CONFIGS:
+        make = factory(a.row, a.layers, a.cc)
+        ref = Path(a.ref or ROOT / "bench-out" / f"ref-{a.row}-L{a.layers}-{a.cc}")
+    else:
+        make = SCENARIOS[a.row][1]
+        ref = Path(a.ref or ROOT / "bench-out" / f"ref-{a.row}")
+    if not (ref / "summary.json").exists():
+        simulate(make(), str(ref), quiet=True)
+    ps = json.loads((ref / "summary.json").read_text())
+    prof = Profile()
+    prof.install()
+    scn = make()
+    c0 = time.process_time()
+    ws = simulate(scn, a.out, quiet=True, accel=AccelConfig(early=not a.no_early))
+    cpu = time.process_time() - c0
+    fct = ps["inputs"]["fct_file"]
+    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(Path(a.out) / fct)))
+    r = comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
+                   collective_times(str(Path(a.out) / "collectives.csv")))
+    nic = prof.size
+    mtu = scn.config.packet_payload_bytes
+    print(f"events {ws['events']:,} (packet {ps['events']:,}): {r['speedup_events']:.2f}x; "
+          f"FCT err mean {r['mean_fct_error'] * 100:.3f}% p99 {r['p99_fct_error'] * 100:.3f}% "
+          f"max {r['max_fct_error'] * 100:.3f}%; iteration {r['iteration_time_error'] * 100:.3f}%; "
+          f"CPU {cpu:.1f} s; memo {r['memo_hits']}/{r['memo_misses']}")
+    ph = prof.phases(nic, mtu)
+    total = sum(ph.values()) or 1
+    print(f"NIC flows: {len(nic)}; packets sent as packets per flow, by phase:")
+    for k, v in ph.items():
+        print(f"  {k:16s} {v / max(1, len(nic)):9.1f}  ({v / total * 100:.1f}%)")
+    if a.verbose:
+        per_flow = {k: round(v / mtu / len(nic), 1) for k, v in prof.between_by.items()}
+        print("between skips by the wake before:", per_flow)
+        for w in prof.wakes:
+            print("wake", w)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
