@@ -16,6 +16,7 @@ from . import compiled
 from .accel.config import NVLINK_CHOICES
 from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE
 from .errors import InputError, OutputError, StuckError, Terminated
+from .sync import interrupt
 from .units import parse_time_ps
 
 
@@ -179,13 +180,12 @@ def _read_scenario(args):
 
 def _run(args) -> int:
     from .run import simulate
-    from .sync import interrupt
     from .sync.mpi import world
 
     comm = world()
     if comm is not None:
         return _run_mpi(comm, args)
-    interrupt.stop_recording(_on_sigterm)  # one process (mpiexec -n 1): signals raise again
+    interrupt.stop_recording(interrupt.raise_or_defer)  # one process (mpiexec -n 1): signals raise again
     scn, out, until_ps, owner, accel = _run_setup(args, None)
     report = _wants_report(args)
     simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
@@ -302,7 +302,6 @@ def _run_mpi(comm, args) -> int:
     rank 0 writes the outputs so far and every rank exits 143 (SIGTERM) or 130 (SIGINT).
     """
     from .run import simulate
-    from .sync import interrupt
     from .sync.mpi import abort
 
     interrupt.arm(lambda signum: _give_up(comm, signum), comm.rank)
@@ -354,7 +353,6 @@ _SIGNAL_WORDS = {130: "interrupted (SIGINT)", 143: "terminated (SIGTERM)"}
 
 def _give_up(comm, signum: int) -> None:
     """The stop watchdog's action (its own thread): the ranks did not stop together in time; never returns."""
-    from .sync import interrupt
     from .sync.mpi import abort
 
     grace = interrupt.GRACE_RANK0_S if comm.rank == 0 else interrupt.GRACE_PEER_S
@@ -555,10 +553,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Exit status: 0 done, 2 input error, 3 no progress (stuck), 4 an output file
     could not be written (disk full; the others are written, unfinished ones left
@@ -572,10 +566,11 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if args.func is _run and launched_under_mpi():  # signals are recorded: every rank stops together
-            from .sync import interrupt
             interrupt.record_signals()
         else:
-            signal.signal(signal.SIGTERM, _on_sigterm)
+            signal.signal(signal.SIGTERM, interrupt.raise_or_defer)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not when started with it ignored)
+                signal.signal(signal.SIGINT, interrupt.raise_or_defer)
     except ValueError:  # not the main thread (embedded use)
         pass
     try:

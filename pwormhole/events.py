@@ -36,7 +36,7 @@ class HeapqQueue:
         heappush(self.heap, (t_ps, key, kind, target, arg))
 
     def pop(self) -> tuple:
-        """Remove and return the first event (the queue must not be empty)."""
+        """Remove and return the first event."""
         return heappop(self.heap)
 
     def next_time(self) -> int:
@@ -52,7 +52,7 @@ class HeapqQueue:
 
     def replace(self, events) -> None:
         """Make ``events`` the pending events."""
-        self.heap = list(events)
+        self.heap[:] = list(events)
         heapify(self.heap)
 
     def run(self, end_ps: int, handlers: tuple) -> int:
@@ -171,7 +171,9 @@ class ArrayQueue:
         heap_slot[pos] = slot
 
     def pop(self) -> tuple:
-        """Remove and return the first event (the queue must not be empty)."""
+        """Remove and return the first event."""
+        if self.n == 0:
+            raise IndexError("pop from an empty event queue")
         slot = self.heap_slot[0]
         ev = (self.heap_t[0], self.heap_key[0], self.kinds[slot], self.targets[slot], self.args[slot])
         self._release(slot)

@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from helpers import MPIEXEC, needs_mpi
 
+from pwormhole.errors import Terminated
+from pwormhole.sync import interrupt
+
 ROOT = Path(__file__).resolve().parents[1]
 MIX = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"  # 66 nodes (a star), flows among 4 of them
 
@@ -216,3 +219,23 @@ def test_plan_balance_warning_and_silent_metis(capfd):
     fine = make_plan(scn.topology, 4, scn.flows)
     assert fine.warning("ranks") is None and make_plan(scn.topology, 8).warning("ranks") is None  # no flows: no claim
     assert capfd.readouterr() == ("", "")
+
+
+def test_a_signal_inside_a_deferred_block_raises_at_its_end():
+    """One process: the handler raises at once, or, inside deferred_signals(), when the block ends
+    (a batch of finished flows is counted and written whole)."""
+    with pytest.raises(Terminated):
+        interrupt.raise_or_defer(signal.SIGTERM)
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt.deferred_signals():
+            interrupt.raise_or_defer(signal.SIGINT)
+            with interrupt.deferred_signals():
+                interrupt.raise_or_defer(signal.SIGINT)
+                done.append(1)  # the inner end does not raise: the outer block is still open
+            done.append(2)
+    assert done == [1, 2]
+    with pytest.raises(Terminated):  # SIGTERM wins over SIGINT
+        with interrupt.deferred_signals():
+            interrupt.raise_or_defer(signal.SIGINT)
+            interrupt.raise_or_defer(signal.SIGTERM)

@@ -449,8 +449,9 @@ class Wormhole:
     def next_wake_ps(self) -> int:
         """Earliest planned wake of a frozen group (``INF_PS`` when none)."""
         w = INF_PS
+        groups = self.groups
         for g in self.frozen:
-            if g.frozen.wake_ps < w:
+            if g.frozen.wake_ps < w and groups.get(g.gid) is g:
                 w = g.frozen.wake_ps
         return w
 

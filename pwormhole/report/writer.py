@@ -10,13 +10,12 @@ stays as ``NAME.part`` and the error is listed (:class:`RunWriter`).
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
-from contextlib import contextmanager
 
 from ..errors import InputError, OutputError
 from ..outfiles import check_file_writable, check_output_name, create_fresh, existing
+from ..sync.interrupt import deferred_signals
 from .fct import IncrementalFile, fct_line, pfc_line
 from .summary import write_json_atomic
 from .training import plot_timeline, write_collectives_csv, write_timeline_csv
@@ -109,7 +108,7 @@ class RunWriter:
         standalone = self.standalone_ns
         lines = [fct_line(flows[fid], t_fin, standalone[fid], t_start) for fid, t_fin, t_start in done] \
             if self.fct_file else []  # (the rank that writes: the lines are made there only)
-        with _signals_deferred():  # a signal's exception must not split fct.txt from the counts
+        with deferred_signals():  # a signal's exception must not split fct.txt from the counts
             for fid, t_fin, t_start in done:
                 fct_ns = (t_fin - t_start + 500) // 1000
                 self.fcts_ns.append(fct_ns)
@@ -166,17 +165,3 @@ class RunWriter:
         if memo is not None and memo_cache:
             attempt(memo.save, memo_cache)
 
-
-@contextmanager
-def _signals_deferred():
-    """SIGTERM and SIGINT wait (blocked) until the block ends; their handlers then run."""
-    deferred = {signal.SIGTERM, signal.SIGINT}
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
-    except (AttributeError, ValueError, OSError):  # no POSIX signal masks here
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -22,6 +22,7 @@ import select
 import signal
 import threading
 import time
+from contextlib import contextmanager
 
 from ..errors import Terminated
 
@@ -41,6 +42,36 @@ def _record(signum, frame=None) -> None:
     global _signum
     if signum in (signal.SIGTERM, signal.SIGINT) and signum > _signum:
         _signum = signum
+
+
+_defer_depth = 0  # > 0 inside deferred_signals()
+_deferred = 0  # a signal that arrived inside it (0: none)
+
+
+def raise_or_defer(signum, frame=None) -> None:
+    """The SIGTERM and SIGINT handler of a single process: raise at once (:func:`exception_for`),
+    or at the end of a :func:`deferred_signals` block."""
+    global _deferred
+    if _defer_depth:
+        _deferred = max(_deferred, signum)
+        return
+    raise exception_for(signum)
+
+
+@contextmanager
+def deferred_signals():
+    """A block that a signal's exception must not split (a batch counted and written): the
+    exception of a SIGTERM or SIGINT that arrives inside it is raised when it ends. (A thread's
+    signal mask would not do: the signal may be delivered to another thread, e.g. BLAS's.)"""
+    global _defer_depth, _deferred
+    _defer_depth += 1
+    try:
+        yield
+    finally:
+        _defer_depth -= 1
+        if not _defer_depth and _deferred:
+            signum, _deferred = _deferred, 0
+            raise exception_for(signum)
 
 
 def pending() -> int:
@@ -76,7 +107,7 @@ def stop_recording(on_sigterm) -> None:
         return
     _recording = False
     signal.signal(signal.SIGTERM, on_sigterm)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, raise_or_defer)
     signal.set_wakeup_fd(-1)
     _settled.set()
     _armed.set()
