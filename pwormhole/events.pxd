@@ -3,6 +3,7 @@ import cython
 
 
 
+@cython.final
 cdef class ArrayQueue:
     cdef long long[::1] heap_t, heap_key, heap_slot, kinds, free
     cdef list targets, args

@@ -2,6 +2,7 @@
 # fallback; the rule of nodes.pxd: integers that only add and compare are C 64-bit).
 import cython
 
+@cython.final
 cdef class Packet:
     cdef public int kind, pg, pause
     cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src
@@ -19,6 +20,7 @@ cpdef Packet new_packet(int kind, long long fid, long long seq, long long size_b
 cdef long long FIFO_COMPACT
 
 
+@cython.final
 cdef class Fifo:
     cdef public list items
     cdef public Py_ssize_t head
