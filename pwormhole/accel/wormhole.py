@@ -451,8 +451,9 @@ class Wormhole:
         w = INF_PS
         groups = self.groups
         for g in self.frozen:
-            if g.frozen.wake_ps < w and groups.get(g.gid) is g:
-                w = g.frozen.wake_ps
+            wake_ps = g.frozen.wake_ps
+            if wake_ps < w and groups.get(g.gid) is g:
+                w = wake_ps
         return w
 
     def stats(self) -> dict:
