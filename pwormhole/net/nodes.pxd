@@ -32,7 +32,7 @@ cdef class Port:
     @cython.locals(size=cython.longlong, tx_ps=cython.longlong, k=cython.longlong, node=Node,
                    arrive_ps=cython.longlong, wire=Fifo)
     cpdef transmit(self, Packet pkt, long long t)
-    @cython.locals(nxt=tuple, wire=Fifo)
+    @cython.locals(nxt=Packet, wire=Fifo, pkt=Packet)
     cpdef on_wire(self, _arg, long long t)
     cpdef on_tx_done(self, _arg, long long t)
     cpdef kick(self, long long t)

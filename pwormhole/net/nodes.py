@@ -91,8 +91,8 @@ class Port:
     paused by the peer's PFC), ``error_rate`` (per-packet loss on this link),
     ``tx_bytes`` (bytes started on the wire so far: the per-link byte counter),
     ``up`` (False once the link failed: the port is then held busy for good),
-    ``wire`` (packets on the link to a peer of the same heap, ``(arrive_ps, key, packet)`` in
-    arrival order; only the first is an event in the heap: see :meth:`on_wire`).
+    ``wire`` (packets on the link to a peer of the same heap, in arrival order, each with its
+    ``arrive_ps`` and ``arrive_key``; only the first is an event in the heap: see :meth:`on_wire`).
     """
 
     __slots__ = (
@@ -139,7 +139,9 @@ class Port:
             wire = self.wire
             if not wire.size():
                 self.heap.push(arrive_ps, k + 1, EV_WIRE, self, None)
-            wire.push((arrive_ps, k + 1, pkt))
+            pkt.arrive_ps = arrive_ps
+            pkt.arrive_key = k + 1
+            wire.push(pkt)
         else:
             self.remote.append((arrive_ps, k + 1, self.arrive_kind, self.peer, pkt))
 
@@ -149,10 +151,10 @@ class Port:
         Each packet's arrival keeps the time and key it was sent with, so events run in the
         same order as with one heap event per packet; the heap holds one per busy link."""
         wire = self.wire
-        pkt = wire.pop()[2]
+        pkt = wire.pop()
         if wire.size():
             nxt = wire.first()
-            self.heap.push(nxt[0], nxt[1], EV_WIRE, self, None)
+            self.heap.push(nxt.arrive_ps, nxt.arrive_key, EV_WIRE, self, None)
         self.peer.on_arrive(pkt, t)
 
     def on_tx_done(self, _arg, t: int) -> None:
@@ -1127,7 +1129,7 @@ def unwire(heap) -> None:
     keep = [ev for ev in evs if ev[2] != EV_WIRE]
     for port in ports:
         kind, peer = port.arrive_kind, port.peer
-        keep.extend((arrive_ps, key, kind, peer, pkt) for arrive_ps, key, pkt in port.wire)
+        keep.extend((pkt.arrive_ps, pkt.arrive_key, kind, peer, pkt) for pkt in port.wire)
         port.wire.clear()
     heap.replace(keep)
 

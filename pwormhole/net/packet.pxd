@@ -5,7 +5,7 @@ import cython
 @cython.final
 cdef class Packet:
     cdef public int kind, pg, pause
-    cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src
+    cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src, arrive_ps, arrive_key
     cdef public object ecmp_hash
     cdef public bint ecn
     cdef public list int_hops

@@ -26,11 +26,12 @@ class Packet:
     (data) or CNP flag (an ACK echoes the mark, HPCC ns-3 style); ``int_hops``: HPCC INT
     records ``(ts_ps, tx_bytes, qlen_bytes, rate_bps)``, else None; ``inport``: the port it
     arrived on at the current node; ``pause``: PFC frames: 1 pause, 0 resume; ``sent_ps``:
-    data under TIMELY, when its sender built it (TS-mode INT), else 0; an ACK/NACK echoes it.
+    data under TIMELY, when its sender built it (TS-mode INT), else 0; an ACK/NACK echoes it;
+    ``arrive_ps``, ``arrive_key``: on a wire (``Port.wire``), the time and key of its arrival event.
     """
 
     __slots__ = ("kind", "fid", "seq", "size_bytes", "payload_bytes", "pg", "dst", "ecmp_hash", "ecn",
-                 "int_hops", "inport", "pause", "sent_ps", "src")
+                 "int_hops", "inport", "pause", "sent_ps", "src", "arrive_ps", "arrive_key")
 
     kind: int
     fid: int
@@ -46,6 +47,8 @@ class Packet:
     pause: int
     sent_ps: int
     src: int
+    arrive_ps: int
+    arrive_key: int
 
 
 def new_packet(kind: int, fid: int, seq: int, size_bytes: int, payload_bytes: int, pg: int, dst: int,
@@ -66,6 +69,8 @@ def new_packet(kind: int, fid: int, seq: int, size_bytes: int, payload_bytes: in
     pkt.pause = pause
     pkt.sent_ps = sent_ps
     pkt.src = src
+    pkt.arrive_ps = 0
+    pkt.arrive_key = 0
     return pkt
 
 T_DATA = 0
