@@ -19,27 +19,27 @@ from __future__ import annotations
 
 import contextlib
 import io
-from typing import NamedTuple
 
 from . import cli
 from .errors import InputError
-from .report.outdir import Fcts, Pfc, read_run
+from .report.outdir import RunFiles, read_run
 from .report.page import write_report
 from .run import simulate as run_scenario
 
 
-class Result(NamedTuple):
-    """The outputs of one run (None where the run wrote no such file)."""
-    out_dir: str
-    summary: dict
-    fcts: Fcts | None
-    pfc: Pfc | None
-    collectives: list[dict] | None
-    timeline: list[dict] | None
+class Result(RunFiles):
+    """The outputs of one run (:class:`~pwormhole.report.outdir.RunFiles`: None where the run
+    wrote no such file), its CSV numbers as int or float."""
+
+    __slots__ = ()
+
+    @property
+    def out_dir(self) -> str:
+        return self.folder
 
     def report(self) -> str:
         """Write ``report.html`` in ``out_dir``; returns its path."""
-        return write_report(self.out_dir)
+        return write_report(self.folder)
 
 
 def run_argv(**options) -> list[str]:

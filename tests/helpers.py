@@ -1,6 +1,8 @@
-"""Small scenario builders shared by the engine tests, and where mpiexec is."""
+"""Small scenario builders shared by the engine tests, where mpiexec is, and apt installs."""
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -59,3 +61,19 @@ def line_topo():
 
 
 __all__ = ["G100", "MPIEXEC", "US", "needs_mpi", "flows_of", "config", "run", "star_topo", "line_topo"]
+
+
+def apt_install(packages: list[str], path: str) -> str | None:
+    """Install Debian ``packages`` with apt-get (``path``: the PATH to run it with); None when
+    done, else why not (no apt-get, a timeout, a failure)."""
+    if not shutil.which("apt-get", path=path):
+        return "there is no apt-get"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", PATH=path)
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return f"'{' '.join(cmd)}' timed out"
+        if p.returncode != 0:
+            return f"'{' '.join(cmd)}' failed: {(p.stderr or p.stdout).strip()[-500:]}"
+    return None

@@ -20,6 +20,7 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
+from helpers import apt_install
 
 from pwormhole.report.page import SECTIONS
 
@@ -53,14 +54,9 @@ def chromium() -> str:
         _unavailable("chromium is not installed and there is no apt-get")
     if os.geteuid() != 0:
         _unavailable("chromium is not installed and installing it needs root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", PATH=PATH)
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]):
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            _unavailable(f"'{' '.join(cmd)}' timed out")
-        if p.returncode != 0:
-            _unavailable(f"'{' '.join(cmd)}' failed: {(p.stderr or p.stdout).strip()[-500:]}")
+    why = apt_install(["chromium"], PATH)
+    if why:
+        _unavailable(why)
     found = _browser()
     if not found:
         _unavailable("installed chromium but no chromium command on PATH")

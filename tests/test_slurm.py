@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import apt_install
 
 ROOT = Path(__file__).resolve().parents[1]
 SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/sbin"])
@@ -54,15 +55,9 @@ def _install_slurm() -> None:
         return
     if not shutil.which("apt-get", path=SBIN_PATH):
         _unavailable(f"Slurm is not installed ({', '.join(_missing_tools())} missing) and there is no apt-get")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", PATH=SBIN_PATH)
-    for cmd in (["apt-get", "update", "-q"],
-                ["apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES]):
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            _unavailable(f"'{' '.join(cmd)}' timed out")
-        if p.returncode != 0:
-            _unavailable(f"'{' '.join(cmd)}' failed: {(p.stderr or p.stdout).strip()[-500:]}")
+    why = apt_install(list(PACKAGES), SBIN_PATH)
+    if why:
+        _unavailable(why)
     if _missing_tools():
         _unavailable(f"installed {' '.join(PACKAGES)} but {', '.join(_missing_tools())} still missing")
 
