@@ -12,7 +12,7 @@ from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.sampling import Sample
-from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue
+from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue, goodput
 from pwormhole.accel.wormhole import (
     BACKOFF_AFTER_SAMPLES,
     BACKOFF_EVERY,
@@ -716,22 +716,27 @@ def _steady_flow(cnps):
     return wh, fs
 
 
+def _run_goodput(wh, fs):
+    """:func:`steady.goodput` since 0 with the run's thresholds (those of ``wh``)."""
+    return goodput(fs, 0, 0, wh.samples, wh.theta, wh.min_span_packets)
+
+
 def test_a_flow_getting_cnps_is_not_steady():
     """A CNP during the goodput span makes the next decrease check cut the rate by alpha / 2,
     less than theta once alpha has decayed, but cut after cut while the queue stays over the
     ECN threshold: the span must be CNP-free. A CNP awaiting its decrease check is reported as
     a rate change due now, so the flow is neither frozen nor looked up."""
     wh, fs = _steady_flow([0] * 40)
-    gp = Wormhole._goodput(wh, fs, 0, 0)
+    gp = _run_goodput(wh, fs)
     assert gp is not None and abs(gp * 1000 - 6.25) < 0.1  # bytes per ns
     wh, fs = _steady_flow([0] * 30 + [1] * 10)
-    assert Wormhole._goodput(wh, fs, 0, 0) is None
+    assert _run_goodput(wh, fs) is None
     wh, fs = _steady_flow([3] * 40)  # CNPs before the span: steady
-    assert Wormhole._goodput(wh, fs, 0, 0) is not None
+    assert _run_goodput(wh, fs) is not None
     wh, fs = _steady_flow([0] * 10 + [1] * 30)  # a CNP before the 100-packet span (the last 17 samples)
-    assert Wormhole._goodput(wh, fs, 0, 0) is not None
+    assert _run_goodput(wh, fs) is not None
     wh, fs = _steady_flow([0] * 24 + [1] * 16)  # one inside it
-    assert Wormhole._goodput(wh, fs, 0, 0) is None
+    assert _run_goodput(wh, fs) is None
     # the report: a QP with a CNP pending and its rate still at the line rate
     topo = star_topo(2)
     run = Run(Scenario("t", topo, flows_of([(0, 1, 20_000_000, 0)]), config()), accel=AccelConfig())

@@ -43,13 +43,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import CC_DCQCN, NVLINK_CC_NIC
+from ..config import NVLINK_CC_NIC
 from ..errors import InputError
 from ..net.nodes import Port
 from ..net.packet import EV_MODEL
 from ..units import serialization_ps as _tx_ps
 from .config import NVLINK_FLUID, NVLINK_PACKET
-from .groups import route_path
+from .nvlink import nvlink_flows, rates_refused
 from .solvers import max_min, max_min_holds
 
 EV_FLUID = EV_MODEL  # the event kind of the fluid model (its handler: FluidDomain.on_event)
@@ -343,84 +343,6 @@ class FluidDomain:
                     nxt = done
         if nxt is not None:
             self._post(nxt, ("next", self.version))
-
-
-def nvlink_flows(net) -> tuple[dict, list]:
-    """``({flow id: anchor NVSwitch id}, [flow ids crossing an NVSwitch otherwise])``.
-
-    A domain is one server: its hosts and NVSwitches, connected by NVLink links (a
-    connected component of the host-NVSwitch links), anchored at its lowest-numbered
-    NVSwitch. A flow is an NVLink flow of a domain when its data and its ACKs each cross
-    exactly one NVSwitch of it (host -> NVSwitch -> host, by the ECMP choice its packets
-    would make).
-    """
-    nvs_ids = set(net.topo.nvswitches)
-    if not nvs_ids:
-        return {}, []
-    parent = {n: n for n in nvs_ids}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    hosts_of: dict = {}
-    for ln in net.topo.links:  # hosts attach to their server's NVSwitches; NVSwitches to each other
-        a, b = (ln.a, ln.b) if ln.a in nvs_ids else (ln.b, ln.a)
-        if a not in nvs_ids:
-            continue
-        if b in nvs_ids:
-            parent[find(a)] = find(b)
-        elif b not in net.topo.switches:
-            hosts_of.setdefault(b, set()).add(a)
-    for ns in hosts_of.values():
-        first = min(ns)
-        for n in ns:
-            parent[find(n)] = find(first)
-    anchor_of: dict[int, int] = {}  # domain (its union-find root) -> its lowest-numbered NVSwitch
-    for n in sorted(nvs_ids):
-        anchor_of.setdefault(find(n), n)
-    nodes = net.nodes
-    inside: dict = {}
-    odd: list = []
-    for f in net.flows:
-        h = nodes[f.src].flow_hash[f.flow_id]
-        legs = [route_path(nodes, f.src, f.dst, h), route_path(nodes, f.dst, f.src, h)]
-        crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in nvs_ids}
-        if not crossed:
-            continue
-        anchors = {anchor_of[find(n)] for n in crossed}
-        if len(anchors) != 1 or any(len(leg) != 2 for leg in legs):
-            odd.append(f.flow_id)
-        else:
-            inside[f.flow_id] = anchors.pop()
-    return inside, odd
-
-
-def rates_refused(net, odd: list, explicit: bool) -> str | None:
-    """Why NVLink flows cannot be given rates in this run (None: they can). ``explicit``: the
-    user asked for rates (``nvlink="fluid"``), which also allows them under DCQCN with the
-    NIC's CC on NVLink (approximate where flows share a port; counted)."""
-    cfg = net.cfg
-    nic_cc = cfg.nvlink_cc == NVLINK_CC_NIC
-    if nic_cc and cfg.cc_mode != CC_DCQCN:
-        return (f"{cfg.cc_name.upper()} also runs on NVLink (--nvlink-cc nic) and the rates leave out its window "
-                "and RTT-scale rate changes, which slow overlapping TP ring steps (HPCC: 5.5% mean FCT error "
-                "measured on a GPT-7B layer)")
-    if nic_cc and not explicit:
-        return "DCQCN also runs on NVLink (--nvlink-cc nic): rates are only an approximation (opt in: --nvlink fluid)"
-    nvs = net.topo.nvswitches
-    errors = cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in net.topo.links
-                                                 if ln.a in nvs or ln.b in nvs)
-    if errors or (nic_cc and not cfg.enable_pfc):
-        return "NVLink can lose packets here (PFC off or link errors) and flows given rates never lose any"
-    if net.failures:
-        return "link failures (LINK_DOWN) are not modelled for flows given rates"
-    if odd:
-        return (f"flow {odd[0]} crosses an NVSwitch but not as host -> NVSwitch -> host inside one server; its "
-                "packets would share the NVLink ports the rates assume they own")
-    return None  # every server is in one LP: partition.grid.check_cut_links
 
 
 def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:

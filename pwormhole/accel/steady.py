@@ -251,6 +251,17 @@ def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
     return g
 
 
+def per_flow(flows: list, rate_of, *args):
+    """``{flow id: rate_of(flow, *args)}`` for each of ``flows``, or None as soon as one is None."""
+    out = {}
+    for fs in flows:
+        r = rate_of(fs, *args)
+        if r is None:
+            return None
+        out[fs.fid] = r
+    return out
+
+
 def recent_goodput(fs, since: int, newest_start_ps: int, samples: int, min_packets: int):
     """Bytes per ps of flow ``fs`` over its last ``samples`` samples (ACK-timed), or None when
     they start before its group last changed (``since``) or :data:`~.config.SETTLE_RTTS` path

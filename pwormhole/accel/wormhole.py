@@ -41,7 +41,7 @@ from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
 from .sampling import take_samples
-from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, recent_goodput
+from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 
 __all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
            "route_path"]
@@ -268,10 +268,6 @@ class Wormhole:
             self.starts_on = ff.index_starts(self.net, self.fluid_fids)
 
     # -- steadiness ----------------------------------------------------------------------
-    def _goodput(self, fs: FlowState, since: int, newest_start_ps: int):
-        """:func:`.steady.goodput` with this run's thresholds."""
-        return goodput(fs, since, newest_start_ps, self.samples, self.theta, self.min_span_packets)
-
     def _decide(self, t: int) -> None:
         backoff_from = t - BACKOFF_AFTER_SAMPLES * self.sample_ps
         for gid in sorted(self.groups):
@@ -295,7 +291,8 @@ class Wormhole:
                         self._try_freeze(g, t, gps)
                 continue
             flows = [self.flows[f] for f in sorted(g.flows)]
-            gps = self._steady_goodputs(flows, g)
+            gps = per_flow(flows, goodput, g.formed_ps, g.newest_start_ps, self.samples, self.theta,
+                           self.min_span_packets)
             if gps is None and self.early_on:
                 gps = self._early_goodputs(flows, g, t)
             if gps is None:
@@ -311,26 +308,14 @@ class Wormhole:
             if self.cfg.skip:
                 self._try_freeze(g, t, gps)
 
-    def _steady_goodputs(self, flows: list, g: Group):
-        """Flow id -> steady goodput (bytes/ps) of each of ``flows`` (``g``'s, by id), or None."""
-        gps = {}
-        for fs in flows:
-            gp = self._goodput(fs, g.formed_ps, g.newest_start_ps)
-            if gp is None:
-                return None
-            gps[fs.fid] = gp
-        return gps
-
     def _early_goodputs(self, flows: list, g: Group, t: int):
         """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not
         yet steady, or None. Not for a group that a known flow start would wake first (HPCC's
         join depends on the state it meets, here an unsettled one)."""
-        measured = {}
-        for fs in flows:
-            gp = recent_goodput(fs, g.formed_ps, g.newest_start_ps, self.samples, HPCC_EARLY_MIN_PACKETS)
-            if gp is None:
-                return None
-            measured[fs.fid] = gp
+        measured = per_flow(flows, recent_goodput, g.formed_ps, g.newest_start_ps, self.samples,
+                            HPCC_EARLY_MIN_PACKETS)
+        if measured is None:
+            return None
         model = hpcc_early(flows, measured, self.facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD)
         if model is None:
             return None
