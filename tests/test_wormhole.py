@@ -21,6 +21,7 @@ from pwormhole.accel.wormhole import (
     AccelConfig,
     Wormhole,
 )
+from pwormhole.net import cc
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag
 from pwormhole.topology.builders import fat_tree, leaf_spine
@@ -376,10 +377,10 @@ def test_hpcc_flows_far_from_their_fair_shares_are_not_steady():
 
 def test_rp_timer_keeps_its_own_period_across_a_wake():
     """A DCQCN RP timer due during a skip fires at the wake if that is on its period, else at
-    its next period; one due after the wake keeps its time (``Wormhole._rp_time``)."""
-    wh = SimpleNamespace(net=SimpleNamespace(cfg=SimpleNamespace(rp_timer_ps=900)))
-    assert [Wormhole._rp_time(wh, 100, t) for t in (50, 100, 999, 1000, 1001, 1900)] == [100, 100, 1000, 1000,
-                                                                                            1900, 1900]
+    its next period; one due after the wake keeps its time (``cc.dcqcn_timer_after_skip``, as
+    ``fastforward.thaw`` retimes it)."""
+    assert [cc.dcqcn_timer_after_skip(100, t, 900) for t in (50, 100, 999, 1000, 1001, 1900)] == [100, 100, 1000,
+                                                                                                  1000, 1900, 1900]
 
 
 def test_growing_queue_is_not_steady():

@@ -387,10 +387,6 @@ class Wormhole:
         g.backoff_periods = 0
         return advance
 
-    def _rp_time(self, t_ev: int, t: int) -> int:
-        """:func:`~pwormhole.net.cc.dcqcn_timer_after_skip` with this run's ``RP_TIMER``."""
-        return cc.dcqcn_timer_after_skip(t_ev, t, self.net.cfg.rp_timer_ps)
-
     # -- memoization -----------------------------------------------------------------------
     def is_new(self, fid: int, g: Group) -> bool:
         """Flow ``fid`` started within ``FRESH_WINDOWS`` windows of group ``g``'s forming."""
