@@ -71,17 +71,28 @@ def test_record_has_every_event_and_keeps_servers_whole(tmp_path):
     assert rec.windows == s["windows"] and int(rec.events.sum()) == s["events"]
     assert rec.n_units == 18 and rec.window_ps == 1_000_000  # 2 servers (8 GPUs + NVSwitch), 8 rail, 8 spine switches
     assert (rec.unit_s >= 0).all() and rec.unit_s.sum() > 0
+    assert (rec.writer_s >= 0).all() and rec.writer_s.sum() > 0  # 1,088 fct lines written
     plan = make_plan_from_record(rec, 2)
     for u in range(rec.n_units):
         assert len({plan.owner[n] for n in range(rec.unit.size) if rec.unit[n] == u}) == 1
     assert sorted(set(plan.owner)) == [0, 1] and plan.lookahead_ps == 1_000_000
 
 
-def _record(unit_s, boundary_s=0.0):
+def _record(unit_s, boundary_s=0.0, writer_s=0.0):
     unit_s = np.array(unit_s, dtype=float)
     w, u = unit_s.shape
     return WindowRecord(np.arange(1, w + 1) * 1000, np.ones((w, u), dtype=np.int64), unit_s,
-                        np.full(w, boundary_s), np.arange(u), np.zeros((0, 3), dtype=np.int64), 1000)
+                        np.full(w, boundary_s), np.arange(u), np.zeros((0, 3), dtype=np.int64), 1000,
+                        np.full(w, writer_s))
+
+
+def test_the_writers_seconds_are_rank_0s():
+    # 4 equal units; rank 0 also writes the outputs (0.2 s a window): it gets fewer units
+    rec = _record([[0.1, 0.1, 0.1, 0.1]] * 2, writer_s=0.2)
+    assert predict(rec, [0, 0, 1, 1], 2).compute_s == pytest.approx(2 * 0.4)
+    best = refine(rec, [0, 0, 1, 1], 2)
+    assert best.count(0) == 1 and predict(rec, best, 2).compute_s == pytest.approx(2 * 0.3)
+    assert predict(rec, [0, 0, 0, 0], 1).compute_s == pytest.approx(2 * 0.6)
 
 
 def test_refine_spreads_units_busy_in_the_same_windows():

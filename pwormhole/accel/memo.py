@@ -274,6 +274,7 @@ class MemoCache:
         self.fingerprint = fingerprint
         self.entries: dict[str, list[Entry]] = {}
         self.matched: dict[tuple, tuple] = {}  # signature -> (entry, mapping) of earlier hits (not saved)
+        self.held: set[tuple] = set()  # signatures of graphs known to match an entry (not saved)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
@@ -305,8 +306,13 @@ class MemoCache:
         return hit, key, graph
 
     def insert(self, key: str, graph, convergence_ps: int, flows: dict) -> None:
+        """Add a recording unless an entry matches its graph (a graph of a known signature does)."""
+        sig = signature(graph)
+        if sig in self.held:
+            return
         if self.find(key, graph) is None:
             self.entries.setdefault(key, []).append(Entry(graph, convergence_ps, flows))
+        self.held.add(sig)
 
     def size_bytes(self) -> int:
         """Size of the cache as saved (JSON bytes)."""

@@ -2,12 +2,14 @@
 
 A run with ``--record-windows`` runs one in-process LP per indivisible unit of the window
 grid (:mod:`.grid`; the answer does not depend on it) and records, per window, each unit's
-events and seconds and the seconds of the boundary (the in-process exchange and the boundary
-hook). For a plan (unit -> rank) the wall time at ``R`` ranks is predicted as
+events and seconds, the seconds of the boundary (the in-process exchange and the boundary
+hook) and, apart, those of the output writer (``fct.txt`` and ``pfc.txt`` lines, written by
+rank 0 only). For a plan (unit -> rank) the wall time at ``R`` ranks is predicted as
 
     sum over windows of the busiest rank's seconds  +  windows x (hook + exchange(R))
 
-where the hook (completions, acceleration decisions) runs on every rank, and
+where rank 0's seconds include the writer's, the hook (completions, acceleration decisions)
+runs on every rank, and
 ``exchange(R)`` is the window's collective: ``exchange_us`` at 2 ranks, growing as
 ``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds), 0 on one rank.
 
@@ -19,6 +21,7 @@ different units are busy, e.g. pipeline stages, end up spread over the ranks).
 from __future__ import annotations
 
 import math
+import time
 import zipfile
 from typing import NamedTuple
 
@@ -30,13 +33,15 @@ from ..outfiles import atomic
 RECORD_NAME = "windows.npz"
 EXCHANGE_US = 60.0  # one window's collective at 2 ranks, measured on the bench machine (bench/RESULTS.md)
 REFINE_PASSES = 50  # passes of moves and swaps at most
-_ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")
+_ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s: optional
+WRITER_RANK = 0  # the rank that writes fct.txt and pfc.txt
 
 
 class WindowRecord(NamedTuple):
     """Per window ``w`` and unit ``u``: ``events[w, u]``, ``unit_s[w, u]`` (seconds in the unit's
-    events), ``boundary_s[w]`` (seconds at the boundary), ``t_end_ps[w]``; ``unit[node]``; ``links``
-    rows ``(a, b, delay_ps)``; ``window_ps``."""
+    events), ``boundary_s[w]`` (seconds at the boundary, the writer's left out), ``t_end_ps[w]``,
+    ``writer_s[w]`` (the output writer's seconds at the boundary); ``unit[node]``; ``links`` rows
+    ``(a, b, delay_ps)``; ``window_ps``."""
     t_end_ps: np.ndarray
     events: np.ndarray
     unit_s: np.ndarray
@@ -44,6 +49,7 @@ class WindowRecord(NamedTuple):
     unit: np.ndarray
     links: np.ndarray
     window_ps: int
+    writer_s: np.ndarray
 
     @property
     def n_units(self) -> int:
@@ -58,7 +64,7 @@ class WindowRecord(NamedTuple):
         with atomic(path, binary=True) as fh:
             np.savez_compressed(fh, t_end_ps=self.t_end_ps, events=self.events, unit_s=self.unit_s,
                                 boundary_s=self.boundary_s, unit=self.unit, links=self.links,
-                                window_ps=np.int64(self.window_ps))
+                                window_ps=np.int64(self.window_ps), writer_s=self.writer_s)
 
     @staticmethod
     def load(path: str) -> WindowRecord:
@@ -69,12 +75,14 @@ class WindowRecord(NamedTuple):
                 if missing:
                     raise InputError(f"not a window record ({RECORD_NAME} of 'run --record-windows'): "
                                      f"no {missing[0]!r}", path)
+                writer = z["writer_s"] if "writer_s" in z.files else np.zeros(z["boundary_s"].shape)
                 rec = WindowRecord(z["t_end_ps"], z["events"], z["unit_s"], z["boundary_s"], z["unit"], z["links"],
-                                   int(z["window_ps"]))
+                                   int(z["window_ps"]), writer)
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
             raise InputError(f"cannot read window record: {getattr(e, 'strerror', None) or e}", path) from None
         w, u = rec.events.shape if rec.events.ndim == 2 else (-1, -1)
         if (w < 0 or rec.unit_s.shape != (w, u) or rec.boundary_s.shape != (w,) or rec.t_end_ps.shape != (w,)
+                or rec.writer_s.shape != (w,)
                 or rec.unit.ndim != 1 or (rec.unit.size and (rec.unit.min() < 0 or rec.unit.max() >= u))
                 or rec.links.ndim != 2 or rec.links.shape[1] != 3
                 or (rec.links.size and (rec.links[:, :2].min() < 0 or rec.links[:, :2].max() >= rec.unit.size))):
@@ -91,26 +99,43 @@ class Recorder:
         self.events: list[list[int]] = []
         self.unit_s: list[list[float]] = []
         self.boundary_s: list[float] = []
+        self.writer_s: list[float] = []
+        self._writer_pending = 0.0
 
     def window(self, t_end_ps: int, events: list[int], seconds: list[float]) -> None:
         self.t_end_ps.append(t_end_ps)
         self.events.append(events)
         self.unit_s.append(seconds)
 
+    def timed(self, output_hook):
+        """``output_hook`` (the writer's ``on_flows`` or ``on_pfc``) with its CPU seconds recorded."""
+        clock = time.thread_time
+
+        def hook(records) -> None:
+            t0 = clock()
+            output_hook(records)
+            self._writer_pending += clock() - t0
+        return hook
+
     def boundary(self, seconds: float) -> None:
-        """Seconds of the boundary of the last window (its exchange, hook, next minimum)."""
+        """Seconds of the boundary of the last window (its exchange, hook, writer, next minimum)."""
         if len(self.boundary_s) < len(self.t_end_ps):
-            self.boundary_s.append(seconds)
+            writer = min(self._writer_pending, seconds)
+            self.boundary_s.append(seconds - writer)
+            self.writer_s.append(writer)
+        self._writer_pending = 0.0
 
     def finish(self, unit: list[int], links, window_ps: int) -> WindowRecord:
         """The record (``links``: ``(a, b, delay_ps)`` rows)."""
         w = len(self.t_end_ps)
         self.boundary_s += [0.0] * (w - len(self.boundary_s))
+        self.writer_s += [0.0] * (w - len(self.writer_s))
         return WindowRecord(np.array(self.t_end_ps, dtype=np.int64),
                             np.array(self.events, dtype=np.int64).reshape(w, self.n_units),
                             np.array(self.unit_s, dtype=np.float64).reshape(w, self.n_units),
                             np.array(self.boundary_s, dtype=np.float64), np.array(unit, dtype=np.int64),
-                            np.array(links, dtype=np.int64).reshape(-1, 3), window_ps)
+                            np.array(links, dtype=np.int64).reshape(-1, 3), window_ps,
+                            np.array(self.writer_s, dtype=np.float64))
 
 
 class Prediction(NamedTuple):
@@ -128,10 +153,12 @@ def exchange_s(ranks: int, exchange_us: float = EXCHANGE_US) -> float:
 
 
 def rank_loads(rec: WindowRecord, owner_unit, ranks: int) -> np.ndarray:
-    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``."""
+    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and of the writer on its rank."""
     onehot = np.zeros((rec.n_units, ranks))
     onehot[np.arange(rec.n_units), np.asarray(owner_unit)] = 1.0
-    return rec.unit_s @ onehot
+    load = rec.unit_s @ onehot
+    load[:, WRITER_RANK] += rec.writer_s
+    return load
 
 
 def predict(rec: WindowRecord, owner_unit, ranks: int, exchange_us: float = EXCHANGE_US) -> Prediction:

@@ -130,10 +130,12 @@ class MpiTransport:
     def exchange(self, t_end: int, report) -> Exchanged:
         """To every peer: the events bound for its nodes, this rank's minimum next event time (its
         heap and everything it sends), the window's completions and op records, its report and its
-        signal; to rank 0 also its PFC records."""
+        signal; to rank 0 also its PFC records. A rank's own part is used as it is (nothing of it
+        is serialized); what every peer gets alike is pickled once."""
         lp = self.lp
         comm = self.comm
         size = comm.size
+        me = comm.rank
         local_min = lp.next_time()
         rep = report(t_end) if report is not None else None
         out: list[list] = [[] for _ in range(size)]
@@ -152,9 +154,9 @@ class MpiTransport:
         ops = lp.op_log[:]
         lp.op_log.clear()
         sig = interrupt.pending()
-        # what every peer gets alike is pickled once (the collective would pickle it per peer)
-        common = pickle.dumps((local_min, fin, ops, rep, sig), pickle.HIGHEST_PROTOCOL)
-        payload = [(out[p], pfc if p == 0 else None, common) for p in range(size)]
+        mine = (local_min, fin, ops, rep, sig)
+        common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
+        payload = [None if p == me else (out[p], pfc if p == 0 else None, common) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
         self.sync_s += time.perf_counter() - t0
@@ -162,27 +164,34 @@ class MpiTransport:
         nodes = self.nodes
         t_min = INF_PS
         done: list = []
-        recs: list = []
+        recs: list = pfc[:] if me == 0 else []
         op_recs: list = []
         reps = []
-        for evs, peer_pfc, peer_common in got:
-            peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
+        for p in range(size):
+            if p == me:
+                peer_min, peer_fin, peer_ops, peer_rep, peer_sig = mine
+            else:
+                evs, peer_pfc, peer_common = got[p]
+                peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
+                for t, k, kind, nid, arg in evs:
+                    heap.push(t, k, kind, nodes[nid], arg)
+                if peer_pfc:
+                    recs.extend(peer_pfc)
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig
-            for t, k, kind, nid, arg in evs:
-                heap.push(t, k, kind, nodes[nid], arg)
             if peer_min < t_min:
                 t_min = peer_min
-            done.extend(peer_fin)
-            if peer_pfc:
-                recs.extend(peer_pfc)
-            op_recs.extend(peer_ops)
-        done.sort(key=lambda r: (r[1], r[0]))
+            if peer_fin:
+                done.extend(peer_fin)
+            if peer_ops:
+                op_recs.extend(peer_ops)
+        if len(done) > 1:
+            done.sort(key=_by_finish)
         recs.sort()
         op_recs.sort()
         merged = self.merge_reports(reps) if report is not None else None
-        return Exchanged(t_min, done, recs if comm.rank == 0 else [], op_recs, merged, sig)
+        return Exchanged(t_min, done, recs, op_recs, merged, sig)
 
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
@@ -205,6 +214,10 @@ class MpiTransport:
         got = self.comm.allreduce(value, op=_min_op())
         self.sync_s += time.perf_counter() - t0
         return got
+
+
+def _by_finish(rec):
+    return rec[1], rec[0]
 
 
 def _min_op():
