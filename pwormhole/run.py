@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from itertools import chain
 from typing import Any
@@ -135,7 +136,8 @@ class Run:
     ``grid``: the topology's window grid (default: computed here; a partition
     plan carries it).
     Completed flows are handed to ``on_flows(records)`` at window boundaries as
-    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)``, PFC
+    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)`` (under MPI with
+    ``format_finished`` set, as ``on_flows(records, lines)`` with their output lines), PFC
     records to ``on_pfc(records)``.
 
     Attributes after :meth:`run`: ``finish_ps`` (flow id -> finish time),
@@ -149,6 +151,8 @@ class Run:
                  accel=None, memo=None, grid: WindowGrid | None = None, recorder=None):
         self.scn = scn
         self.recorder = recorder
+        # completions -> their fct.txt lines (under MPI each rank makes those of its own)
+        self.format_finished: Callable[[list], list[str]] | None = None
         grid = grid if grid is not None else WindowGrid(scn.topology)
         self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag, grid.window_ps)
         if comm is not None:
@@ -201,7 +205,7 @@ class Run:
     def _transport(self):
         if self.comm is None:
             return LocalTransport(self.lps, self.recorder)
-        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports)
+        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished)
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
             expected_ps: int | None = None) -> Run:
@@ -234,7 +238,10 @@ class Run:
                     finish[fid] = t_fin
                     start[fid] = t_start
                 if on_flows:
-                    on_flows(done)
+                    if got.lines is None:
+                        on_flows(done)
+                    else:
+                        on_flows(done, got.lines)
             if got.pfc and on_pfc:
                 on_pfc(got.pfc)
             for op, t0, t1 in got.ops:
@@ -463,6 +470,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         _arm_partial_summary(sim, writer, head)
     interrupted = None
     try:
+        sim.format_finished = writer.fct_lines  # under MPI each rank makes the lines of its completions
         on_flows, on_pfc = writer.on_flows, writer.on_pfc
         if recorder is not None:  # the writer's seconds apart: rank 0's alone under MPI
             on_flows, on_pfc = recorder.timed(on_flows), recorder.timed(on_pfc)

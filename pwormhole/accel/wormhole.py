@@ -108,6 +108,7 @@ class Wormhole:
         self.wakes_interrupted = 0
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
+        self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
         # the monitors' hook, called at each wake with (port -> bytes its counter moved by, t0_ps, d_ps)
         self.on_carried: Callable[[dict, int, int], None] | None = None
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}  # the local node ids
@@ -139,7 +140,8 @@ class Wormhole:
                 lp.flow_start_log.clear()
         samples = None
         if t >= self.next_sample_ps:
-            due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t]
+            due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t] \
+                if t >= self.check_from_ps else None
             samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of) if due else []
         return started, samples
 
@@ -155,6 +157,8 @@ class Wormhole:
         """Flow-table updates, wakes, then acceleration decisions, at boundary ``t`` (ps);
         ``report`` is the merged :meth:`local_report` of every LP."""
         started, samples = report
+        if done or started:
+            self.check_from_ps = 0  # the groups change: the next sampling boundary looks at them all
         for fid, _t_fin, _t_start in done:
             self._flow_finished(fid, t)
         for fid in started:
@@ -163,6 +167,7 @@ class Wormhole:
             if g.frozen is not None and g.frozen.wake_ps <= t:
                 fz = g.frozen
                 advance = self._wake(g, t)
+                self.check_from_ps = 0
                 if fz.memo is not None and self.cfg.skip:  # now in the recorded steady state: skip on
                     if self.hpcc:  # once the pipelines have refilled (one path RTT; see _decide)
                         g.refill = (fz.memo, t + max(self.flows[f].path_rtt_ps for f in g.flows))
@@ -171,7 +176,7 @@ class Wormhole:
         if samples is None:
             return
         self.next_sample_ps = t + self.sample_ps
-        if not any(g.frozen is None and g.next_check_ps <= t for g in self.groups.values()):
+        if t < self.check_from_ps or not self._checks_due(t):
             return  # no group to sample, look up or check now (all backed off or frozen)
         keep = self.keep_samples
         flows_get = self.flows.get
@@ -201,6 +206,17 @@ class Wormhole:
                 elif now:
                     self._memo_lookup(g, t)
         self._decide(t)
+        self._checks_due(t)
+
+    def _checks_due(self, t: int) -> bool:
+        """Whether a group not frozen is due for sampling or a check at ``t``; sets
+        ``check_from_ps``, the earliest such time, which holds until the groups change."""
+        first = INF_PS
+        for g in self.groups.values():
+            if g.frozen is None and g.next_check_ps < first:
+                first = g.next_check_ps
+        self.check_from_ps = first
+        return first <= t
 
     # -- flow table ----------------------------------------------------------------------
     def _flow_started(self, fid: int, t: int) -> None:
@@ -264,6 +280,7 @@ class Wormhole:
         for g in self.table.regroup(t):
             g.newest_start_ps = t  # rerouted flows settle as new ones do
             g.memo_checked = True
+        self.check_from_ps = 0
         if self.starts_on:
             self.starts_on = ff.index_starts(self.net, self.fluid_fids)
 

@@ -3,13 +3,14 @@
 A run with ``--record-windows`` runs one in-process LP per indivisible unit of the window
 grid (:mod:`.grid`; the answer does not depend on it) and records, per window, each unit's
 events and seconds, the seconds of the boundary (the in-process exchange and the boundary
-hook) and, apart, those of the output writer (``fct.txt`` and ``pfc.txt`` lines, written by
-rank 0 only). For a plan (unit -> rank) the wall time at ``R`` ranks is predicted as
+hook) and, apart, those of the output writer (``fct.txt`` and ``pfc.txt`` lines: under MPI
+each rank makes the lines of the flows that finish on it). For a plan (unit -> rank) the wall
+time at ``R`` ranks is predicted as
 
     sum over windows of the busiest rank's seconds  +  windows x (hook + exchange(R))
 
-where rank 0's seconds include the writer's, the hook (completions, acceleration decisions)
-runs on every rank, and
+where each rank's seconds include ``1/R`` of the writer's, the hook (completions, acceleration
+decisions) runs on every rank, and
 ``exchange(R)`` is the window's collective: ``exchange_us`` at 2 ranks, growing as
 ``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds), 0 on one rank.
 
@@ -34,7 +35,6 @@ RECORD_NAME = "windows.npz"
 EXCHANGE_US = 60.0  # one window's collective at 2 ranks, measured on the bench machine (bench/RESULTS.md)
 REFINE_PASSES = 50  # passes of moves and swaps at most
 _ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s: optional
-WRITER_RANK = 0  # the rank that writes fct.txt and pfc.txt
 
 
 class WindowRecord(NamedTuple):
@@ -111,9 +111,9 @@ class Recorder:
         """``output_hook`` (the writer's ``on_flows`` or ``on_pfc``) with its CPU seconds recorded."""
         clock = time.thread_time
 
-        def hook(records) -> None:
+        def hook(*records) -> None:
             t0 = clock()
-            output_hook(records)
+            output_hook(*records)
             self._writer_pending += clock() - t0
         return hook
 
@@ -153,12 +153,10 @@ def exchange_s(ranks: int, exchange_us: float = EXCHANGE_US) -> float:
 
 
 def rank_loads(rec: WindowRecord, owner_unit, ranks: int) -> np.ndarray:
-    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and of the writer on its rank."""
+    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and its share of the writer's."""
     onehot = np.zeros((rec.n_units, ranks))
     onehot[np.arange(rec.n_units), np.asarray(owner_unit)] = 1.0
-    load = rec.unit_s @ onehot
-    load[:, WRITER_RANK] += rec.writer_s
-    return load
+    return rec.unit_s @ onehot + rec.writer_s[:, None] / ranks
 
 
 def predict(rec: WindowRecord, owner_unit, ranks: int, exchange_us: float = EXCHANGE_US) -> Prediction:

@@ -103,11 +103,18 @@ class RunWriter:
         self.errors: list[str] = []
         self.lock = threading.Lock()
 
-    def on_flows(self, done) -> None:
+    def fct_lines(self, done) -> list[str]:
+        """The ``fct.txt`` lines of completions ``done``."""
         flows = self.scn.flows
         standalone = self.standalone_ns
-        lines = [fct_line(flows[fid], t_fin, standalone[fid], t_start) for fid, t_fin, t_start in done] \
-            if self.fct_file else []  # (the rank that writes: the lines are made there only)
+        return [fct_line(flows[fid], t_fin, standalone[fid], t_start) for fid, t_fin, t_start in done]
+
+    def on_flows(self, done, lines: list[str] | None = None) -> None:
+        """Completions ``done`` (``lines``: their ``fct.txt`` lines when made elsewhere, under MPI
+        by the ranks where the flows finished)."""
+        standalone = self.standalone_ns
+        if lines is None:
+            lines = self.fct_lines(done) if self.fct_file else []  # (made on the rank that writes only)
         with deferred_signals():  # a signal's exception must not split fct.txt from the counts
             for fid, t_fin, t_start in done:
                 fct_ns = (t_fin - t_start + 500) // 1000

@@ -114,11 +114,12 @@ class MpiTransport:
     boundary put events back. ``sync_s``: seconds spent in collectives.
     """
 
-    def __init__(self, lp, comm, nodes, merge_reports=None):
+    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None):
         self.lp = lp
         self.comm = comm
         self.nodes = nodes
         self.merge_reports = merge_reports
+        self.format_finished = format_finished  # completions -> their output lines (sent to rank 0)
         self.sync_s = 0.0
 
     def first_min(self) -> int:
@@ -156,7 +157,9 @@ class MpiTransport:
         sig = interrupt.pending()
         mine = (local_min, fin, ops, rep, sig)
         common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
-        payload = [None if p == me else (out[p], pfc if p == 0 else None, common) for p in range(size)]
+        fmt = self.format_finished
+        lines = fmt(fin) if fmt is not None and fin else []  # the writer's work, shared by the ranks
+        payload = [None if p == me else (out[p], (pfc, lines) if p == 0 else None, common) for p in range(size)]
         t0 = time.perf_counter()
         got = comm.alltoall(payload)
         self.sync_s += time.perf_counter() - t0
@@ -167,31 +170,43 @@ class MpiTransport:
         recs: list = pfc[:] if me == 0 else []
         op_recs: list = []
         reps = []
+        with_lines: list = []  # rank 0 with a formatter: (completion, its line)
         for p in range(size):
             if p == me:
                 peer_min, peer_fin, peer_ops, peer_rep, peer_sig = mine
+                peer_lines = lines
             else:
-                evs, peer_pfc, peer_common = got[p]
+                evs, to_rank0, peer_common = got[p]
                 peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
                 for t, k, kind, nid, arg in evs:
                     heap.push(t, k, kind, nodes[nid], arg)
-                if peer_pfc:
-                    recs.extend(peer_pfc)
+                peer_lines = []
+                if to_rank0 is not None:
+                    recs.extend(to_rank0[0])
+                    peer_lines = to_rank0[1]
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig
             if peer_min < t_min:
                 t_min = peer_min
             if peer_fin:
-                done.extend(peer_fin)
+                if me == 0 and fmt is not None:
+                    with_lines.extend(zip(peer_fin, peer_lines))
+                else:
+                    done.extend(peer_fin)
             if peer_ops:
                 op_recs.extend(peer_ops)
-        if len(done) > 1:
+        out_lines = None
+        if me == 0 and fmt is not None:
+            with_lines.sort(key=_by_finish_of_pair)
+            done = [rec for rec, _ in with_lines]
+            out_lines = [line for _, line in with_lines]
+        elif len(done) > 1:
             done.sort(key=_by_finish)
         recs.sort()
         op_recs.sort()
         merged = self.merge_reports(reps) if report is not None else None
-        return Exchanged(t_min, done, recs, op_recs, merged, sig)
+        return Exchanged(t_min, done, recs, op_recs, merged, sig, out_lines)
 
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
@@ -218,6 +233,10 @@ class MpiTransport:
 
 def _by_finish(rec):
     return rec[1], rec[0]
+
+
+def _by_finish_of_pair(pair):
+    return pair[0][1], pair[0][0]
 
 
 def _min_op():

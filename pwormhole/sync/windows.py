@@ -34,6 +34,7 @@ class Exchanged(NamedTuple):
     ops: list  # (op id, start_ps, end_ps) of DAG ops, sorted
     report: object  # acceleration report of every LP (None without acceleration)
     signal: int  # the highest signal recorded on any rank (0: none)
+    lines: list | None = None  # output lines of ``finished``, in its order, made where each flow finished (MPI)
 
 
 def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=()) -> tuple[int, int]:
