@@ -16,7 +16,8 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 # = compiled.COMPILED_MODULES
-MODULES = ("pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine")
+MODULES = ("pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine",
+           "pwormhole.sync.codec")
 MANIFEST = "_compiled.json"  # = compiled.MANIFEST
 DIRECTIVES = {"language_level": 3, "annotation_typing": False}
 

@@ -2,8 +2,8 @@
 
 One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
 collective exchange (``alltoall``): to every peer a rank sends the events
-bound for that peer's nodes (with their original keys; node objects travel
-as node ids), its minimum next event time (its heap and everything it sends:
+bound for that peer's nodes (with their original keys; packets as integer
+arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
 collective), the flow completions and DAG op records of the window, its
 acceleration report and, to rank 0, its PFC records, and the signal it
@@ -24,6 +24,7 @@ import time
 
 from ..lp.engine import INF_PS
 from . import interrupt
+from .codec import pack_events, unpack_events
 from .windows import Exchanged
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
@@ -139,14 +140,13 @@ class MpiTransport:
         me = comm.rank
         local_min = lp.next_time()
         rep = report(t_end) if report is not None else None
-        out: list[list] = [[] for _ in range(size)]
+        out: list = [None] * size
         for peer, box in lp.outboxes.items():
             if box:
-                evs = out[peer]
-                for t, k, kind, target, arg in box:
-                    evs.append((t, k, kind, target.node_id, arg))
-                    if t < local_min:
-                        local_min = t
+                for ev in box:
+                    if ev[0] < local_min:
+                        local_min = ev[0]
+                out[peer] = pack_events(box)
                 box.clear()
         fin = lp.finished[:]
         lp.finished.clear()
@@ -178,8 +178,8 @@ class MpiTransport:
             else:
                 evs, to_rank0, peer_common = got[p]
                 peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
-                for t, k, kind, nid, arg in evs:
-                    heap.push(t, k, kind, nodes[nid], arg)
+                if evs is not None:
+                    unpack_events(evs[0], evs[1], evs[2], nodes, heap)
                 peer_lines = []
                 if to_rank0 is not None:
                     recs.extend(to_rank0[0])

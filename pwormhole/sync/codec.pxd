@@ -1,0 +1,15 @@
+# C types for codec.py when it is compiled (codec.py stays the model and the pure-Python fallback).
+import cython
+from pwormhole.net.packet cimport Packet, new_packet
+
+cdef Py_ssize_t ROW, HOP
+
+
+@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, b=cython.Py_ssize_t, r=cython.longlong[:], pkt=Packet,
+               ev=tuple, int_hops=list)
+cpdef tuple pack_events(list evs)
+
+
+@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, b=cython.Py_ssize_t, j=cython.Py_ssize_t,
+               n_hops=cython.longlong, r=cython.longlong[:], h=cython.longlong[:], pkt=Packet, int_hops=list)
+cpdef unpack_events(rows, hops, list others, nodes, heap)
