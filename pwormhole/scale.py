@@ -115,7 +115,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "(--from-run), each with the plan 'partition --from-run' makes; writes prediction.csv")
     p.add_argument("--from-run", metavar="OUT_DIR", help="with --predict: a run made with 'run --record-windows'")
     p.add_argument("--exchange-us", type=float, default=EXCHANGE_US,
-                   help=f"with --predict: one window's collective at 2 ranks, in us (default {EXCHANGE_US:g}, "
+                   help=f"with --predict: one window's exchange at 2 ranks, in us (default {EXCHANGE_US:g}, "
                         "measured here by bench/boundary.py; it grows as log2 of the ranks)")
     p.add_argument("run_args", nargs="*", metavar="RUN_ARG", help="after '--': arguments of 'pwormhole run'")
 

@@ -11,8 +11,9 @@ time at ``R`` ranks is predicted as
 
 where each rank's seconds include ``1/R`` of the writer's, the hook (completions, acceleration
 decisions) runs on every rank, and
-``exchange(R)`` is the window's collective: ``exchange_us`` at 2 ranks, growing as
-``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds), 0 on one rank.
+``exchange(R)`` is the window's exchange (packing, the collective, unpacking): ``exchange_us``
+at 2 ranks, growing as ``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds),
+0 on one rank.
 
 :func:`plan_owner` balances that sum: METIS on the units' recorded seconds, then moves and
 swaps of whole units between ranks while the predicted busiest-rank sum falls (windows where
@@ -32,7 +33,7 @@ from ..errors import InputError
 from ..outfiles import atomic
 
 RECORD_NAME = "windows.npz"
-EXCHANGE_US = 60.0  # one window's collective at 2 ranks, measured on the bench machine (bench/RESULTS.md)
+EXCHANGE_US = 100.0  # one window's exchange at 2 ranks (packing, collective, unpacking), measured (bench/RESULTS.md)
 REFINE_PASSES = 50  # passes of moves and swaps at most
 _ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s: optional
 
@@ -148,7 +149,7 @@ class Prediction(NamedTuple):
 
 
 def exchange_s(ranks: int, exchange_us: float = EXCHANGE_US) -> float:
-    """One window's collective at ``ranks`` ranks (seconds)."""
+    """One window's exchange at ``ranks`` ranks (seconds)."""
     return 0.0 if ranks <= 1 else exchange_us * 1e-6 * math.log2(ranks)
 
 
