@@ -159,8 +159,8 @@ class Wormhole:
         started, samples = report
         if done or started:
             self.check_from_ps = 0  # the groups change: the next sampling boundary looks at them all
-        for fid, _t_fin, _t_start in done:
-            self._flow_finished(fid, t)
+        if done:
+            self._flows_finished(done, t)
         for fid in started:
             self._flow_started(fid, t)
         for g in list(self.groups.values()) if self.next_wake_ps() <= t else ():
@@ -240,10 +240,18 @@ class Wormhole:
                 self._wake(g, t)
         self.table.add(fs, merged, t)
 
-    def _flow_finished(self, fid: int, t: int) -> None:
-        self.net_finished.add(fid)
-        self.ungrouped_active.discard(fid)
-        self.table.remove(fid, t)
+    def _flows_finished(self, done, t: int) -> None:
+        """Completions ``(flow id, finish_ps, start_ps)``: out of the flow table (most, NVLink flows by
+        rates, were never in it)."""
+        finished = self.net_finished
+        active = self.ungrouped_active
+        flows = self.flows
+        for fid, _t_fin, _t_start in done:
+            finished.add(fid)
+            if fid in flows:
+                self.table.remove(fid, t)
+            elif active:
+                active.discard(fid)
 
     def reroute(self, t: int, apply) -> None:
         """A link failure at boundary ``t``: every frozen group wakes, ``apply()`` fails the
