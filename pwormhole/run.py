@@ -471,10 +471,9 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     interrupted = None
     try:
         sim.format_finished = writer.fct_lines  # under MPI each rank makes the lines of its completions
-        on_flows, on_pfc = writer.on_flows, writer.on_pfc
-        if recorder is not None:  # the writer's seconds apart: rank 0's alone under MPI
-            on_flows, on_pfc = recorder.timed(on_flows), recorder.timed(on_pfc)
-        sim.run(until_ps, on_flows, on_pfc, show, expected)
+        if recorder is not None:  # the lines' seconds apart: shared by the ranks under MPI
+            writer.fct_lines = recorder.timed(writer.fct_lines)  # type: ignore[method-assign]
+        sim.run(until_ps, writer.on_flows, writer.on_pfc, show, expected)
     except (KeyboardInterrupt, Terminated) as e:
         interrupted = e  # write what we have, then let the CLI exit 130 / 143
     except BaseException:

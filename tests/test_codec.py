@@ -1,14 +1,30 @@
 """The MPI exchange's wire format for events (pwormhole.sync.codec): what is decoded is what was sent."""
 
+import ast
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from pwormhole.net.packet import T_ACK, T_DATA, T_PFC, new_packet
 from pwormhole.sync.codec import pack_events, unpack_events
 
 ROW = 20  # integers per packet event (codec.ROW, a C constant when compiled)
+PACKET_SOURCE = Path(__file__).resolve().parents[1] / "pwormhole" / "net" / "packet.py"
 
-FIELDS = ("kind", "fid", "seq", "size_bytes", "payload_bytes", "pg", "dst", "ecmp_hash", "ecn", "int_hops",
-          "inport", "pause", "sent_ps", "src", "arrive_ps", "arrive_key")
+
+def _packet_fields() -> tuple:
+    """``Packet.__slots__`` as the model (packet.py) declares them (a compiled Packet has none)."""
+    tree = ast.parse(PACKET_SOURCE.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Packet")
+    slots = next(n for n in cls.body if isinstance(n, ast.Assign) and n.targets[0].id == "__slots__")
+    return ast.literal_eval(slots.value)
+
+
+FIELDS = _packet_fields()
 
 
 class Node:
@@ -53,6 +69,18 @@ def test_every_field_and_key_comes_back():
         for f in FIELDS:
             assert getattr(arg2, f) == getattr(arg, f), f
         assert arg2 is not arg
+
+
+def test_every_field_of_the_model_is_checked():
+    assert len(FIELDS) == 16 and "int_hops" in FIELDS and "arrive_key" in FIELDS
+
+
+@pytest.mark.skipif(os.environ.get("PWORMHOLE_PURE", "") not in ("", "0"), reason="this is the pure run")
+def test_pure_codec_too():
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                          "every_field_and_key or nothing_to_send"], env={**os.environ, "PWORMHOLE_PURE": "1"},
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout + out.stderr
 
 
 def test_nothing_to_send():

@@ -3,14 +3,14 @@
 A run with ``--record-windows`` runs one in-process LP per indivisible unit of the window
 grid (:mod:`.grid`; the answer does not depend on it) and records, per window, each unit's
 events and seconds, the seconds of the boundary (the in-process exchange and the boundary
-hook) and, apart, those of the output writer (``fct.txt`` and ``pfc.txt`` lines: under MPI
-each rank makes the lines of the flows that finish on it). For a plan (unit -> rank) the wall
-time at ``R`` ranks is predicted as
+hook, the output writer's included) and, apart, those of making the ``fct.txt`` lines (under
+MPI each rank makes the lines of the flows that finish on it). For a plan (unit -> rank) the
+wall time at ``R`` ranks is predicted as
 
     sum over windows of the busiest rank's seconds  +  windows x (hook + exchange(R))
 
-where each rank's seconds include ``1/R`` of the writer's, the hook (completions, acceleration
-decisions) runs on every rank, and
+where each rank's seconds include ``1/R`` of the lines' seconds, the hook (completions,
+acceleration decisions, the rest of the writer) runs on every rank, and
 ``exchange(R)`` is the window's exchange (packing, the collective, unpacking): ``exchange_us``
 at 2 ranks, growing as ``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds),
 0 on one rank.
@@ -33,15 +33,15 @@ from ..errors import InputError
 from ..outfiles import atomic
 
 RECORD_NAME = "windows.npz"
-EXCHANGE_US = 100.0  # one window's exchange at 2 ranks (packing, collective, unpacking), measured (bench/RESULTS.md)
+EXCHANGE_US = 100.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
 REFINE_PASSES = 50  # passes of moves and swaps at most
 _ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s: optional
 
 
 class WindowRecord(NamedTuple):
     """Per window ``w`` and unit ``u``: ``events[w, u]``, ``unit_s[w, u]`` (seconds in the unit's
-    events), ``boundary_s[w]`` (seconds at the boundary, the writer's left out), ``t_end_ps[w]``,
-    ``writer_s[w]`` (the output writer's seconds at the boundary); ``unit[node]``; ``links`` rows
+    events), ``boundary_s[w]`` (seconds at the boundary, the lines' left out), ``t_end_ps[w]``,
+    ``writer_s[w]`` (seconds making ``fct.txt`` lines at the boundary); ``unit[node]``; ``links`` rows
     ``(a, b, delay_ps)``; ``window_ps``."""
     t_end_ps: np.ndarray
     events: np.ndarray
@@ -108,15 +108,16 @@ class Recorder:
         self.events.append(events)
         self.unit_s.append(seconds)
 
-    def timed(self, output_hook):
-        """``output_hook`` (the writer's ``on_flows`` or ``on_pfc``) with its CPU seconds recorded."""
+    def timed(self, make_lines):
+        """``make_lines`` (the writer's ``fct_lines``) with its CPU seconds recorded."""
         clock = time.thread_time
 
-        def hook(*records) -> None:
+        def timed_lines(records) -> list[str]:
             t0 = clock()
-            output_hook(*records)
+            lines = make_lines(records)
             self._writer_pending += clock() - t0
-        return hook
+            return lines
+        return timed_lines
 
     def boundary(self, seconds: float) -> None:
         """Seconds of the boundary of the last window (its exchange, hook, writer, next minimum)."""
@@ -154,7 +155,7 @@ def exchange_s(ranks: int, exchange_us: float = EXCHANGE_US) -> float:
 
 
 def rank_loads(rec: WindowRecord, owner_unit, ranks: int) -> np.ndarray:
-    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and its share of the writer's."""
+    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and its share of the lines'."""
     onehot = np.zeros((rec.n_units, ranks))
     onehot[np.arange(rec.n_units), np.asarray(owner_unit)] = 1.0
     return rec.unit_s @ onehot + rec.writer_s[:, None] / ranks

@@ -5,8 +5,9 @@ from pwormhole.net.packet cimport Packet, new_packet
 cdef Py_ssize_t ROW, HOP
 
 
-@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, b=cython.Py_ssize_t, r=cython.longlong[:], pkt=Packet,
-               ev=tuple, int_hops=list)
+@cython.locals(n=cython.Py_ssize_t, n_hops=cython.Py_ssize_t, i=cython.Py_ssize_t, j=cython.Py_ssize_t,
+               b=cython.Py_ssize_t, r=cython.longlong[:], h=cython.longlong[:], pkt=Packet, ev=tuple, int_hops=list,
+               hop=tuple)
 cpdef tuple pack_events(list evs)
 
 

@@ -25,14 +25,21 @@ def pack_events(evs: list) -> tuple:
     """``(rows, hops, others)`` of events ``(t_ps, key, kind, target node, arg)``: packet
     events as int64 ``array`` rows, the others as ``(t_ps, key, kind, node id, arg)``."""
     n = 0
+    n_hops = 0
     for ev in evs:
-        if type(ev[4]) is Packet:
+        arg = ev[4]
+        if type(arg) is Packet:
             n += 1
+            pkt = arg
+            if pkt.int_hops is not None:
+                n_hops += len(pkt.int_hops)
     rows = array("q", bytes(8 * ROW * n))
-    hops = array("q")
+    hops = array("q", bytes(8 * HOP * n_hops))
     others = []
-    r = rows  # compiled: a typed view of the array (codec.pxd)
+    r = rows  # compiled: typed views of the arrays (codec.pxd)
+    h = hops
     i = 0
+    j = 0
     for ev in evs:
         arg = ev[4]
         if type(arg) is not Packet:
@@ -65,7 +72,11 @@ def pack_events(evs: list) -> tuple:
         else:
             r[b + 19] = len(int_hops)
             for hop in int_hops:
-                hops.extend(hop)
+                h[j] = hop[0]
+                h[j + 1] = hop[1]
+                h[j + 2] = hop[2]
+                h[j + 3] = hop[3]
+                j += HOP
         i += 1
     return rows, hops, others
 
