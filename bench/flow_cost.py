@@ -63,21 +63,21 @@ class Profile:
     def install(self) -> None:
         W = wh_mod.Wormhole
         prof = self
-        orig_goodput, orig_freeze, orig_wake, orig_started = W._goodput, W._freeze, W._wake, W._flow_started
+        orig_goodput, orig_freeze, orig_wake, orig_started = wh_mod.goodput, W._freeze, W._wake, W._flow_started
 
         def _flow_started(self, fid, t):
             orig_started(self, fid, t)
             if fid in self.flows:
                 prof.size[fid] = self.flows[fid].size
 
-        def _goodput(self, fs, since, newest):
-            gp = orig_goodput(self, fs, since, newest)
+        def _goodput(fs, since, newest, need, theta, min_span_packets):
+            gp = orig_goodput(fs, since, newest, need, theta, min_span_packets)
             if gp is not None:
                 q = fs.samples
-                n, need = len(q), self.samples
+                n = len(q)
                 b1 = q[-1].una_bytes
                 settled = max(since, newest + int(SETTLE_RTTS * fs.path_rtt_ps))
-                j = min(n - need, bisect_right(q, b1 - self.min_span_packets * fs.mtu, key=lambda x: x.una_bytes) - 1)
+                j = min(n - need, bisect_right(q, b1 - min_span_packets * fs.mtu, key=lambda x: x.una_bytes) - 1)
                 lo = bisect_left(q, True, key=lambda x: x.t_ps >= settled)
                 prof.spans[fs.fid] = (q[0].sent_bytes, q[min(lo, n - 1)].sent_bytes, q[j].sent_bytes)
             return gp
@@ -117,7 +117,7 @@ class Profile:
             prof.wakes.append((t, len(g.flows), t < fz.wake_ps, fz.memo is not None, t - fz.t0))
             return adv
 
-        W._goodput, W._freeze, W._wake, W._flow_started = _goodput, _freeze, _wake, _flow_started
+        wh_mod.goodput, W._freeze, W._wake, W._flow_started = _goodput, _freeze, _wake, _flow_started
 
     def phases(self, nic_sizes: dict, mtu: int) -> dict:
         """Packets per phase over the NIC flows (``nic_sizes``: flow id -> bytes)."""
