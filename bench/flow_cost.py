@@ -21,6 +21,7 @@ positions are sampled, so a phase is exact to the packets in flight):
 
     python3 bench/flow_cost.py --row gpt7b-64-dopt --layers 2 --cc hpcc [--ref DIR] [--out DIR]
     python3 bench/flow_cost.py --row gpt7b-16-hpcc-s2048 [--no-early] [--verbose]
+    python3 bench/flow_cost.py --row gpt13b-128-dopt --layers 4,8,16 --fit 40   # a ladder, fitted
 """
 
 from __future__ import annotations
@@ -63,21 +64,21 @@ class Profile:
     def install(self) -> None:
         W = wh_mod.Wormhole
         prof = self
-        orig_goodput, orig_freeze, orig_wake, orig_started = W._goodput, W._freeze, W._wake, W._flow_started
+        orig_goodput, orig_freeze, orig_wake, orig_started = wh_mod.goodput, W._freeze, W._wake, W._flow_started
 
         def _flow_started(self, fid, t):
             orig_started(self, fid, t)
             if fid in self.flows:
                 prof.size[fid] = self.flows[fid].size
 
-        def _goodput(self, fs, since, newest):
-            gp = orig_goodput(self, fs, since, newest)
+        def _goodput(fs, since, newest, need, theta, min_span_packets):
+            gp = orig_goodput(fs, since, newest, need, theta, min_span_packets)
             if gp is not None:
                 q = fs.samples
-                n, need = len(q), self.samples
+                n = len(q)
                 b1 = q[-1].una_bytes
                 settled = max(since, newest + int(SETTLE_RTTS * fs.path_rtt_ps))
-                j = min(n - need, bisect_right(q, b1 - self.min_span_packets * fs.mtu, key=lambda x: x.una_bytes) - 1)
+                j = min(n - need, bisect_right(q, b1 - min_span_packets * fs.mtu, key=lambda x: x.una_bytes) - 1)
                 lo = bisect_left(q, True, key=lambda x: x.t_ps >= settled)
                 prof.spans[fs.fid] = (q[0].sent_bytes, q[min(lo, n - 1)].sent_bytes, q[j].sent_bytes)
             return gp
@@ -117,7 +118,7 @@ class Profile:
             prof.wakes.append((t, len(g.flows), t < fz.wake_ps, fz.memo is not None, t - fz.t0))
             return adv
 
-        W._goodput, W._freeze, W._wake, W._flow_started = _goodput, _freeze, _wake, _flow_started
+        wh_mod.goodput, W._freeze, W._wake, W._flow_started = _goodput, _freeze, _wake, _flow_started
 
     def phases(self, nic_sizes: dict, mtu: int) -> dict:
         """Packets per phase over the NIC flows (``nic_sizes``: flow id -> bytes)."""
@@ -140,42 +141,88 @@ class Profile:
         return {k: v / mtu for k, v in out.items()}
 
 
+def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof) -> dict:
+    """Wormhole run of one row (its packet reference run once into the ref folder and reused) against
+    that reference: the comparison, the Wormhole run's CPU seconds, the reference's, and the scenario."""
+    if row in CONFIGS:
+        make = factory(row, layers, cc)
+        ref = Path(ref_arg or ROOT / "bench-out" / f"ref-{row}-L{layers}-{cc}")
+    else:
+        make = SCENARIOS[row][1]
+        ref = Path(ref_arg or ROOT / "bench-out" / f"ref-{row}")
+    if not (ref / "summary.json").exists():
+        simulate(make(), str(ref), quiet=True)
+    ps = json.loads((ref / "summary.json").read_text())
+    if prof is not None:
+        prof.install()
+    scn = make()
+    c0 = time.process_time()
+    ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early))
+    cpu = time.process_time() - c0
+    fct = ps["inputs"]["fct_file"]
+    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(Path(out) / fct)))
+    r = comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
+                   collective_times(str(Path(out) / "collectives.csv")))
+    r.update(layers=layers, cpu_s=cpu, packet_events=ps["events"], wormhole_events=ws["events"],
+             packet_cpu_s=ps.get("cpu_s"), packet_events_est=ws.get("packet_events_est"), scenario=scn)
+    return r
+
+
+def fit_line(xs: list, ys: list) -> tuple:
+    """Least-squares ``(a, b)`` of ``y = a + b x`` (``(y, 0)`` from one point)."""
+    n = len(xs)
+    if n == 1:
+        return float(ys[0]), 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - b * mx, b
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--row", default="gpt7b-64-dopt", help="a bench/paper.py row (" + ", ".join(CONFIGS)
                     + ") or a bench/wormhole.py scenario")
-    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--layers", default="2", help="layer count, or several (a ladder: one table row each, "
+                    "no phases)")
+    ap.add_argument("--fit", type=int, help="with a ladder: fit packet and Wormhole events as a + b x layers "
+                    "and print the ratio they give at this layer count (an estimate)")
     ap.add_argument("--cc", default="hpcc")
-    ap.add_argument("--ref", help="packet reference folder (run once when missing)")
+    ap.add_argument("--ref", help="packet reference folder (run once when missing; one layer count only)")
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "flow_cost"))
     ap.add_argument("--no-early", action="store_true", help="without HPCC's early freeze (AccelConfig.early)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    if a.row in CONFIGS:
-        make = factory(a.row, a.layers, a.cc)
-        ref = Path(a.ref or ROOT / "bench-out" / f"ref-{a.row}-L{a.layers}-{a.cc}")
-    else:
-        make = SCENARIOS[a.row][1]
-        ref = Path(a.ref or ROOT / "bench-out" / f"ref-{a.row}")
-    if not (ref / "summary.json").exists():
-        simulate(make(), str(ref), quiet=True)
-    ps = json.loads((ref / "summary.json").read_text())
+    ladder = [int(x) for x in a.layers.split(",")]
+    if len(ladder) > 1:
+        if a.ref:
+            ap.error("--ref takes one layer count")
+        print("| row | layers | packet events | Wormhole events | ratio | FCT err mean / p99 / max | iteration err | "
+              "CPU s (Wormhole / packet) |\n|---|---|---|---|---|---|---|---|")
+        rows = []
+        for n in ladder:
+            r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None)
+            rows.append(r)
+            pcpu = f"{r['packet_cpu_s']:.0f}" if r["packet_cpu_s"] else "-"
+            errs = " / ".join(f"{r[k] * 100:.3f}%" for k in ("mean_fct_error", "p99_fct_error", "max_fct_error"))
+            print(f"| {a.row} | {n} | {r['packet_events']:,} | {r['wormhole_events']:,} | {r['speedup_events']:.1f}x | "
+                  f"{errs} | {r['iteration_time_error'] * 100:+.3f}% | {r['cpu_s']:.1f} / {pcpu} |", flush=True)
+        if a.fit:
+            xs = [r["layers"] for r in rows]
+            pa, pb = fit_line(xs, [r["packet_events"] for r in rows])
+            wa, wb = fit_line(xs, [r["wormhole_events"] for r in rows])
+            p, w = pa + pb * a.fit, wa + wb * a.fit
+            print(f"fit: packet events {pa:,.0f} + {pb:,.0f} x layers; Wormhole events {wa:,.0f} + {wb:,.0f} x layers; "
+                  f"at {a.fit} layers (an estimate): packet {p:,.0f}, Wormhole {w:,.0f}, ratio ~{p / w:,.0f}x")
+        return 0
     prof = Profile()
-    prof.install()
-    scn = make()
-    c0 = time.process_time()
-    ws = simulate(scn, a.out, quiet=True, accel=AccelConfig(early=not a.no_early))
-    cpu = time.process_time() - c0
-    fct = ps["inputs"]["fct_file"]
-    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(Path(a.out) / fct)))
-    r = comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
-                   collective_times(str(Path(a.out) / "collectives.csv")))
+    r = measure(a.row, ladder[0], a.cc, a.ref, a.out, not a.no_early, prof)
+    scn = r["scenario"]
     nic = prof.size
     mtu = scn.config.packet_payload_bytes
-    print(f"events {ws['events']:,} (packet {ps['events']:,}): {r['speedup_events']:.2f}x; "
+    print(f"events {r['wormhole_events']:,} (packet {r['packet_events']:,}): {r['speedup_events']:.2f}x; "
           f"FCT err mean {r['mean_fct_error'] * 100:.3f}% p99 {r['p99_fct_error'] * 100:.3f}% "
           f"max {r['max_fct_error'] * 100:.3f}%; iteration {r['iteration_time_error'] * 100:.3f}%; "
-          f"CPU {cpu:.1f} s; memo {r['memo_hits']}/{r['memo_misses']}")
+          f"CPU {r['cpu_s']:.1f} s; memo {r['memo_hits']}/{r['memo_misses']}")
     ph = prof.phases(nic, mtu)
     total = sum(ph.values()) or 1
     print(f"NIC flows: {len(nic)}; packets sent as packets per flow, by phase:")

@@ -50,7 +50,8 @@ def test_hpcc_early_needs_every_flow_within_the_tolerance_and_windows_that_agree
     """Measured goodputs 1.9% off the model pass a 2% tolerance; one 2.1% off does not. The
     three flows have one path RTT, so their windows (sampled rates) over their fluid goodputs
     must agree to 5%: 1.10 x the fluid goodput for all passes, 1.16 x for flow 0 does not
-    (a newcomer that has not yet given up window to the flows under way)."""
+    (a newcomer that has not yet given up window to the flows under way). And each flow must be
+    paced at least at its fluid goodput less the tolerance: 0.985 x passes, 0.975 x does not."""
     w, flows = incast_and_out()
     assert len({fs.path_rtt_ps for fs in flows}) == 1
     model = hpcc_model(flows, {fs.fid: 0.01 for fs in flows}, w.facts)
@@ -69,6 +70,13 @@ def test_hpcc_early_needs_every_flow_within_the_tolerance_and_windows_that_agree
     assert hpcc_early(flows, near, w.facts, 0.02, 0.05) is not None
     windows(1.16)
     assert hpcc_early(flows, near, w.facts, 0.02, 0.05) is None
+    # paced under its fluid goodput less the tolerance: slowing down (its goodput over the span is
+    # the past); the window check alone passes when every flow's rate fell alike
+    for k, ok in ((0.985, True), (0.975, False)):
+        for fs in flows:
+            rate = int(model[fs.fid] * k * 8e12)
+            fs.samples = deque([Sample(0, rate, 0, 0, 0, -1, 0, rate)])
+        assert (hpcc_early(flows, near, w.facts, 0.02, 0.05) is not None) == ok
 
 
 def test_recent_goodput_over_the_last_samples_after_the_settle_time():
@@ -86,10 +94,26 @@ def test_recent_goodput_over_the_last_samples_after_the_settle_time():
     assert recent_goodput(fs, 0, 10 * US, 2, 64) == pytest.approx(0.02)
     assert recent_goodput(fs, 0, 10 * US + 1, 2, 64) is None  # not settled yet
     assert recent_goodput(fs, t0 + 1, 10 * US, 2, 64) is None  # before the group last changed
-    assert recent_goodput(fs, 0, 10 * US, 2, 201) is None  # 200 packets only
+    assert recent_goodput(fs, 0, 10 * US, 2, 201) is None  # 201 packets reach back before the settle time
     assert recent_goodput(fs, 0, 10 * US, 4, 64) is None  # fewer samples than asked
     fs.size = 390_000
     assert recent_goodput(fs, 0, 10 * US, 2, 64) is None  # all sent
+
+
+def test_recent_goodput_of_a_slow_flow_reaches_back_to_min_packets():
+    """The last sample holds 50 packets (50,000 bytes in 10 us): asked for 64 packets over the
+    last sample, the span reaches back one sample more, 150,000 bytes in 15 us = 0.01 bytes/ps;
+    asked for 50 packets it is the last sample alone, 0.005."""
+    w, flows = incast_and_out()
+    fs = flows[0]
+    t0 = 10 * US + int(SETTLE_RTTS * fs.path_rtt_ps)
+    fs.samples = deque([Sample(t0, 0, 100_000, t0, 190_000, -1, 0, 0),
+                        Sample(t0 + 5 * US, 0, 200_000, t0 + 5 * US, 290_000, -1, 0, 0),
+                        Sample(t0 + 10 * US, 0, 300_000, t0 + 10 * US, 390_000, -1, 0, 0),
+                        Sample(t0 + 20 * US, 0, 350_000, t0 + 20 * US, 440_000, -1, 0, 0)])
+    assert recent_goodput(fs, 0, 10 * US, 1, 64) == pytest.approx(0.01)
+    assert recent_goodput(fs, 0, 10 * US, 1, 50) == pytest.approx(0.005)
+    assert recent_goodput(fs, 0, 10 * US, 1, 251) is None  # more packets than the history holds
 
 
 def test_a_lone_hpcc_flow_freezes_early_and_closer_to_packet_mode():

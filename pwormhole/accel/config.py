@@ -147,4 +147,5 @@ HPCC_EARLY_WINDOW_SPREAD = 0.05
 most this fraction. Measured in bench/RESULTS.md."""
 
 HPCC_EARLY_MIN_PACKETS = 64
-"""The last ``samples`` samples of that test hold at least this many packets per flow."""
+"""The span of that test holds at least this many packets per flow (its last ``samples``
+samples, or more for a slow flow)."""

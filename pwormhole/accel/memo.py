@@ -73,7 +73,8 @@ def config_fingerprint(cfg, accel_cfg) -> str:
     parts.append(f"theta={eff.theta!r} samples={eff.samples} sample_ps={eff.sample_ps} "
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
-        parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}")
+        parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
+                     "/span>=min")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

@@ -263,17 +263,25 @@ def per_flow(flows: list, rate_of, *args):
 
 
 def recent_goodput(fs, since: int, newest_start_ps: int, samples: int, min_packets: int):
-    """Bytes per ps of flow ``fs`` over its last ``samples`` samples (ACK-timed), or None when
-    they start before its group last changed (``since``) or :data:`~.config.SETTLE_RTTS` path
-    RTTs after the group's newest flow, hold fewer than ``min_packets`` packets, or the flow
-    has sent its last byte."""
+    """Bytes per ps of flow ``fs`` (ACK-timed) over its last ``samples`` samples, or back to the
+    newest earlier sample that makes them hold ``min_packets`` packets (a slow flow's span is
+    as long as it needs), or None when that span starts before its group last changed
+    (``since``) or :data:`~.config.SETTLE_RTTS` path RTTs after the group's newest flow, or the
+    flow has sent its last byte."""
     q = fs.samples
-    if len(q) < samples + 1:
+    n = len(q)
+    if n < samples + 1:
         return None
-    a, b = q[-1 - samples], q[-1]
+    b = q[-1]
+    if b.sent_bytes >= fs.size:
+        return None
+    j = min(n - 1 - samples, bisect_right(q, b.una_bytes - min_packets * fs.mtu, key=lambda x: x.una_bytes) - 1)
+    if j < max(0, n - 1 - 2 * samples):
+        return None
+    a = q[j]
     if a.t_ps < since or a.una_ps < newest_start_ps + int(SETTLE_RTTS * fs.path_rtt_ps) or a.una_bytes <= 0:
         return None
-    if b.sent_bytes >= fs.size or b.una_bytes - a.una_bytes < min_packets * fs.mtu or b.una_ps <= a.una_ps:
+    if b.una_ps <= a.una_ps:
         return None
     return (b.una_bytes - a.una_bytes) / (b.una_ps - a.una_ps)
 
@@ -293,6 +301,8 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
     for fs in flows:
         m = model[fs.fid]
         if m <= 0 or abs(measured[fs.fid] - m) > tolerance * m:
+            return None
+        if fs.pacing_rate() < (1 - tolerance) * m * BPS_PER_BYTE_PS:  # paced under it: slowing down
             return None
         per_rtt.setdefault(fs.path_rtt_ps, []).append(fs.rate() / m)
     if any(max(v) > (1 + window_spread) * min(v) for v in per_rtt.values()):
