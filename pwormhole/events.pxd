@@ -14,12 +14,11 @@ cdef class ArrayQueue:
     cdef void _grow(self) except *
     @cython.locals(slot=cython.longlong, pos=cython.Py_ssize_t)
     cpdef push(self, long long t_ps, long long key, long long kind, target, arg)
-    @cython.locals(parent=cython.Py_ssize_t, pt=cython.longlong, heap_t="long long[::1]", heap_key="long long[::1]",
-                   heap_slot="long long[::1]")
+    @cython.locals(parent=cython.Py_ssize_t, pt=cython.longlong)
     cdef void _sift_up(self, Py_ssize_t pos, long long t_ps, long long key, long long slot) noexcept
     @cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, child=cython.Py_ssize_t, right=cython.Py_ssize_t,
                    t_ps=cython.longlong, key=cython.longlong, slot=cython.longlong, ct=cython.longlong,
-                   heap_t="long long[::1]", heap_key="long long[::1]", heap_slot="long long[::1]")
+                   rt=cython.longlong)
     cdef void _remove_first(self) noexcept
     @cython.locals(slot=cython.longlong)
     cpdef tuple pop(self)

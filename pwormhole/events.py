@@ -120,23 +120,22 @@ class ArrayQueue:
         self._sift_up(pos, t_ps, key, slot)
 
     def _sift_up(self, pos: int, t_ps: int, key: int, slot: int) -> None:
-        """Put ``(t_ps, key, slot)`` at ``pos`` or above it, moving larger parents down."""
-        heap_t = self.heap_t
-        heap_key = self.heap_key
-        heap_slot = self.heap_slot
+        """Put ``(t_ps, key, slot)`` at ``pos`` or above it, moving larger parents down.
+
+        The arrays are read through ``self`` (compiled: no reference counting of a local view)."""
         while pos > 0:
             parent = (pos - 1) >> 1
-            pt = heap_t[parent]
-            if t_ps < pt or (t_ps == pt and key < heap_key[parent]):
-                heap_t[pos] = pt
-                heap_key[pos] = heap_key[parent]
-                heap_slot[pos] = heap_slot[parent]
+            pt = self.heap_t[parent]
+            if t_ps < pt or (t_ps == pt and key < self.heap_key[parent]):
+                self.heap_t[pos] = pt
+                self.heap_key[pos] = self.heap_key[parent]
+                self.heap_slot[pos] = self.heap_slot[parent]
                 pos = parent
             else:
                 break
-        heap_t[pos] = t_ps
-        heap_key[pos] = key
-        heap_slot[pos] = slot
+        self.heap_t[pos] = t_ps
+        self.heap_key[pos] = key
+        self.heap_slot[pos] = slot
 
     def _remove_first(self) -> None:
         """Drop the first entry: the last one sifts down from the root."""
@@ -144,31 +143,30 @@ class ArrayQueue:
         self.n = n
         if n == 0:
             return
-        heap_t = self.heap_t
-        heap_key = self.heap_key
-        heap_slot = self.heap_slot
-        t_ps = heap_t[n]
-        key = heap_key[n]
-        slot = heap_slot[n]
+        t_ps = self.heap_t[n]
+        key = self.heap_key[n]
+        slot = self.heap_slot[n]
         pos = 0
         child = 1
         while child < n:
             right = child + 1
-            if right < n and (heap_t[right] < heap_t[child]
-                              or (heap_t[right] == heap_t[child] and heap_key[right] < heap_key[child])):
-                child = right
-            ct = heap_t[child]
-            if ct < t_ps or (ct == t_ps and heap_key[child] < key):
-                heap_t[pos] = ct
-                heap_key[pos] = heap_key[child]
-                heap_slot[pos] = heap_slot[child]
+            if right < n:
+                rt = self.heap_t[right]
+                ct = self.heap_t[child]
+                if rt < ct or (rt == ct and self.heap_key[right] < self.heap_key[child]):
+                    child = right
+            ct = self.heap_t[child]
+            if ct < t_ps or (ct == t_ps and self.heap_key[child] < key):
+                self.heap_t[pos] = ct
+                self.heap_key[pos] = self.heap_key[child]
+                self.heap_slot[pos] = self.heap_slot[child]
                 pos = child
                 child = 2 * pos + 1
             else:
                 break
-        heap_t[pos] = t_ps
-        heap_key[pos] = key
-        heap_slot[pos] = slot
+        self.heap_t[pos] = t_ps
+        self.heap_key[pos] = key
+        self.heap_slot[pos] = slot
 
     def pop(self) -> tuple:
         """Remove and return the first event."""
