@@ -3,6 +3,10 @@ import cython
 
 
 
+cdef class Handler:
+    cpdef handle(self, target, arg, long long t_ps)
+
+
 @cython.final
 cdef class ArrayQueue:
     cdef long long[::1] heap_t, heap_key, heap_slot, kinds, free
@@ -24,7 +28,7 @@ cdef class ArrayQueue:
     cpdef tuple pop(self)
     cdef void _release(self, long long slot) noexcept
     cpdef long long next_time(self)
-    @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong)
+    @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong, hd=Handler)
     cpdef Py_ssize_t run(self, long long end_ps, tuple handlers) except -1
 
 

@@ -23,6 +23,20 @@ from typing import TYPE_CHECKING
 INF_PS = 1 << 62  # "nothing pending": no event in a queue, no planned wake
 
 
+class Handler:
+    """The handler of one event kind as an object, ``handle(target, arg, t_ps)``: compiled,
+    :meth:`ArrayQueue.run` calls it in C with the time unboxed. A handler table may also
+    hold plain functions ``f(target, arg, t_ps)``; a Handler is callable as one."""
+
+    __slots__ = ()
+
+    def handle(self, target, arg, t_ps: int) -> None:
+        raise NotImplementedError
+
+    def __call__(self, target, arg, t_ps: int) -> None:
+        self.handle(target, arg, t_ps)
+
+
 class HeapqQueue:
     """``heapq`` on event tuples."""
 
@@ -221,7 +235,12 @@ class ArrayQueue:
             arg = self.args[slot]
             self._release(slot)
             self._remove_first()
-            handlers[kind](target, arg, t)
+            h = handlers[kind]
+            if isinstance(h, Handler):
+                hd = h
+                hd.handle(target, arg, t)
+            else:
+                h(target, arg, t)
             n += 1
         return n
 

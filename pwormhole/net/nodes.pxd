@@ -4,7 +4,7 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
-from pwormhole.events cimport ArrayQueue  # the compiled EventQueue: push is a C call
+from pwormhole.events cimport ArrayQueue, Handler  # the compiled EventQueue: push is a C call
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
@@ -145,3 +145,13 @@ cdef class Host(Node):
     @cython.locals(qp=SendQP, seq=cython.longlong, port=HostPort)
     cpdef receive_ack(self, Packet pkt, long long t)
     cpdef complete(self, SendQP qp, long long t)
+
+
+cdef class NetHandler(Handler):
+    cdef public int kind
+    cdef public object method
+
+    @cython.locals(port=Port, sw=Switch, host=Host, hp=HostPort)
+    cpdef handle(self, target, arg, long long t_ps)
+
+

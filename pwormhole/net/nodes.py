@@ -34,7 +34,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..events import EventQueue
+from ..events import EventQueue, Handler
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -1134,8 +1134,45 @@ def unwire(heap) -> None:
     heap.replace(keep)
 
 
-def handler_table() -> tuple:
-    """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``."""
+class NetHandler(Handler):
+    """The handler of one event kind of the packet model: compiled, the event loop calls
+    the typed port or node in C (the time unboxed, no Python call per event); ``method``
+    (the unbound method) handles the rarer kinds."""
+
+    __slots__ = ("kind", "method")
+
+    def __init__(self, kind: int, method) -> None:
+        self.kind = kind
+        self.method = method
+
+    def handle(self, target, arg, t_ps: int) -> None:
+        kind = self.kind
+        if kind == EV_WIRE:
+            port = target
+            port.on_wire(arg, t_ps)
+        elif kind == EV_TX_DONE:
+            port = target
+            port.on_tx_done(arg, t_ps)
+        elif kind == EV_ARRIVE_SWITCH:
+            sw = target
+            sw.on_arrive(arg, t_ps)
+        elif kind == EV_ARRIVE_HOST:
+            host = target
+            host.on_arrive(arg, t_ps)
+        elif kind == EV_NIC_WAKE:
+            hp = target
+            hp.on_wake(arg, t_ps)
+        else:
+            self.method(target, arg, t_ps)
+
+
+COMPILED = not __file__.endswith(".py")  # this module was built by Cython
+
+
+def handler_table(objects: bool = COMPILED) -> tuple:
+    """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``:
+    :class:`NetHandler` objects if ``objects`` (the compiled engine's default), else the unbound
+    methods (the pure engine's: a NetHandler would add a Python call per event there)."""
     table: list = [None] * N_EVENT_KINDS
     for kind, cls, name in (
         (EV_ARRIVE_HOST, Host, "on_arrive"), (EV_ARRIVE_SWITCH, Switch, "on_arrive"), (EV_TX_DONE, Port, "on_tx_done"),
@@ -1143,5 +1180,6 @@ def handler_table() -> tuple:
         (EV_OP_START, Host, "on_op_start"), (EV_OP_DONE, Host, "on_op_done"), (EV_NOTIFY, Host, "on_notify"),
         (EV_WIRE, Port, "on_wire"),
     ):
-        table[kind] = getattr(cls, name)  # the unbound method, as Python calls it (compiled: its descriptor)
+        method = getattr(cls, name)  # the unbound method, as Python calls it (compiled: its descriptor)
+        table[kind] = NetHandler(kind, method) if objects else method
     return tuple(table)
