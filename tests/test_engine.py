@@ -94,7 +94,7 @@ def _assert_buffers_drained(r):
         assert sw.shared_used == 0 and sw.used_bytes == 0
         for p in sw.ports:
             assert p.qbytes == 0 and not any(p.qs)
-            assert p.in_bytes == [0] * 8 and p.hdrm_bytes == [0] * 8 and p.eg_bytes == [0] * 8
+            assert list(p.in_bytes) == list(p.hdrm_bytes) == list(p.eg_bytes) == [0] * 8
             assert not any(p.pfc_sent)
     for nd in r.net.nodes:
         for p in nd.ports:

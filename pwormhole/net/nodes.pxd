@@ -41,8 +41,9 @@ cdef class Port:
 
 
 cdef class SwitchPort(Port):
-    cdef public list qs, used_qs, in_bytes, hdrm_bytes, eg_bytes, pfc_sent
-    cdef public long long rr, headroom_bytes, kmin_bytes, kmax_bytes
+    cdef public list qs, used_qs, pfc_sent
+    cdef public long long[::1] in_bytes, hdrm_bytes, eg_bytes
+    cdef public long long rr, headroom_bytes, kmin_bytes, kmax_bytes, used_mask
     cdef public int pfc_shift
     cdef public double pmax
     cdef public QueueWatch mon
@@ -97,7 +98,7 @@ cdef class QueueWatch:
     cdef public long long qlen, since, start_ps, interval_ps, last_k
     cdef public dict hist
 
-    @cython.locals(q=cython.longlong, b=cython.longlong)
+    @cython.locals(q=cython.longlong, i=cython.Py_ssize_t)
     cpdef changed(self, SwitchPort port, long long t)
     @cython.locals(start=cython.longlong, iv=cython.longlong, hi=cython.longlong, lo=cython.longlong,
                    b=cython.longlong)

@@ -31,6 +31,7 @@ ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -74,6 +75,11 @@ PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
 ECMP_MIX = 0x9E3779B97F4A7C15
 # fields of a receiver's state (``Host.rx[fid]``, a list: the per-packet path indexes it by number)
 RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE = range(5)
+
+
+def counters():
+    """One int64 counter per priority, all 0."""
+    return array("q", bytes(8 * N_PRIORITIES))
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
@@ -206,7 +212,7 @@ class SwitchPort(Port):
     """An egress port of a switch: 8 priority queues and the MMU counters of its link."""
 
     __slots__ = (
-        "qs", "used_qs", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
+        "qs", "used_qs", "used_mask", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
         "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax", "mon",
     )
 
@@ -214,10 +220,12 @@ class SwitchPort(Port):
         super().__init__(node, idx, rate_bps, delay_ps, error_rate)
         self.qs = [Fifo() for _ in range(N_PRIORITIES)]
         self.used_qs = []  # data priorities that ever held a packet, ascending
+        self.used_mask = 0  # the same as bits (bit qi: qi is in used_qs)
         self.rr = 0
-        self.in_bytes = [0] * N_PRIORITIES  # ingress accounting of packets that came in on this port
-        self.hdrm_bytes = [0] * N_PRIORITIES
-        self.eg_bytes = [0] * N_PRIORITIES  # egress bytes queued here per priority (ECN)
+        # per priority, int64 arrays (compiled: C arrays, no Python int per update)
+        self.in_bytes = counters()  # ingress accounting of packets that came in on this port
+        self.hdrm_bytes = counters()
+        self.eg_bytes = counters()  # egress bytes queued here per priority (ECN)
         self.pfc_sent = [False] * N_PRIORITIES  # we paused the peer on this priority
         self.headroom_bytes = 0
         self.pfc_shift = PFC_ALPHA_SHIFT
@@ -626,8 +634,8 @@ class QueueWatch:
         if q:
             self.count(q, t)
         q = 0
-        for b in port.eg_bytes:
-            q += b
+        for i in range(N_PRIORITIES):
+            q += port.eg_bytes[i]
         self.qlen = q
         self.since = t
 
@@ -767,7 +775,8 @@ class Switch(Node):
             port.eg_bytes[qi] += size
             if port.mon is not None:
                 port.mon.changed(port, t)
-            if qi not in port.used_qs:
+            if not (port.used_mask >> qi) & 1:
+                port.used_mask |= 1 << qi
                 port.used_qs.append(qi)
                 port.used_qs.sort()
         port.qs[qi].push(pkt)
