@@ -15,6 +15,13 @@ cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
 cdef class Node
+cdef unsigned long long MIX_HI, MIX_LO
+
+
+@cython.locals(x=cython.ulonglong, xh=cython.ulonglong, xl=cython.ulonglong, lo=cython.ulonglong,
+               mid1=cython.ulonglong, mid2=cython.ulonglong, r=cython.ulonglong, p_lo=cython.ulonglong,
+               p_hi=cython.ulonglong)
+cpdef unsigned long long ecmp_index(unsigned long long h, unsigned long long salt, unsigned long long n)
 cdef class QueueWatch
 
 
@@ -107,12 +114,13 @@ cdef class QueueWatch:
 
 cdef class Node:
     cdef public long long node_id, kbase, seq, pfc_pauses_rx, lost, drops
-    cdef public object rng, salt, routes
+    cdef public long long salt
+    cdef public object rng, routes
     cdef public list ports, pfc_log
     cdef public ArrayQueue heap
 
     cpdef on_arrive(self, Packet pkt, long long t)
-    cpdef pick_port(self, long long dst, h)
+    cpdef pick_port(self, long long dst, long long h)
 
 
 cdef class Switch(Node):

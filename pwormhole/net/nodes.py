@@ -73,8 +73,24 @@ PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
 # (polarization: 1 of 4 core uplinks per aggregation switch with the same salt, 85% used
 # with different salts on HPCC's fat.txt; tests/test_faults.py pins the spread).
 ECMP_MIX = 0x9E3779B97F4A7C15
+MIX_HI, MIX_LO = ECMP_MIX >> 32, ECMP_MIX & 0xFFFFFFFF
 # fields of a receiver's state (``Host.rx[fid]``, a list: the per-packet path indexes it by number)
 RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE = range(5)
+
+
+def ecmp_index(h: int, salt: int, n: int) -> int:
+    """The next hop among ``n``: ``(((h ^ salt) * ECMP_MIX) >> 40) % n`` for ``h``, ``salt`` < 2^63,
+    by 32-bit halves (every partial result < 2^64: compiled, C unsigned arithmetic, no Python int)."""
+    x = h ^ salt
+    xh = x >> 32
+    xl = x & 0xFFFFFFFF
+    lo = xl * MIX_LO
+    mid1 = xh * MIX_LO
+    mid2 = xl * MIX_HI
+    r = (lo >> 32) + (mid1 & 0xFFFFFFFF) + (mid2 & 0xFFFFFFFF)
+    p_lo = (lo & 0xFFFFFFFF) + ((r & 0xFFFFFFFF) << 32)  # x * ECMP_MIX = p_hi * 2^64 + p_lo
+    p_hi = xh * MIX_HI + (mid1 >> 32) + (mid2 >> 32) + (r >> 32)
+    return (((p_hi % n) << 24) + (p_lo >> 40)) % n
 
 
 def counters():
@@ -700,7 +716,7 @@ class Node:
         ports = self.routes[dst]
         if len(ports) == 1:
             return ports[0]
-        return ports[(((h ^ self.salt) * ECMP_MIX) >> 40) % len(ports)]
+        return ports[ecmp_index(h, self.salt, len(ports))]
 
 
 class Switch(Node):
@@ -741,7 +757,7 @@ class Switch(Node):
         if len(routes) == 1:
             port = routes[0]
         else:
-            port = routes[(((pkt.ecmp_hash ^ self.salt) * ECMP_MIX) >> 40) % len(routes)]
+            port = routes[ecmp_index(pkt.ecmp_hash, self.salt, len(routes))]
         qi = 0 if (typ != T_DATA and self.ack_high_prio) else pkt.pg
         size = pkt.size_bytes
         if qi:
