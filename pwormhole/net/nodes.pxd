@@ -15,7 +15,7 @@ cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
 cdef class Node
-cdef unsigned long long MIX_HI, MIX_LO
+cdef unsigned long long MIX_HI, MIX_LO, LOW32
 
 
 @cython.locals(x=cython.ulonglong, xh=cython.ulonglong, xl=cython.ulonglong, lo=cython.ulonglong,

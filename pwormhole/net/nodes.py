@@ -73,7 +73,8 @@ PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
 # (polarization: 1 of 4 core uplinks per aggregation switch with the same salt, 85% used
 # with different salts on HPCC's fat.txt; tests/test_faults.py pins the spread).
 ECMP_MIX = 0x9E3779B97F4A7C15
-MIX_HI, MIX_LO = ECMP_MIX >> 32, ECMP_MIX & 0xFFFFFFFF
+LOW32 = 0xFFFFFFFF
+MIX_HI, MIX_LO = ECMP_MIX >> 32, ECMP_MIX & LOW32
 # fields of a receiver's state (``Host.rx[fid]``, a list: the per-packet path indexes it by number)
 RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE = range(5)
 
@@ -83,12 +84,12 @@ def ecmp_index(h: int, salt: int, n: int) -> int:
     by 32-bit halves (every partial result < 2^64: compiled, C unsigned arithmetic, no Python int)."""
     x = h ^ salt
     xh = x >> 32
-    xl = x & 0xFFFFFFFF
+    xl = x & LOW32
     lo = xl * MIX_LO
     mid1 = xh * MIX_LO
     mid2 = xl * MIX_HI
-    r = (lo >> 32) + (mid1 & 0xFFFFFFFF) + (mid2 & 0xFFFFFFFF)
-    p_lo = (lo & 0xFFFFFFFF) + ((r & 0xFFFFFFFF) << 32)  # x * ECMP_MIX = p_hi * 2^64 + p_lo
+    r = (lo >> 32) + (mid1 & LOW32) + (mid2 & LOW32)
+    p_lo = (lo & LOW32) + ((r & LOW32) << 32)  # x * ECMP_MIX = p_hi * 2^64 + p_lo
     p_hi = xh * MIX_HI + (mid1 >> 32) + (mid2 >> 32) + (r >> 32)
     return (((p_hi % n) << 24) + (p_lo >> 40)) % n
 
