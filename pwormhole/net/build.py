@@ -115,6 +115,7 @@ class Network:
         for node in self.nodes:
             if not node.is_switch and len(node.ports) == 1:
                 node.routes = OnePortRoutes(node.ports[0])
+                node.sole_port = node.ports[0]
         self._routed: set[int] = set()
         self._hop_lists: dict[tuple, list] = {}  # (node id, next-hop port indexes) -> the one list of those ports
         self.lossy = (not cfg.enable_pfc) or cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in topo.links)

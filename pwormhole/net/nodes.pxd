@@ -118,6 +118,7 @@ cdef class Node:
     cdef public object rng, routes
     cdef public list ports, pfc_log
     cdef public ArrayQueue heap
+    cdef public Port sole_port
 
     cpdef on_arrive(self, Packet pkt, long long t)
     cpdef pick_port(self, long long dst, long long h)

@@ -686,6 +686,7 @@ class Node:
         # (a Switch has SwitchPorts, a Host HostPorts: the subclasses say which)
         self.ports: Sequence[Port] = []
         self.routes: Mapping[int, Sequence[Port]] = {}  # dst node id -> list of egress ports (equal-cost next hops)
+        self.sole_port: Port | None = None  # a host with one port: every destination leaves by it (routes unused)
         # None until attach (Network.fail_link tells attached nodes by it); events run only on attached nodes
         self.heap: EventQueue = None  # type: ignore[assignment]
         self.pfc_log: list[tuple] = []
@@ -714,6 +715,8 @@ class Node:
         return self.pick_port(dst, h)
 
     def pick_port(self, dst: int, h: int):
+        if self.sole_port is not None:
+            return self.sole_port
         ports = self.routes[dst]
         if len(ports) == 1:
             return ports[0]
