@@ -3,31 +3,34 @@ import cython
 
 
 
+cdef class Handler:
+    cpdef handle(self, target, arg, long long t_ps)
+
+
 @cython.final
 cdef class ArrayQueue:
-    cdef long long[::1] heap_t, heap_key, heap_slot, kinds, free
+    cdef long long[::1] heap, kinds, free
     cdef list targets, args
     cdef public Py_ssize_t n, n_free, cap
 
-    @cython.locals(old=cython.Py_ssize_t, cap=cython.Py_ssize_t, n=cython.Py_ssize_t, s=cython.Py_ssize_t,
+    @cython.locals(old=cython.Py_ssize_t, cap=cython.Py_ssize_t, s=cython.Py_ssize_t,
                    n_free=cython.Py_ssize_t, free="long long[::1]")
     cdef void _grow(self) except *
     @cython.locals(slot=cython.longlong, pos=cython.Py_ssize_t)
     cpdef push(self, long long t_ps, long long key, long long kind, target, arg)
-    @cython.locals(parent=cython.Py_ssize_t, pt=cython.longlong, heap_t="long long[::1]", heap_key="long long[::1]",
-                   heap_slot="long long[::1]")
+    @cython.locals(parent=cython.Py_ssize_t, pt=cython.longlong, i=cython.Py_ssize_t, j=cython.Py_ssize_t)
     cdef void _sift_up(self, Py_ssize_t pos, long long t_ps, long long key, long long slot) noexcept
-    @cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, child=cython.Py_ssize_t, right=cython.Py_ssize_t,
-                   t_ps=cython.longlong, key=cython.longlong, slot=cython.longlong, ct=cython.longlong,
-                   heap_t="long long[::1]", heap_key="long long[::1]", heap_slot="long long[::1]")
+    @cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, child=cython.Py_ssize_t, end=cython.Py_ssize_t,
+                   best=cython.Py_ssize_t, j=cython.Py_ssize_t, t_ps=cython.longlong, key=cython.longlong,
+                   slot=cython.longlong, ct=cython.longlong, bt=cython.longlong, bk=cython.longlong)
     cdef void _remove_first(self) noexcept
     @cython.locals(slot=cython.longlong)
     cpdef tuple pop(self)
     cdef void _release(self, long long slot) noexcept
     cpdef long long next_time(self)
-    @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong)
+    @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong, hd=Handler)
     cpdef Py_ssize_t run(self, long long end_ps, tuple handlers) except -1
 
 
 @cython.locals(i=cython.Py_ssize_t, view="long long[::1]")
-cdef _grown(a, Py_ssize_t n, Py_ssize_t cap)
+cdef _grown(long long[::1] a, Py_ssize_t n, Py_ssize_t cap)

@@ -7,8 +7,8 @@ sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``run
 ``events``, ``replace``, ``len``):
 
 * :class:`HeapqQueue`, the pure-Python engine's: ``heapq`` on event tuples;
-* :class:`ArrayQueue`, the compiled engine's (:mod:`pwormhole.compiled`): a binary heap of
-  ``(t_ps, key, slot)`` in C arrays, the kind, target and argument of each event in its
+* :class:`ArrayQueue`, the compiled engine's (:mod:`pwormhole.compiled`): a 4-ary heap of
+  ``(t_ps, key, slot)`` in a C array, the kind, target and argument of each event in its
   slot, so that pushing takes C integers and sifting compares them without Python objects.
 
 ``EventQueue`` is the one this engine uses. Tests pop both against each other.
@@ -21,6 +21,20 @@ from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
 
 INF_PS = 1 << 62  # "nothing pending": no event in a queue, no planned wake
+
+
+class Handler:
+    """The handler of one event kind as an object, ``handle(target, arg, t_ps)``: compiled,
+    :meth:`ArrayQueue.run` calls it in C with the time unboxed. A handler table may also
+    hold plain functions ``f(target, arg, t_ps)``; a Handler is callable as one."""
+
+    __slots__ = ()
+
+    def handle(self, target, arg, t_ps: int) -> None:
+        raise NotImplementedError
+
+    def __call__(self, target, arg, t_ps: int) -> None:
+        self.handle(target, arg, t_ps)
 
 
 class HeapqQueue:
@@ -67,19 +81,19 @@ class HeapqQueue:
 
 
 class ArrayQueue:
-    """A binary heap of ``(t_ps, key, slot)`` in three arrays (``heap_t``, ``heap_key``,
-    ``heap_slot``); slot ``s`` holds an event's ``kinds[s]``, ``targets[s]``, ``args[s]``;
-    ``free`` lists the unused slots. Capacities double as needed."""
+    """A 4-ary heap of ``(t_ps, key, slot)`` entries in one int64 array ``heap`` (entry ``i`` at
+    ``3i``, ``3i + 1``, ``3i + 2``; its children are entries ``4i + 1`` to ``4i + 4``, side by side
+    in memory, and the tree is half as deep as a binary one); slot ``s`` holds an event's
+    ``kinds[s]``, ``targets[s]``, ``args[s]``; ``free`` lists the unused slots. Capacities double
+    as needed. The arrays are read through ``self`` (compiled: no reference counting of a local view)."""
 
-    __slots__ = ("heap_t", "heap_key", "heap_slot", "kinds", "free", "targets", "args", "n", "n_free", "cap")
+    __slots__ = ("heap", "kinds", "free", "targets", "args", "n", "n_free", "cap")
 
     def __init__(self, events=()):
         self.n = 0
         self.cap = 0
         self.n_free = 0
-        self.heap_t = array("q")
-        self.heap_key = array("q")
-        self.heap_slot = array("q")
+        self.heap = array("q")
         self.kinds = array("q")
         self.free = array("q")
         self.targets: list = []
@@ -91,10 +105,7 @@ class ArrayQueue:
         """Double the capacity (new arrays: a compiled view of the old ones cannot resize them)."""
         old = self.cap
         cap = old * 2 if old else 64
-        n = self.n
-        self.heap_t = _grown(self.heap_t, n, cap)
-        self.heap_key = _grown(self.heap_key, n, cap)
-        self.heap_slot = _grown(self.heap_slot, n, cap)
+        self.heap = _grown(self.heap, 3 * self.n, 3 * cap)
         self.kinds = _grown(self.kinds, old, cap)
         self.free = _grown(self.free, self.n_free, cap)
         self.targets.extend([None] * (cap - old))
@@ -120,23 +131,23 @@ class ArrayQueue:
         self._sift_up(pos, t_ps, key, slot)
 
     def _sift_up(self, pos: int, t_ps: int, key: int, slot: int) -> None:
-        """Put ``(t_ps, key, slot)`` at ``pos`` or above it, moving larger parents down."""
-        heap_t = self.heap_t
-        heap_key = self.heap_key
-        heap_slot = self.heap_slot
+        """Put ``(t_ps, key, slot)`` at entry ``pos`` or above it, moving larger parents down."""
         while pos > 0:
-            parent = (pos - 1) >> 1
-            pt = heap_t[parent]
-            if t_ps < pt or (t_ps == pt and key < heap_key[parent]):
-                heap_t[pos] = pt
-                heap_key[pos] = heap_key[parent]
-                heap_slot[pos] = heap_slot[parent]
+            parent = (pos - 1) >> 2
+            i = 3 * parent
+            pt = self.heap[i]
+            if t_ps < pt or (t_ps == pt and key < self.heap[i + 1]):
+                j = 3 * pos
+                self.heap[j] = pt
+                self.heap[j + 1] = self.heap[i + 1]
+                self.heap[j + 2] = self.heap[i + 2]
                 pos = parent
             else:
                 break
-        heap_t[pos] = t_ps
-        heap_key[pos] = key
-        heap_slot[pos] = slot
+        j = 3 * pos
+        self.heap[j] = t_ps
+        self.heap[j + 1] = key
+        self.heap[j + 2] = slot
 
     def _remove_first(self) -> None:
         """Drop the first entry: the last one sifts down from the root."""
@@ -144,38 +155,45 @@ class ArrayQueue:
         self.n = n
         if n == 0:
             return
-        heap_t = self.heap_t
-        heap_key = self.heap_key
-        heap_slot = self.heap_slot
-        t_ps = heap_t[n]
-        key = heap_key[n]
-        slot = heap_slot[n]
+        t_ps = self.heap[3 * n]
+        key = self.heap[3 * n + 1]
+        slot = self.heap[3 * n + 2]
         pos = 0
-        child = 1
-        while child < n:
-            right = child + 1
-            if right < n and (heap_t[right] < heap_t[child]
-                              or (heap_t[right] == heap_t[child] and heap_key[right] < heap_key[child])):
-                child = right
-            ct = heap_t[child]
-            if ct < t_ps or (ct == t_ps and heap_key[child] < key):
-                heap_t[pos] = ct
-                heap_key[pos] = heap_key[child]
-                heap_slot[pos] = heap_slot[child]
-                pos = child
-                child = 2 * pos + 1
+        while True:
+            child = 4 * pos + 1
+            if child >= n:
+                break
+            end = child + 4 if child + 4 < n else n
+            best = child
+            bt = self.heap[3 * child]
+            bk = self.heap[3 * child + 1]
+            child += 1
+            while child < end:  # the smallest of the children
+                ct = self.heap[3 * child]
+                if ct < bt or (ct == bt and self.heap[3 * child + 1] < bk):
+                    best = child
+                    bt = ct
+                    bk = self.heap[3 * child + 1]
+                child += 1
+            if bt < t_ps or (bt == t_ps and bk < key):
+                j = 3 * pos
+                self.heap[j] = bt
+                self.heap[j + 1] = bk
+                self.heap[j + 2] = self.heap[3 * best + 2]
+                pos = best
             else:
                 break
-        heap_t[pos] = t_ps
-        heap_key[pos] = key
-        heap_slot[pos] = slot
+        j = 3 * pos
+        self.heap[j] = t_ps
+        self.heap[j + 1] = key
+        self.heap[j + 2] = slot
 
     def pop(self) -> tuple:
         """Remove and return the first event."""
         if self.n == 0:
             raise IndexError("pop from an empty event queue")
-        slot = self.heap_slot[0]
-        ev = (self.heap_t[0], self.heap_key[0], self.kinds[slot], self.targets[slot], self.args[slot])
+        slot = self.heap[2]
+        ev = (self.heap[0], self.heap[1], self.kinds[slot], self.targets[slot], self.args[slot])
         self._release(slot)
         self._remove_first()
         return ev
@@ -188,7 +206,7 @@ class ArrayQueue:
 
     def next_time(self) -> int:
         """Time of the first event, or ``INF_PS``."""
-        return self.heap_t[0] if self.n else INF_PS
+        return self.heap[0] if self.n else INF_PS
 
     def __len__(self) -> int:
         return self.n
@@ -197,15 +215,15 @@ class ArrayQueue:
         """The pending events (a copy, in no particular order)."""
         out = []
         for i in range(self.n):
-            slot = self.heap_slot[i]
-            out.append((self.heap_t[i], self.heap_key[i], self.kinds[slot], self.targets[slot], self.args[slot]))
+            slot = self.heap[3 * i + 2]
+            out.append((self.heap[3 * i], self.heap[3 * i + 1], self.kinds[slot], self.targets[slot], self.args[slot]))
         return out
 
     def replace(self, events) -> None:
         """Make ``events`` the pending events."""
         events = list(events)
         while self.n:
-            self._release(self.heap_slot[self.n - 1])
+            self._release(self.heap[3 * self.n - 1])
             self.n -= 1
         for ev in events:
             self.push(ev[0], ev[1], ev[2], ev[3], ev[4])
@@ -214,16 +232,21 @@ class ArrayQueue:
         """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""
         n = 0
         while self.n:
-            t = self.heap_t[0]
+            t = self.heap[0]
             if t >= end_ps:
                 break
-            slot = self.heap_slot[0]
+            slot = self.heap[2]
             kind = self.kinds[slot]
             target = self.targets[slot]
             arg = self.args[slot]
             self._release(slot)
             self._remove_first()
-            handlers[kind](target, arg, t)
+            h = handlers[kind]
+            if isinstance(h, Handler):
+                hd = h
+                hd.handle(target, arg, t)
+            else:
+                h(target, arg, t)
             n += 1
         return n
 

@@ -125,6 +125,29 @@ def test_event_queue_run_stops_before_the_end():
         assert seen == [(5, "b", 2), (5, "a", 1), (7, "d", 4)] and q.events() == [(9, 3, 0, "c", 3)]
 
 
+class _Recorder(events.Handler):
+    """A handler object that records what it handles."""
+
+    def __init__(self):
+        self.seen = []
+
+    def handle(self, target, arg, t_ps):
+        self.seen.append((t_ps, target, arg))
+
+
+def test_event_queue_run_calls_handler_objects():
+    """A Handler in the table is called with the event's target, argument and time (compiled:
+    through its vtable), beside a plain function, and is callable as one."""
+    for queue in (events.ArrayQueue, events.HeapqQueue):
+        rec = _Recorder()
+        plain = []
+        q = queue([(3, 1, 0, "a", 1), (4, 2, 1, "b", 2), (6, 3, 0, "c", 3)])
+        assert q.run(10, (rec, lambda target, arg, t, plain=plain: plain.append((t, target, arg)))) == 3
+        assert rec.seen == [(3, "a", 1), (6, "c", 3)] and plain == [(4, "b", 2)]
+        rec(7, "d", 4)
+        assert rec.seen[-1] == (4, 7, "d")
+
+
 def _run(args: list, out: Path, pure: bool, ranks: int = 1) -> dict:
     env = {**os.environ, "PWORMHOLE_PURE": "1" if pure else "0"}
     cmd = [sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", str(out), "--no-progress"]

@@ -94,7 +94,7 @@ def _assert_buffers_drained(r):
         assert sw.shared_used == 0 and sw.used_bytes == 0
         for p in sw.ports:
             assert p.qbytes == 0 and not any(p.qs)
-            assert p.in_bytes == [0] * 8 and p.hdrm_bytes == [0] * 8 and p.eg_bytes == [0] * 8
+            assert list(p.in_bytes) == list(p.hdrm_bytes) == list(p.eg_bytes) == [0] * 8
             assert not any(p.pfc_sent)
     for nd in r.net.nodes:
         for p in nd.ports:
@@ -134,3 +134,33 @@ def test_same_answer_on_any_number_of_lps(n_lps):
     many = Run(fat_tree_mix_scenario(), n_lps=n_lps).run()
     assert one.finish_ps == many.finish_ps
     assert one.events == many.events
+
+
+@pytest.mark.parametrize("objects", [True, False])
+def test_handler_objects_and_plain_methods_give_one_answer(monkeypatch, objects):
+    """The compiled engine's NetHandler table and the pure engine's unbound methods run the
+    same events (on a fat tree with PFC, ECN and ECMP) to the same finish times."""
+    from pwormhole import run as run_module
+    from pwormhole.net import nodes
+    from pwormhole.run import Run
+    from pwormhole.scenario import fat_tree_mix_scenario
+    default = Run(fat_tree_mix_scenario()).run()
+    table = nodes.handler_table(objects=objects)
+    assert all(isinstance(h, nodes.NetHandler) == objects for h in table if h is not None)
+    monkeypatch.setattr(run_module, "handler_table", lambda: table)
+    other = Run(fat_tree_mix_scenario()).run()
+    assert other.complete and other.finish_ps == default.finish_ps and other.events == default.events > 10_000
+
+
+def test_ecmp_index_is_the_big_integer_formula():
+    """ecmp_index (by 32-bit halves) against (((h ^ salt) * ECMP_MIX) >> 40) % n."""
+    import random
+
+    from pwormhole.net.nodes import ECMP_MIX, ecmp_index
+    rng = random.Random(3)
+    edges = [0, 1, (1 << 32) - 1, 1 << 32, (1 << 63) - 1]
+    cases = [(h, s, n) for h in edges for s in edges[:-1] + [(1 << 62) - 1] for n in (1, 2, 3, 4, 7, 64)]
+    cases += [(rng.getrandbits(63), rng.getrandbits(62), rng.randint(1, 1024)) for _ in range(20_000)]
+    for h, s, n in cases:
+        assert ecmp_index(h, s, n) == (((h ^ s) * ECMP_MIX) >> 40) % n, (h, s, n)
+    assert ecmp_index(0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321, 5) == 0

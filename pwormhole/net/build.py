@@ -115,7 +115,9 @@ class Network:
         for node in self.nodes:
             if not node.is_switch and len(node.ports) == 1:
                 node.routes = OnePortRoutes(node.ports[0])
+                node.sole_port = node.ports[0]
         self._routed: set[int] = set()
+        self._hop_lists: dict[tuple, list] = {}  # (node id, next-hop port indexes) -> the one list of those ports
         self.lossy = (not cfg.enable_pfc) or cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in topo.links)
         for node in self.nodes:
             if not node.is_switch:
@@ -220,7 +222,16 @@ class Network:
             node = self.nodes[u]
             if type(node.routes) is OnePortRoutes:
                 continue  # a single-port host stores nothing (memory stays linear in nodes + flows)
-            node.routes[dst] = [node.ports[k] for k in ks]
+            node.routes[dst] = self._hop_list(node, ks)
+
+    def _hop_list(self, node, ks) -> list:
+        """The list of ``node``'s ports ``ks``, one object for all destinations with those next hops
+        (on a fat tree most destinations share the uplinks: memory and cache stay small)."""
+        key = (node.node_id, tuple(ks))
+        hops = self._hop_lists.get(key)
+        if hops is None:
+            hops = self._hop_lists[key] = [node.ports[k] for k in ks]
+        return hops
 
     def _reaches(self, src: int, dst: int) -> bool:
         """Whether ``src`` has a route to ``dst`` (after ``route_to(dst)``), read from

@@ -4,7 +4,7 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
-from pwormhole.events cimport ArrayQueue  # the compiled EventQueue: push is a C call
+from pwormhole.events cimport ArrayQueue, Handler  # the compiled EventQueue: push is a C call
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
@@ -15,6 +15,13 @@ cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
 cdef class Node
+cdef unsigned long long MIX_HI, MIX_LO, LOW32
+
+
+@cython.locals(x=cython.ulonglong, xh=cython.ulonglong, xl=cython.ulonglong, lo=cython.ulonglong,
+               mid1=cython.ulonglong, mid2=cython.ulonglong, r=cython.ulonglong, p_lo=cython.ulonglong,
+               p_hi=cython.ulonglong)
+cpdef unsigned long long ecmp_index(unsigned long long h, unsigned long long salt, unsigned long long n)
 cdef class QueueWatch
 
 
@@ -41,8 +48,9 @@ cdef class Port:
 
 
 cdef class SwitchPort(Port):
-    cdef public list qs, used_qs, in_bytes, hdrm_bytes, eg_bytes, pfc_sent
-    cdef public long long rr, headroom_bytes, kmin_bytes, kmax_bytes
+    cdef public list qs, used_qs, pfc_sent
+    cdef public long long[::1] in_bytes, hdrm_bytes, eg_bytes
+    cdef public long long rr, headroom_bytes, kmin_bytes, kmax_bytes, used_mask
     cdef public int pfc_shift
     cdef public double pmax
     cdef public QueueWatch mon
@@ -97,7 +105,7 @@ cdef class QueueWatch:
     cdef public long long qlen, since, start_ps, interval_ps, last_k
     cdef public dict hist
 
-    @cython.locals(q=cython.longlong, b=cython.longlong)
+    @cython.locals(q=cython.longlong, i=cython.Py_ssize_t)
     cpdef changed(self, SwitchPort port, long long t)
     @cython.locals(start=cython.longlong, iv=cython.longlong, hi=cython.longlong, lo=cython.longlong,
                    b=cython.longlong)
@@ -106,12 +114,14 @@ cdef class QueueWatch:
 
 cdef class Node:
     cdef public long long node_id, kbase, seq, pfc_pauses_rx, lost, drops
-    cdef public object rng, salt, routes
+    cdef public long long salt
+    cdef public object rng, routes
     cdef public list ports, pfc_log
     cdef public ArrayQueue heap
+    cdef public Port sole_port
 
     cpdef on_arrive(self, Packet pkt, long long t)
-    cpdef pick_port(self, long long dst, h)
+    cpdef pick_port(self, long long dst, long long h)
 
 
 cdef class Switch(Node):
@@ -145,3 +155,13 @@ cdef class Host(Node):
     @cython.locals(qp=SendQP, seq=cython.longlong, port=HostPort)
     cpdef receive_ack(self, Packet pkt, long long t)
     cpdef complete(self, SendQP qp, long long t)
+
+
+cdef class NetHandler(Handler):
+    cdef public int kind
+    cdef public object method
+
+    @cython.locals(port=Port, sw=Switch, host=Host, hp=HostPort)
+    cpdef handle(self, target, arg, long long t_ps)
+
+

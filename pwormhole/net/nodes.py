@@ -31,10 +31,11 @@ ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..events import EventQueue
+from ..events import EventQueue, Handler
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -72,8 +73,30 @@ PFC_ALPHA_SHIFT = 3  # alpha = 1/8 (third.cc)
 # (polarization: 1 of 4 core uplinks per aggregation switch with the same salt, 85% used
 # with different salts on HPCC's fat.txt; tests/test_faults.py pins the spread).
 ECMP_MIX = 0x9E3779B97F4A7C15
+LOW32 = 0xFFFFFFFF
+MIX_HI, MIX_LO = ECMP_MIX >> 32, ECMP_MIX & LOW32
 # fields of a receiver's state (``Host.rx[fid]``, a list: the per-packet path indexes it by number)
 RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE = range(5)
+
+
+def ecmp_index(h: int, salt: int, n: int) -> int:
+    """The next hop among ``n``: ``(((h ^ salt) * ECMP_MIX) >> 40) % n`` for ``h``, ``salt`` < 2^63,
+    by 32-bit halves (every partial result < 2^64: compiled, C unsigned arithmetic, no Python int)."""
+    x = h ^ salt
+    xh = x >> 32
+    xl = x & LOW32
+    lo = xl * MIX_LO
+    mid1 = xh * MIX_LO
+    mid2 = xl * MIX_HI
+    r = (lo >> 32) + (mid1 & LOW32) + (mid2 & LOW32)
+    p_lo = (lo & LOW32) + ((r & LOW32) << 32)  # x * ECMP_MIX = p_hi * 2^64 + p_lo
+    p_hi = xh * MIX_HI + (mid1 >> 32) + (mid2 >> 32) + (r >> 32)
+    return (((p_hi % n) << 24) + (p_lo >> 40)) % n
+
+
+def counters():
+    """One int64 counter per priority, all 0."""
+    return array("q", bytes(8 * N_PRIORITIES))
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
@@ -206,7 +229,7 @@ class SwitchPort(Port):
     """An egress port of a switch: 8 priority queues and the MMU counters of its link."""
 
     __slots__ = (
-        "qs", "used_qs", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
+        "qs", "used_qs", "used_mask", "rr", "in_bytes", "hdrm_bytes", "eg_bytes", "pfc_sent", "headroom_bytes",
         "pfc_shift", "kmin_bytes", "kmax_bytes", "pmax", "mon",
     )
 
@@ -214,10 +237,12 @@ class SwitchPort(Port):
         super().__init__(node, idx, rate_bps, delay_ps, error_rate)
         self.qs = [Fifo() for _ in range(N_PRIORITIES)]
         self.used_qs = []  # data priorities that ever held a packet, ascending
+        self.used_mask = 0  # the same as bits (bit qi: qi is in used_qs)
         self.rr = 0
-        self.in_bytes = [0] * N_PRIORITIES  # ingress accounting of packets that came in on this port
-        self.hdrm_bytes = [0] * N_PRIORITIES
-        self.eg_bytes = [0] * N_PRIORITIES  # egress bytes queued here per priority (ECN)
+        # per priority, int64 arrays (compiled: C arrays, no Python int per update)
+        self.in_bytes = counters()  # ingress accounting of packets that came in on this port
+        self.hdrm_bytes = counters()
+        self.eg_bytes = counters()  # egress bytes queued here per priority (ECN)
         self.pfc_sent = [False] * N_PRIORITIES  # we paused the peer on this priority
         self.headroom_bytes = 0
         self.pfc_shift = PFC_ALPHA_SHIFT
@@ -626,8 +651,8 @@ class QueueWatch:
         if q:
             self.count(q, t)
         q = 0
-        for b in port.eg_bytes:
-            q += b
+        for i in range(N_PRIORITIES):
+            q += port.eg_bytes[i]
         self.qlen = q
         self.since = t
 
@@ -661,6 +686,7 @@ class Node:
         # (a Switch has SwitchPorts, a Host HostPorts: the subclasses say which)
         self.ports: Sequence[Port] = []
         self.routes: Mapping[int, Sequence[Port]] = {}  # dst node id -> list of egress ports (equal-cost next hops)
+        self.sole_port: Port | None = None  # a host with one port: every destination leaves by it (routes unused)
         # None until attach (Network.fail_link tells attached nodes by it); events run only on attached nodes
         self.heap: EventQueue = None  # type: ignore[assignment]
         self.pfc_log: list[tuple] = []
@@ -689,10 +715,12 @@ class Node:
         return self.pick_port(dst, h)
 
     def pick_port(self, dst: int, h: int):
+        if self.sole_port is not None:
+            return self.sole_port
         ports = self.routes[dst]
         if len(ports) == 1:
             return ports[0]
-        return ports[(((h ^ self.salt) * ECMP_MIX) >> 40) % len(ports)]
+        return ports[ecmp_index(h, self.salt, len(ports))]
 
 
 class Switch(Node):
@@ -733,7 +761,7 @@ class Switch(Node):
         if len(routes) == 1:
             port = routes[0]
         else:
-            port = routes[(((pkt.ecmp_hash ^ self.salt) * ECMP_MIX) >> 40) % len(routes)]
+            port = routes[ecmp_index(pkt.ecmp_hash, self.salt, len(routes))]
         qi = 0 if (typ != T_DATA and self.ack_high_prio) else pkt.pg
         size = pkt.size_bytes
         if qi:
@@ -767,7 +795,8 @@ class Switch(Node):
             port.eg_bytes[qi] += size
             if port.mon is not None:
                 port.mon.changed(port, t)
-            if qi not in port.used_qs:
+            if not (port.used_mask >> qi) & 1:
+                port.used_mask |= 1 << qi
                 port.used_qs.append(qi)
                 port.used_qs.sort()
         port.qs[qi].push(pkt)
@@ -1134,8 +1163,45 @@ def unwire(heap) -> None:
     heap.replace(keep)
 
 
-def handler_table() -> tuple:
-    """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``."""
+class NetHandler(Handler):
+    """The handler of one event kind of the packet model: compiled, the event loop calls
+    the typed port or node in C (the time unboxed, no Python call per event); ``method``
+    (the unbound method) handles the rarer kinds."""
+
+    __slots__ = ("kind", "method")
+
+    def __init__(self, kind: int, method) -> None:
+        self.kind = kind
+        self.method = method
+
+    def handle(self, target, arg, t_ps: int) -> None:
+        kind = self.kind
+        if kind == EV_WIRE:
+            port = target
+            port.on_wire(arg, t_ps)
+        elif kind == EV_TX_DONE:
+            port = target
+            port.on_tx_done(arg, t_ps)
+        elif kind == EV_ARRIVE_SWITCH:
+            sw = target
+            sw.on_arrive(arg, t_ps)
+        elif kind == EV_ARRIVE_HOST:
+            host = target
+            host.on_arrive(arg, t_ps)
+        elif kind == EV_NIC_WAKE:
+            hp = target
+            hp.on_wake(arg, t_ps)
+        else:
+            self.method(target, arg, t_ps)
+
+
+COMPILED = not __file__.endswith(".py")  # this module was built by Cython
+
+
+def handler_table(objects: bool = COMPILED) -> tuple:
+    """Handlers indexed by event kind (``pwormhole.net.packet``), called ``handler(target, arg, t_ps)``:
+    :class:`NetHandler` objects if ``objects`` (the compiled engine's default), else the unbound
+    methods (the pure engine's: a NetHandler would add a Python call per event there)."""
     table: list = [None] * N_EVENT_KINDS
     for kind, cls, name in (
         (EV_ARRIVE_HOST, Host, "on_arrive"), (EV_ARRIVE_SWITCH, Switch, "on_arrive"), (EV_TX_DONE, Port, "on_tx_done"),
@@ -1143,5 +1209,6 @@ def handler_table() -> tuple:
         (EV_OP_START, Host, "on_op_start"), (EV_OP_DONE, Host, "on_op_done"), (EV_NOTIFY, Host, "on_notify"),
         (EV_WIRE, Port, "on_wire"),
     ):
-        table[kind] = getattr(cls, name)  # the unbound method, as Python calls it (compiled: its descriptor)
+        method = getattr(cls, name)  # the unbound method, as Python calls it (compiled: its descriptor)
+        table[kind] = NetHandler(kind, method) if objects else method
     return tuple(table)

@@ -3,17 +3,18 @@
 import cython
 
 @cython.final
+@cython.freelist(256)
 cdef class Packet:
     cdef public int kind, pg, pause
     cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src, arrive_ps, arrive_key
-    cdef public object ecmp_hash
+    cdef public long long ecmp_hash
     cdef public bint ecn
     cdef public list int_hops
 
 
 @cython.locals(pkt=Packet)
 cpdef Packet new_packet(int kind, long long fid, long long seq, long long size_bytes, long long payload_bytes,
-                        int pg, long long dst, ecmp_hash, bint ecn, list int_hops, int pause, long long sent_ps,
+                        int pg, long long dst, long long ecmp_hash, bint ecn, list int_hops, int pause, long long sent_ps,
                         long long src)
 
 
