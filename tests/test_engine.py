@@ -136,20 +136,22 @@ def test_same_answer_on_any_number_of_lps(n_lps):
     assert one.events == many.events
 
 
-@pytest.mark.parametrize("objects", [True, False])
-def test_handler_objects_and_plain_methods_give_one_answer(monkeypatch, objects):
+def test_handler_objects_and_plain_methods_give_one_answer(monkeypatch):
     """The compiled engine's NetHandler table and the pure engine's unbound methods run the
     same events (on a fat tree with PFC, ECN and ECMP) to the same finish times."""
     from pwormhole import run as run_module
     from pwormhole.net import nodes
     from pwormhole.run import Run
     from pwormhole.scenario import fat_tree_mix_scenario
-    default = Run(fat_tree_mix_scenario()).run()
-    table = nodes.handler_table(objects=objects)
-    assert all(isinstance(h, nodes.NetHandler) == objects for h in table if h is not None)
-    monkeypatch.setattr(run_module, "handler_table", lambda: table)
-    other = Run(fat_tree_mix_scenario()).run()
-    assert other.complete and other.finish_ps == default.finish_ps and other.events == default.events > 10_000
+    runs = {}
+    for objects in (True, False):
+        table = nodes.handler_table(objects=objects)
+        assert all(isinstance(h, nodes.NetHandler) == objects for h in table if h is not None)
+        monkeypatch.setattr(run_module, "handler_table", lambda table=table: table)
+        runs[objects] = Run(fat_tree_mix_scenario()).run()
+    with_objects, plain = runs[True], runs[False]
+    assert with_objects.complete and plain.complete
+    assert with_objects.finish_ps == plain.finish_ps and with_objects.events == plain.events > 10_000
 
 
 def test_ecmp_index_is_the_big_integer_formula():

@@ -114,6 +114,8 @@ def test_recent_goodput_of_a_slow_flow_reaches_back_to_min_packets():
     assert recent_goodput(fs, 0, 10 * US, 1, 64) == pytest.approx(0.01)
     assert recent_goodput(fs, 0, 10 * US, 1, 50) == pytest.approx(0.005)
     assert recent_goodput(fs, 0, 10 * US, 1, 251) is None  # more packets than the history holds
+    # 201 packets would need the first sample (0.0125 bytes/ps), 3 back: past twice ``samples``
+    assert recent_goodput(fs, 0, 10 * US, 1, 201) is None
 
 
 def test_a_lone_hpcc_flow_freezes_early_and_closer_to_packet_mode():

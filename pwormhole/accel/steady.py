@@ -265,7 +265,8 @@ def per_flow(flows: list, rate_of, *args):
 def recent_goodput(fs, since: int, newest_start_ps: int, samples: int, min_packets: int):
     """Bytes per ps of flow ``fs`` (ACK-timed) over its last ``samples`` samples, or back to the
     newest earlier sample that makes them hold ``min_packets`` packets (a slow flow's span is
-    as long as it needs), or None when that span starts before its group last changed
+    as long as it needs, up to ``2 * samples`` samples), or None when that span starts before
+    its group last changed
     (``since``) or :data:`~.config.SETTLE_RTTS` path RTTs after the group's newest flow, or the
     flow has sent its last byte."""
     q = fs.samples

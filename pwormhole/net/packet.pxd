@@ -3,7 +3,6 @@
 import cython
 
 @cython.final
-@cython.freelist(256)
 cdef class Packet:
     cdef public int kind, pg, pause
     cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src, arrive_ps, arrive_key
