@@ -4,6 +4,8 @@ import cython
 
 
 cdef class Handler:
+    cdef public object method
+
     cpdef handle(self, target, arg, long long t_ps)
 
 

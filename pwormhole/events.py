@@ -25,13 +25,17 @@ INF_PS = 1 << 62  # "nothing pending": no event in a queue, no planned wake
 
 class Handler:
     """The handler of one event kind as an object, ``handle(target, arg, t_ps)``: compiled,
-    :meth:`ArrayQueue.run` calls it in C with the time unboxed. A handler table may also
-    hold plain functions ``f(target, arg, t_ps)``; a Handler is callable as one."""
+    :meth:`ArrayQueue.run` calls it in C with the time unboxed. This one calls ``method(target,
+    arg, t_ps)``; subclasses call typed code first. A handler table may also hold plain
+    functions ``f(target, arg, t_ps)``; a Handler is callable as one."""
 
-    __slots__ = ()
+    __slots__ = ("method",)
+
+    def __init__(self, method) -> None:
+        self.method = method
 
     def handle(self, target, arg, t_ps: int) -> None:
-        raise NotImplementedError
+        self.method(target, arg, t_ps)
 
     def __call__(self, target, arg, t_ps: int) -> None:
         self.handle(target, arg, t_ps)

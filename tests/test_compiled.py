@@ -146,6 +146,10 @@ def test_event_queue_run_calls_handler_objects():
         assert rec.seen == [(3, "a", 1), (6, "c", 3)] and plain == [(4, "b", 2)]
         rec(7, "d", 4)
         assert rec.seen[-1] == (4, 7, "d")
+        wrapped = []  # the base Handler calls the function it holds
+        q = queue([(5, 1, 0, "e", 9)])
+        assert q.run(10, (events.Handler(lambda target, arg, t, out=wrapped: out.append((t, target, arg))),)) == 1
+        assert wrapped == [(5, "e", 9)]
 
 
 def _run(args: list, out: Path, pure: bool, ranks: int = 1) -> dict:

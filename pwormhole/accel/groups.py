@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..lp.engine import INF_PS
 from ..net.build import route_path
 from ..net.nodes import SwitchPort
 from .config import BACKOFF_MIN_FLOWS
@@ -155,6 +156,10 @@ class FlowTable:
             part = self.new_group(comp, ports, t)
             if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left backs off again sooner
                 part.backoff_periods = g.backoff_periods
+
+    def first_check_ps(self) -> int:
+        """The earliest ``next_check_ps`` of the groups not frozen (``INF_PS``: none)."""
+        return min((g.next_check_ps for g in self.groups.values() if g.frozen is None), default=INF_PS)
 
     def regroup(self, t: int) -> list:
         """Rebuild every group from the flows' (new) ports; returns the groups."""

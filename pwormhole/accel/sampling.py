@@ -33,3 +33,30 @@ def take_samples(t: int, due_flows, flows: dict, nodes, local) -> list:
             samples.append((fid, Sample(t, *qp.snapshot(t))))
     samples.sort()
     return samples
+
+
+def merge_reports(reports):
+    """Merge Wormhole's ``(started flow ids, samples or None)`` reports of several LPs or ranks
+    (order-independent)."""
+    started = sorted(f for st, _ in reports for f in st)
+    sampled = [s for _, sm in reports if sm is not None for s in sm]
+    any_samples = any(sm is not None for _, sm in reports)
+    return started, (sorted(sampled) if any_samples else None)
+
+
+def store_samples(samples, flows: dict, groups: dict, keep: int, keep_backed_off: int) -> None:
+    """Append each ``(flow id, Sample)`` to its flow's history unless the flow left the table or
+    its group is frozen; a flow keeps ``keep`` samples, ``keep_backed_off`` in a backed-off group."""
+    flows_get = flows.get
+    for fid, sample in samples:
+        fs = flows_get(fid)
+        if fs is None:
+            continue
+        g = groups[fs.gid]
+        if g.frozen is not None:
+            continue
+        q = fs.samples
+        q.append(sample)
+        limit = keep_backed_off if g.backoff_periods else keep
+        while len(q) > limit:
+            q.popleft()

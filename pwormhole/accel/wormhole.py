@@ -40,7 +40,7 @@ from .config import (
 from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
-from .sampling import take_samples
+from .sampling import merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 
 __all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
@@ -145,13 +145,7 @@ class Wormhole:
             samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of) if due else []
         return started, samples
 
-    @staticmethod
-    def merge_reports(reports):
-        """Merge the reports of several LPs or ranks (order-independent)."""
-        started = sorted(f for st, _ in reports for f in st)
-        sampled = [s for _, sm in reports if sm is not None for s in sm]
-        any_samples = any(sm is not None for _, sm in reports)
-        return started, (sorted(sampled) if any_samples else None)
+    merge_reports = staticmethod(merge_reports)  # of several LPs or ranks
 
     def on_boundary(self, t: int, done, report) -> None:
         """Flow-table updates, wakes, then acceleration decisions, at boundary ``t`` (ps);
@@ -167,7 +161,6 @@ class Wormhole:
             if g.frozen is not None and g.frozen.wake_ps <= t:
                 fz = g.frozen
                 advance = self._wake(g, t)
-                self.check_from_ps = 0
                 if fz.memo is not None and self.cfg.skip:  # now in the recorded steady state: skip on
                     if self.hpcc:  # once the pipelines have refilled (one path RTT; see _decide)
                         g.refill = (fz.memo, t + max(self.flows[f].path_rtt_ps for f in g.flows))
@@ -178,21 +171,7 @@ class Wormhole:
         self.next_sample_ps = t + self.sample_ps
         if t < self.check_from_ps or not self._checks_due(t):
             return  # no group to sample, look up or check now (all backed off or frozen)
-        keep = self.keep_samples
-        flows_get = self.flows.get
-        groups = self.groups
-        for fid, sample in samples:
-            fs = flows_get(fid)
-            if fs is None:
-                continue
-            g = groups[fs.gid]
-            if g.frozen is not None:
-                continue
-            q = fs.samples
-            q.append(sample)
-            limit = max(self.samples, BACKOFF_KEEP_SAMPLES) if g.backoff_periods else keep
-            while len(q) > limit:
-                q.popleft()
+        store_samples(samples, self.flows, self.groups, self.keep_samples, max(self.samples, BACKOFF_KEEP_SAMPLES))
         if self.memo is not None:
             # looked up once every flow has a sample taken now: a recording starts, and a
             # replay jumps, from known state
@@ -211,12 +190,8 @@ class Wormhole:
     def _checks_due(self, t: int) -> bool:
         """Whether a group not frozen is due for sampling or a check at ``t``; sets
         ``check_from_ps``, the earliest such time, which holds until the groups change."""
-        first = INF_PS
-        for g in self.groups.values():
-            if g.frozen is None and g.next_check_ps < first:
-                first = g.next_check_ps
-        self.check_from_ps = first
-        return first <= t
+        self.check_from_ps = self.table.first_check_ps()
+        return self.check_from_ps <= t
 
     # -- flow table ----------------------------------------------------------------------
     def _flow_started(self, fid: int, t: int) -> None:
@@ -410,6 +385,7 @@ class Wormhole:
         g.formed_ps = t
         g.next_check_ps = 0
         g.backoff_periods = 0
+        self.check_from_ps = 0  # due for sampling again
         return advance
 
     # -- memoization -----------------------------------------------------------------------

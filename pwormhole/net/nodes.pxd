@@ -159,7 +159,6 @@ cdef class Host(Node):
 
 cdef class NetHandler(Handler):
     cdef public int kind
-    cdef public object method
 
     @cython.locals(port=Port, sw=Switch, host=Host, hp=HostPort)
     cpdef handle(self, target, arg, long long t_ps)

@@ -1168,11 +1168,11 @@ class NetHandler(Handler):
     the typed port or node in C (the time unboxed, no Python call per event); ``method``
     (the unbound method) handles the rarer kinds."""
 
-    __slots__ = ("kind", "method")
+    __slots__ = ("kind",)
 
     def __init__(self, kind: int, method) -> None:
+        super().__init__(method)
         self.kind = kind
-        self.method = method
 
     def handle(self, target, arg, t_ps: int) -> None:
         kind = self.kind
