@@ -144,7 +144,8 @@ class Run:
     ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
     id -> ``(start_ps, end_ps)``), ``complete``, ``stuck`` (a report dict of
     :mod:`pwormhole.report.stuck` when the run could not make progress),
-    ``t_end_ps``, ``windows``, ``wall_s``, ``cpu_s`` (this process), ``sync_wall_s``, ``events``, ``net``.
+    ``t_end_ps``, ``windows``, ``wall_s``, ``cpu_s`` (this process), ``sync_wall_s``, ``ready_wait_s`` (the
+    wait for the other ranks' set-up, before the clock of ``wall_s`` starts), ``events``, ``net``.
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
@@ -197,6 +198,7 @@ class Run:
         self.windows = 0
         self.wall_s = 0.0
         self.cpu_s = 0.0
+        self.ready_wait_s = 0.0
 
     @property
     def events(self) -> int:
@@ -268,6 +270,7 @@ class Run:
             return False
 
         transport = self._transport()
+        self.ready_wait_s = transport.ready()  # ranks finish building at different times: not the run's
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             with _cyclic_gc_paused():
@@ -542,16 +545,20 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     counters = sim.counters()
     events_by_rank = [lp.events for lp in sim.lps]
     sync_by_rank = [sim.sync_wall_s]
+    ready_s = sim.ready_wait_s
     cpu_s = sim.cpu_s
     if comm is not None:
         counters = {k: allreduce_sum(comm, v) for k, v in counters.items()}
         cpu_s = allreduce_sum(comm, cpu_s)
         events_by_rank = comm.allgather(sim.lps[0].events)
         sync_by_rank = comm.allgather(sim.sync_wall_s)
+        ready_s = max(comm.allgather(sim.ready_wait_s))
     summary = run_summary({**head, "complete": sim.complete}, sim.last_end_ps() if sim.complete else sim.t_end_ps,
                           sim.wall_s, events_by_rank, sim.windows, sim.net.window_ps, max(sync_by_rank),
                           fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns), counters)
     summary["cpu_s"] = cpu_s
+    if comm is not None:
+        summary["ready_wait_s"] = ready_s
     if sim.accel is not None:
         wh = sim.accel
         st = wh.stats()

@@ -47,6 +47,10 @@ class OneRankComm:
     def __init__(self):
         self.alltoalls = 0
         self.allreduces = 0
+        self.barriers = 0
+
+    def Barrier(self):  # noqa: N802 (mpi4py's name)
+        self.barriers += 1
 
     def alltoall(self, payload):
         self.alltoalls += 1
@@ -67,3 +71,4 @@ def test_mpi_transport_one_collective_per_window_same_answer_as_local():
     assert mpi.complete and mpi.finish_ps == local.finish_ps and mpi.windows == local.windows
     assert comm.alltoalls == mpi.windows  # one exchange per window
     assert comm.allreduces == 1  # the first minimum only: no boundary put events back
+    assert comm.barriers == 1  # every rank built, before the clock starts

@@ -9,7 +9,8 @@ max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 ``window_ps``, ``ecn_marks``, ``cnps``, ``nacks``, ``lost_packets`` (link
 errors), ``retransmitted_bytes``, ``scenario``, ``cc``, ``seed``, ``engine`` (``compiled`` or
 ``pure (why)``: :func:`pwormhole.compiled.engine`), ``inputs`` (:func:`inputs_summary`),
-``cpu_s`` (CPU time of the run, summed over ranks); in Wormhole mode ``eventless_bytes``
+``cpu_s`` (CPU time of the run, summed over ranks), under MPI ``ready_wait_s`` (the longest
+wait of a rank for the others' set-up, before ``wall_s`` starts); in Wormhole mode ``eventless_bytes``
 and ``packet_events_est`` (:func:`packet_events_estimate`); for
 training workloads also ``iterations``, ``iteration_time_ns``,
 ``collectives`` and ``gpus`` (see :mod:`pwormhole.report.training`);

@@ -1,7 +1,7 @@
 """MPI transport of the window loop (:mod:`pwormhole.sync.windows`); mpi4py is imported only here.
 
 One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
-collective exchange (``alltoall``): to every peer a rank sends the events
+exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
@@ -109,7 +109,7 @@ def abort(comm, code: int) -> None:
 class MpiTransport:
     """One LP per rank (``lp``, on ``comm``); ``nodes``: every node by id (events travel with node ids).
 
-    :meth:`exchange` is the window's one collective (``alltoall``); the ranks'
+    :meth:`exchange` is the window's one collective (``alltoall``, ``allgather`` for two ranks); the ranks'
     acceleration reports are merged with ``merge_reports`` (every rank then
     holds the same). :meth:`next_min` adds an ``allreduce`` only when the
     boundary put events back. ``sync_s``: seconds spent in collectives.
@@ -122,6 +122,12 @@ class MpiTransport:
         self.merge_reports = merge_reports
         self.format_finished = format_finished  # completions -> their output lines (sent to rank 0)
         self.sync_s = 0.0
+
+    def ready(self) -> float:
+        """Wait until every rank has built its part (a barrier); returns the seconds waited."""
+        t0 = time.perf_counter()
+        self.comm.Barrier()
+        return time.perf_counter() - t0
 
     def first_min(self) -> int:
         return self._allreduce_min(self.lp.next_time())
@@ -161,7 +167,10 @@ class MpiTransport:
         lines = fmt(fin) if fmt is not None and fin else []  # the writer's work, shared by the ranks
         payload = [None if p == me else (out[p], (pfc, lines) if p == 0 else None, common) for p in range(size)]
         t0 = time.perf_counter()
-        got = comm.alltoall(payload)
+        if size == 2:  # what each sends to the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
+            got = comm.allgather(payload[1 - me])
+        else:
+            got = comm.alltoall(payload)
         self.sync_s += time.perf_counter() - t0
         heap = lp.heap
         nodes = self.nodes

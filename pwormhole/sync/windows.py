@@ -11,7 +11,8 @@ later window, so the result does not depend on the number of LPs.
 
 Transports: :class:`pwormhole.sync.local.LocalTransport` (N LPs in one
 process) and :class:`pwormhole.sync.mpi.MpiTransport` (one LP per rank, one
-collective per window in the common case). A transport offers
+collective per window in the common case). A transport offers ``ready()``
+(every rank built: the run's clock starts after it; returns the seconds waited),
 ``first_min()``, ``run_until(t_end)``, ``exchange(t_end, report) ->
 Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum after the
 boundary hook; ``put_back``: the hook put events back, so the minimum
