@@ -43,7 +43,8 @@ def run(args: list[str], out: Path, ranks: int = 1, plan: Path | None = None) ->
 
 def recorded_total(folder: Path) -> float:
     with np.load(folder / "windows.npz") as z:
-        return float(z["unit_s"].sum() + z["boundary_s"].sum() + z["writer_s"].sum())
+        local = float(z["local_s"].sum()) if "local_s" in z.files else 0.0
+        return float(z["unit_s"].sum() + z["boundary_s"].sum() + z["writer_s"].sum()) + local
 
 
 def main() -> int:

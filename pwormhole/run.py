@@ -476,6 +476,9 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         sim.format_finished = writer.fct_lines  # under MPI each rank makes the lines of its completions
         if recorder is not None:  # the lines' seconds apart: shared by the ranks under MPI
             writer.fct_lines = recorder.timed(writer.fct_lines)  # type: ignore[method-assign]
+            if sim.accel is not None:  # Wormhole's seconds on the heaps apart: each rank has its own
+                wh = sim.accel
+                recorder.local_clock = lambda: wh.lp_work_s
         sim.run(until_ps, writer.on_flows, writer.on_pfc, show, expected)
     except (KeyboardInterrupt, Terminated) as e:
         interrupted = e  # write what we have, then let the CLI exit 130 / 143

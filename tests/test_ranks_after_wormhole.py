@@ -72,6 +72,7 @@ def test_record_has_every_event_and_keeps_servers_whole(tmp_path):
     assert rec.n_units == 18 and rec.window_ps == 1_000_000  # 2 servers (8 GPUs + NVSwitch), 8 rail, 8 spine switches
     assert (rec.unit_s >= 0).all() and rec.unit_s.sum() > 0
     assert (rec.writer_s >= 0).all() and rec.writer_s.sum() > 0  # 1,088 fct lines written
+    assert rec.local_s is not None and (rec.local_s >= 0).all() and rec.local_s.sum() > 0  # groups froze and woke
     plan = make_plan_from_record(rec, 2)
     for u in range(rec.n_units):
         assert len({plan.owner[n] for n in range(rec.unit.size) if rec.unit[n] == u}) == 1
@@ -92,6 +93,16 @@ def test_the_writers_seconds_are_shared_by_the_ranks():
     assert predict(rec, [0, 0, 1, 1], 2).compute_s == pytest.approx(2 * 0.3)
     assert predict(rec, [0, 0, 0, 0], 1).compute_s == pytest.approx(2 * 0.6)
     assert predict(rec, [0, 1, 2, 3], 4).compute_s == pytest.approx(2 * 0.15)
+
+
+def test_the_heaps_seconds_are_shared_by_the_ranks(tmp_path):
+    # Wormhole's freezes and wakes touch each rank's own heap: 0.4 s a window, a quarter on each of 4 ranks
+    rec = _record([[0.1, 0.1, 0.1, 0.1]] * 2)._replace(local_s=np.full(2, 0.4))
+    assert predict(rec, [0, 0, 1, 1], 2).compute_s == pytest.approx(2 * 0.4)
+    assert predict(rec, [0, 1, 2, 3], 4).compute_s == pytest.approx(2 * 0.2)
+    assert predict(rec, [0, 0, 0, 0], 1).compute_s == pytest.approx(2 * 0.8)
+    rec.save(str(tmp_path / "w.npz"))
+    assert (WindowRecord.load(str(tmp_path / "w.npz")).local_s == 0.4).all()
 
 
 def test_refine_spreads_units_busy_in_the_same_windows():

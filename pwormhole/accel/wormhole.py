@@ -17,6 +17,7 @@ its own objects.
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import thread_time
 
 from ..config import CC_DCQCN, CC_HPCC, CC_NAMES, NVLINK_CC_NONE
 from ..lp.engine import INF_PS
@@ -106,6 +107,7 @@ class Wormhole:
         self.memo_hits = 0
         self.memo_misses = 0
         self.wakes_interrupted = 0
+        self.lp_work_s = 0.0  # CPU seconds on this process's heaps at freezes and wakes (split by rank)
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
@@ -344,7 +346,9 @@ class Wormhole:
 
     def _freeze(self, g: Group, t: int, wake_ps: int, gps: dict, memo=None, una0: dict | None = None,
                 inflight0: dict | None = None) -> None:
+        c0 = thread_time()
         events, busy = ff.freeze(self.lps, g.ports, g.flows)
+        self.lp_work_s += thread_time() - c0
         if una0 is None:
             una0 = {fid: self.flows[fid].una() for fid in g.flows}
         inflight0 = {fid: ff.inflight(self.flows[fid], t, gps.get(fid, 0) or
@@ -379,7 +383,9 @@ class Wormhole:
                              self.ack_bytes, decay)
         if self.on_carried is not None:
             self.on_carried(carried, fz.t0, d)
+        c0 = thread_time()
         ff.thaw(fz, t, d, self.heap_of, self.net.cfg.rp_timer_ps)
+        self.lp_work_s += thread_time() - c0
         for fs in flows.values():  # the history before the skip does not describe what follows
             fs.samples.clear()
         g.formed_ps = t
@@ -440,8 +446,7 @@ class Wormhole:
 
     def stats(self) -> dict:
         return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
-                "skipped_bytes": self.skipped_bytes,
-                "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
+                "skipped_bytes": self.skipped_bytes, "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
                 "wakes_interrupted": self.wakes_interrupted,
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_entries": len(self.memo) if self.memo is not None else 0,

@@ -4,13 +4,14 @@ A run with ``--record-windows`` runs one in-process LP per indivisible unit of t
 grid (:mod:`.grid`; the answer does not depend on it) and records, per window, each unit's
 events and seconds, the seconds of the boundary (the in-process exchange and the boundary
 hook, the output writer's included) and, apart, those of making the ``fct.txt`` lines (under
-MPI each rank makes the lines of the flows that finish on it). For a plan (unit -> rank) the
+MPI each rank makes the lines of the flows that finish on it) and those Wormhole spends on the
+LPs' heaps when groups freeze and wake (each rank on its own). For a plan (unit -> rank) the
 wall time at ``R`` ranks is predicted as
 
     sum over windows of the busiest rank's seconds  +  windows x (hook + exchange(R))
 
-where each rank's seconds include ``1/R`` of the lines' seconds, the hook (completions,
-acceleration decisions, the rest of the writer) runs on every rank, and
+where each rank's seconds include ``1/R`` of the lines' and of the heaps' seconds, the hook
+(completions, acceleration decisions, the rest of the writer) runs on every rank, and
 ``exchange(R)`` is the window's exchange (packing, the collective, unpacking): ``exchange_us``
 at 2 ranks, growing as ``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds),
 0 on one rank.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import math
 import time
 import zipfile
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -33,16 +35,17 @@ from ..errors import InputError
 from ..outfiles import atomic
 
 RECORD_NAME = "windows.npz"
-EXCHANGE_US = 100.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
+EXCHANGE_US = 80.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
 REFINE_PASSES = 50  # passes of moves and swaps at most
-_ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s: optional
+_ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s, local_s: optional
 
 
 class WindowRecord(NamedTuple):
     """Per window ``w`` and unit ``u``: ``events[w, u]``, ``unit_s[w, u]`` (seconds in the unit's
     events), ``boundary_s[w]`` (seconds at the boundary, the lines' left out), ``t_end_ps[w]``,
-    ``writer_s[w]`` (seconds making ``fct.txt`` lines at the boundary); ``unit[node]``; ``links`` rows
-    ``(a, b, delay_ps)``; ``window_ps``."""
+    ``writer_s[w]`` (seconds making ``fct.txt`` lines at the boundary), ``local_s[w]`` (seconds of the
+    boundary on the LPs' heaps: Wormhole's freezes and wakes; None: not recorded); ``unit[node]``;
+    ``links`` rows ``(a, b, delay_ps)``; ``window_ps``."""
     t_end_ps: np.ndarray
     events: np.ndarray
     unit_s: np.ndarray
@@ -51,6 +54,7 @@ class WindowRecord(NamedTuple):
     links: np.ndarray
     window_ps: int
     writer_s: np.ndarray
+    local_s: np.ndarray | None = None
 
     @property
     def n_units(self) -> int:
@@ -65,7 +69,8 @@ class WindowRecord(NamedTuple):
         with atomic(path, binary=True) as fh:
             np.savez_compressed(fh, t_end_ps=self.t_end_ps, events=self.events, unit_s=self.unit_s,
                                 boundary_s=self.boundary_s, unit=self.unit, links=self.links,
-                                window_ps=np.int64(self.window_ps), writer_s=self.writer_s)
+                                window_ps=np.int64(self.window_ps), writer_s=self.writer_s,
+                                local_s=self.local_s if self.local_s is not None else np.zeros(self.windows))
 
     @staticmethod
     def load(path: str) -> WindowRecord:
@@ -76,14 +81,15 @@ class WindowRecord(NamedTuple):
                 if missing:
                     raise InputError(f"not a window record ({RECORD_NAME} of 'run --record-windows'): "
                                      f"no {missing[0]!r}", path)
-                writer = z["writer_s"] if "writer_s" in z.files else np.zeros(z["boundary_s"].shape)
+                zeros = np.zeros(z["boundary_s"].shape)
                 rec = WindowRecord(z["t_end_ps"], z["events"], z["unit_s"], z["boundary_s"], z["unit"], z["links"],
-                                   int(z["window_ps"]), writer)
+                                   int(z["window_ps"]), z["writer_s"] if "writer_s" in z.files else zeros,
+                                   z["local_s"] if "local_s" in z.files else zeros)
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
             raise InputError(f"cannot read window record: {getattr(e, 'strerror', None) or e}", path) from None
         w, u = rec.events.shape if rec.events.ndim == 2 else (-1, -1)
         if (w < 0 or rec.unit_s.shape != (w, u) or rec.boundary_s.shape != (w,) or rec.t_end_ps.shape != (w,)
-                or rec.writer_s.shape != (w,)
+                or rec.writer_s.shape != (w,) or rec.local_s is None or rec.local_s.shape != (w,)
                 or rec.unit.ndim != 1 or (rec.unit.size and (rec.unit.min() < 0 or rec.unit.max() >= u))
                 or rec.links.ndim != 2 or rec.links.shape[1] != 3
                 or (rec.links.size and (rec.links[:, :2].min() < 0 or rec.links[:, :2].max() >= rec.unit.size))):
@@ -101,7 +107,10 @@ class Recorder:
         self.unit_s: list[list[float]] = []
         self.boundary_s: list[float] = []
         self.writer_s: list[float] = []
+        self.local_s: list[float] = []
         self._writer_pending = 0.0
+        self.local_clock: Callable[[], float] | None = None  # seconds on the LPs' heaps so far (Wormhole's)
+        self._local_seen = 0.0
 
     def window(self, t_end_ps: int, events: list[int], seconds: list[float]) -> None:
         self.t_end_ps.append(t_end_ps)
@@ -121,10 +130,16 @@ class Recorder:
 
     def boundary(self, seconds: float) -> None:
         """Seconds of the boundary of the last window (its exchange, hook, writer, next minimum)."""
+        local = 0.0
+        if self.local_clock is not None:
+            now = self.local_clock()
+            local, self._local_seen = now - self._local_seen, now
         if len(self.boundary_s) < len(self.t_end_ps):
             writer = min(self._writer_pending, seconds)
-            self.boundary_s.append(seconds - writer)
+            local = min(local, seconds - writer)
+            self.boundary_s.append(seconds - writer - local)
             self.writer_s.append(writer)
+            self.local_s.append(local)
         self._writer_pending = 0.0
 
     def finish(self, unit: list[int], links, window_ps: int) -> WindowRecord:
@@ -132,12 +147,13 @@ class Recorder:
         w = len(self.t_end_ps)
         self.boundary_s += [0.0] * (w - len(self.boundary_s))
         self.writer_s += [0.0] * (w - len(self.writer_s))
+        self.local_s += [0.0] * (w - len(self.local_s))
         return WindowRecord(np.array(self.t_end_ps, dtype=np.int64),
                             np.array(self.events, dtype=np.int64).reshape(w, self.n_units),
                             np.array(self.unit_s, dtype=np.float64).reshape(w, self.n_units),
                             np.array(self.boundary_s, dtype=np.float64), np.array(unit, dtype=np.int64),
                             np.array(links, dtype=np.int64).reshape(-1, 3), window_ps,
-                            np.array(self.writer_s, dtype=np.float64))
+                            np.array(self.writer_s, dtype=np.float64), np.array(self.local_s, dtype=np.float64))
 
 
 class Prediction(NamedTuple):
@@ -155,10 +171,12 @@ def exchange_s(ranks: int, exchange_us: float = EXCHANGE_US) -> float:
 
 
 def rank_loads(rec: WindowRecord, owner_unit, ranks: int) -> np.ndarray:
-    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and its share of the lines'."""
+    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and its share of the lines' and
+    of the heaps' seconds."""
     onehot = np.zeros((rec.n_units, ranks))
     onehot[np.arange(rec.n_units), np.asarray(owner_unit)] = 1.0
-    return rec.unit_s @ onehot + rec.writer_s[:, None] / ranks
+    shared = rec.writer_s if rec.local_s is None else rec.writer_s + rec.local_s
+    return rec.unit_s @ onehot + shared[:, None] / ranks
 
 
 def predict(rec: WindowRecord, owner_unit, ranks: int, exchange_us: float = EXCHANGE_US) -> Prediction:
