@@ -59,11 +59,11 @@ class Wormhole:
         memo: a :class:`~pwormhole.accel.memo.MemoCache` (None: no memoization).
 
     Call :meth:`local_report` after the window's events (before the exchange) and
-    :meth:`on_boundary` with every rank's reports merged.
-
-    Counters: ``skips`` (freezes), ``skipped_ps`` (sum of frozen spans), ``skipped_flow_ps``
-    (frozen spans x flows frozen), ``skipped_bytes`` (payload bytes advanced at wakes, sent
-    without events), ``memo_hits``, ``memo_misses``, ``wakes_interrupted``.
+    :meth:`on_boundary` with every rank's reports merged. Counters: ``skips`` (freezes),
+    ``skipped_ps`` (sum of frozen spans), ``skipped_flow_ps`` (frozen spans x flows frozen),
+    ``skipped_bytes`` (payload bytes advanced at wakes, sent without events), ``memo_hits``,
+    ``memo_misses``, ``wakes_interrupted``, ``lp_work_s`` (CPU seconds on this process's heaps
+    at freezes and wakes: the part of the hook each rank does for itself).
     """
 
     FRESH_WINDOWS = FRESH_WINDOWS
@@ -107,7 +107,7 @@ class Wormhole:
         self.memo_hits = 0
         self.memo_misses = 0
         self.wakes_interrupted = 0
-        self.lp_work_s = 0.0  # CPU seconds on this process's heaps at freezes and wakes (split by rank)
+        self.lp_work_s = 0.0
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
