@@ -13,8 +13,10 @@ wall time at ``R`` ranks is predicted as
 where each rank's seconds include ``1/R`` of the lines' and of the heaps' seconds, the hook
 (completions, acceleration decisions, the rest of the writer) runs on every rank, and
 ``exchange(R)`` is the window's exchange (packing, the collective, unpacking): ``exchange_us``
-at 2 ranks, growing as ``log2(R)`` (MPICH's small-message all-to-all takes ``log2 R`` rounds),
-0 on one rank.
+at 2 ranks (an ``allgather``), growing as ``log2(R)`` (MPICH's small-message all-to-all, used from
+3 ranks on, takes ``log2 R`` rounds), 0 on one rank. The heaps' seconds are shared equally: a
+rank's share really follows the size of its heap, and a group's ports are held and released on
+every rank.
 
 :func:`plan_owner` balances that sum: METIS on the units' recorded seconds, then moves and
 swaps of whole units between ranks while the predicted busiest-rank sum falls (windows where
@@ -35,14 +37,14 @@ from ..errors import InputError
 from ..outfiles import atomic
 
 RECORD_NAME = "windows.npz"
-EXCHANGE_US = 80.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
+EXCHANGE_US = 90.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
 REFINE_PASSES = 50  # passes of moves and swaps at most
 _ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s, local_s: optional
 
 
 class WindowRecord(NamedTuple):
     """Per window ``w`` and unit ``u``: ``events[w, u]``, ``unit_s[w, u]`` (seconds in the unit's
-    events), ``boundary_s[w]`` (seconds at the boundary, the lines' left out), ``t_end_ps[w]``,
+    events), ``boundary_s[w]`` (seconds at the boundary, the lines' and the heaps' left out), ``t_end_ps[w]``,
     ``writer_s[w]`` (seconds making ``fct.txt`` lines at the boundary), ``local_s[w]`` (seconds of the
     boundary on the LPs' heaps: Wormhole's freezes and wakes; None: not recorded); ``unit[node]``;
     ``links`` rows ``(a, b, delay_ps)``; ``window_ps``."""

@@ -167,8 +167,10 @@ class MpiTransport:
         lines = fmt(fin) if fmt is not None and fin else []  # the writer's work, shared by the ranks
         payload = [None if p == me else (out[p], (pfc, lines) if p == 0 else None, common) for p in range(size)]
         t0 = time.perf_counter()
-        if size == 2:  # what each sends to the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
-            got = comm.allgather(payload[1 - me])
+        if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
+            peer = 1 - me
+            got = [None, None]
+            got[peer] = pickle.loads(comm.allgather(pickle.dumps(payload[peer], pickle.HIGHEST_PROTOCOL))[peer])
         else:
             got = comm.alltoall(payload)
         self.sync_s += time.perf_counter() - t0
