@@ -40,7 +40,7 @@ from .config import (
 from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
-from .sampling import merge_reports, store_samples, take_samples
+from .sampling import back_off, merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 
 __all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
@@ -269,16 +269,11 @@ class Wormhole:
 
     # -- steadiness ----------------------------------------------------------------------
     def _decide(self, t: int) -> None:
-        backoff_from = t - BACKOFF_AFTER_SAMPLES * self.sample_ps
         for gid in sorted(self.groups):
             g = self.groups[gid]
             if g.frozen is not None or g.next_check_ps > t:
                 continue
-            dense_from = backoff_from if not g.backoff_periods else t - 2 * self.samples * self.sample_ps
-            if g.formed_ps <= dense_from and len(g.flows) >= BACKOFF_MIN_FLOWS:
-                # many flows, unsteady for long: checked every 8, 16, 32, 64, 64, ... periods
-                g.backoff_periods = min(BACKOFF_MAX, 2 * g.backoff_periods) if g.backoff_periods else BACKOFF_EVERY
-                g.next_check_ps = t + g.backoff_periods * self.sample_ps
+            back_off(g, t, self.sample_ps, self.samples)  # many flows, unsteady for long: checked less often
             if g.refill is not None:
                 # HPCC after a memo jump: the group runs one path RTT (its pipelines refill),
                 # then skips on with the recorded goodputs
@@ -384,7 +379,7 @@ class Wormhole:
             fs.samples.clear()
         g.formed_ps = t
         g.next_check_ps = 0
-        g.backoff_periods = 0
+        g.backoff_periods = g.unsettled = 0
         self.check_from_ps = 0  # due for sampling again
         return advance
 
