@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
-from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.config import BACKOFF_MAX_UNSETTLED, BACKOFF_UNSETTLED_CHECKS
 from pwormhole.accel.groups import FlowTable
+from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
 from pwormhole.accel.sampling import Sample, back_off
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue, goodput
 from pwormhole.accel.wormhole import (

@@ -157,7 +157,7 @@ class Wormhole:
             self._flows_finished(done, t)
         for fid in started:
             self._flow_started(fid, t)
-        for g in list(self.groups.values()) if self.next_wake_ps() <= t else ():
+        for g in list(self.groups.values()) if self.frozen and self.next_wake_ps() <= t else ():
             if g.frozen is not None and g.frozen.wake_ps <= t:
                 fz = g.frozen
                 advance = self._wake(g, t)
