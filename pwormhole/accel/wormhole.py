@@ -204,9 +204,9 @@ class Wormhole:
         f = net.flows[fid]
         h = net.nodes[f.src].flow_hash[fid]
         rtt_ps, win_bytes = net.qp_window(f)
-        fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes,
-                       route_path(net.nodes, f.src, f.dst, h), route_path(net.nodes, f.dst, f.src, h),
-                       net.pair(f.src, f.dst)[0], t)
+        data = route_path(net.nodes, f.src, f.dst, h)  # its path's RTT from its own ports (no BFS per source)
+        fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes, data,
+                       route_path(net.nodes, f.dst, f.src, h), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
         merged = self.table.touching(fs.ports)
         for g in merged:
@@ -249,7 +249,6 @@ class Wormhole:
                 if fid in self.ungrouped_active:
                     self.ungrouped_active.discard(fid)
                     self._flow_started(fid, t)
-        bits = self.mtu * BPS_PER_BYTE_PS
         for fid in sorted(self.flows):
             fs = self.flows[fid]
             if fid in no_path:
@@ -257,7 +256,7 @@ class Wormhole:
                 continue
             h = nodes[fs.src].flow_hash[fid]
             data, ack = route_path(nodes, fs.src, fs.dst, h), route_path(nodes, fs.dst, fs.src, h)
-            fs.set_path(data, ack, 2 * sum(p.delay_ps for p in data) + sum(bits // p.rate_bps for p in data))
+            fs.set_path(data, ack, ff.path_rtt_ps(data, self.mtu))
             fs.samples.clear()
         self.rerouted.update(self.flows)
         for g in self.table.regroup(t):
