@@ -4,11 +4,13 @@ import cython
 
 @cython.final
 cdef class Packet:
-    cdef public int kind, pg, pause
-    cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src, arrive_ps, arrive_key
-    cdef public long long ecmp_hash
-    cdef public bint ecn
+    # narrow fields (ids, sizes and ports fit 32 bits): packets wait in queues and on wires by the
+    # hundred thousand, and each one touched is likely a cache miss, so the smaller the better
+    cdef public long long seq, arrive_ps, arrive_key, ecmp_hash, sent_ps
     cdef public list int_hops
+    cdef public int fid, dst, src, size_bytes, payload_bytes, inport
+    cdef public signed char kind, pg, pause
+    cdef public bint ecn
 
 
 @cython.locals(pkt=Packet)
