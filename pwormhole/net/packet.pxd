@@ -4,13 +4,11 @@ import cython
 
 @cython.final
 cdef class Packet:
-    # narrow fields (ids, sizes and ports fit 32 bits): packets wait in queues and on wires by the
-    # hundred thousand, and each one touched is likely a cache miss, so the smaller the better
-    cdef public long long seq, arrive_ps, arrive_key, ecmp_hash, sent_ps
-    cdef public list int_hops
-    cdef public int fid, dst, src, size_bytes, payload_bytes, inport
-    cdef public signed char kind, pg, pause
+    cdef public int kind, pg, pause
+    cdef public long long fid, seq, size_bytes, payload_bytes, dst, inport, sent_ps, src, arrive_ps, arrive_key
+    cdef public long long ecmp_hash
     cdef public bint ecn
+    cdef public list int_hops
 
 
 @cython.locals(pkt=Packet)
