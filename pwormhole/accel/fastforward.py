@@ -26,6 +26,7 @@ from ..net.packet import (
     EV_TX_DONE,
     T_PFC,
 )
+from .config import BPS_PER_BYTE_PS
 from .groups import route_path
 
 # fields of an event tuple (lp/engine.py) and of a timer's argument (net/nodes.py Host.timer)
@@ -207,3 +208,10 @@ def thaw(fz: Frozen, t: int, d: int, local, rp_timer_ps: int) -> None:
     for p in sorted(fz.busy, key=lambda p: (p.node.node_id, p.idx)):
         if not p.busy and p.node.node_id in local:
             p.kick(t)
+
+
+def path_rtt_ps(data: list, mtu: int) -> int:
+    """The RTT of a path (its egress ports in order): twice the propagation delays plus one
+    ``mtu`` packet's serialization per hop (``third.cc``'s pair RTT, on this path)."""
+    bits = mtu * BPS_PER_BYTE_PS
+    return 2 * sum(p.delay_ps for p in data) + sum(bits // p.rate_bps for p in data)

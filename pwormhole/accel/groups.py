@@ -65,7 +65,7 @@ class Group:
     """A conflict group: its flows (ids) and ports, and its acceleration state."""
 
     __slots__ = ("gid", "flows", "ports", "formed_ps", "newest_start_ps", "frozen", "memo_checked", "memo_key",
-                 "memo_base", "refill", "next_check_ps", "backoff_periods")
+                 "memo_base", "refill", "next_check_ps", "backoff_periods", "unsettled")
 
     def __init__(self, gid, flows, ports, formed_ps, newest_start_ps):
         self.gid = gid
@@ -80,6 +80,7 @@ class Group:
         self.refill = None  # ((entry, mapping), time): after an HPCC memo jump, skip on from that time
         self.next_check_ps = 0  # neither sampled nor checked before this (config.BACKOFF_AFTER_SAMPLES)
         self.backoff_periods = 0  # sampling periods between its checks once backed off (0: every period)
+        self.unsettled = 0  # checks failed since it could last settle (sampling.back_off)
 
 
 def components(fids, flows: dict) -> list:
@@ -152,10 +153,12 @@ class FlowTable:
         g = self.groups.pop(fs.gid)
         for p in g.ports:
             del self.port_gid[p]
-        for comp, ports in components(g.flows - {fid}, self.flows):
+        parts = components(g.flows - {fid}, self.flows)
+        for comp, ports in parts:
             part = self.new_group(comp, ports, t)
             if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left backs off again sooner
                 part.backoff_periods = g.backoff_periods
+                part.unsettled = g.unsettled if len(parts) == 1 else 0  # a split may settle
 
     def first_check_ps(self) -> int:
         """The earliest ``next_check_ps`` of the groups not frozen (``INF_PS``: none)."""

@@ -5,6 +5,15 @@ from __future__ import annotations
 from itertools import chain
 from typing import NamedTuple
 
+from .config import (
+    BACKOFF_AFTER_SAMPLES,
+    BACKOFF_EVERY,
+    BACKOFF_MAX,
+    BACKOFF_MAX_UNSETTLED,
+    BACKOFF_MIN_FLOWS,
+    BACKOFF_UNSETTLED_CHECKS,
+)
+
 
 class Sample(NamedTuple):
     """One sample of a flow (a tuple: exchanged between ranks and kept by the thousand): the
@@ -60,3 +69,22 @@ def store_samples(samples, flows: dict, groups: dict, keep: int, keep_backed_off
         limit = keep_backed_off if g.backoff_periods else keep
         while len(q) > limit:
             q.popleft()
+
+
+def back_off(g, t: int, sample_ps: int, samples: int) -> None:
+    """Group ``g`` is checked at ``t``: once at least :data:`~.config.BACKOFF_MIN_FLOWS` flows
+    have been unsteady for its dense phase (:data:`~.config.BACKOFF_AFTER_SAMPLES` periods after
+    it formed; ``2 x samples`` for what is left after a departure; none once
+    :data:`~.config.BACKOFF_UNSETTLED_CHECKS` checks failed), its next check is
+    ``backoff_periods`` sampling periods on, doubled at each check up to
+    :data:`~.config.BACKOFF_MAX` (:data:`~.config.BACKOFF_MAX_UNSETTLED` after that many)."""
+    if len(g.flows) < BACKOFF_MIN_FLOWS:
+        return
+    unsettled = g.unsettled >= BACKOFF_UNSETTLED_CHECKS
+    dense = BACKOFF_AFTER_SAMPLES if not g.backoff_periods else 0 if unsettled else 2 * samples
+    if g.formed_ps > t - dense * sample_ps:
+        return
+    g.unsettled += 1
+    top = BACKOFF_MAX_UNSETTLED if unsettled else BACKOFF_MAX
+    g.backoff_periods = min(top, 2 * g.backoff_periods) if g.backoff_periods else BACKOFF_EVERY
+    g.next_check_ps = t + g.backoff_periods * sample_ps

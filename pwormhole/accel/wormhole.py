@@ -41,7 +41,7 @@ from .config import (
 from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
-from .sampling import merge_reports, store_samples, take_samples
+from .sampling import back_off, merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 
 __all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
@@ -159,7 +159,7 @@ class Wormhole:
             self._flows_finished(done, t)
         for fid in started:
             self._flow_started(fid, t)
-        for g in list(self.groups.values()) if self.next_wake_ps() <= t else ():
+        for g in list(self.groups.values()) if self.frozen and self.next_wake_ps() <= t else ():
             if g.frozen is not None and g.frozen.wake_ps <= t:
                 fz = g.frozen
                 advance = self._wake(g, t)
@@ -206,9 +206,9 @@ class Wormhole:
         f = net.flows[fid]
         h = net.nodes[f.src].flow_hash[fid]
         rtt_ps, win_bytes = net.qp_window(f)
-        fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes,
-                       route_path(net.nodes, f.src, f.dst, h), route_path(net.nodes, f.dst, f.src, h),
-                       net.pair(f.src, f.dst)[0], t)
+        data = route_path(net.nodes, f.src, f.dst, h)  # its path's RTT from its own ports (no BFS per source)
+        fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes, data,
+                       route_path(net.nodes, f.dst, f.src, h), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
         merged = self.table.touching(fs.ports)
         for g in merged:
@@ -251,7 +251,6 @@ class Wormhole:
                 if fid in self.ungrouped_active:
                     self.ungrouped_active.discard(fid)
                     self._flow_started(fid, t)
-        bits = self.mtu * BPS_PER_BYTE_PS
         for fid in sorted(self.flows):
             fs = self.flows[fid]
             if fid in no_path:
@@ -259,7 +258,7 @@ class Wormhole:
                 continue
             h = nodes[fs.src].flow_hash[fid]
             data, ack = route_path(nodes, fs.src, fs.dst, h), route_path(nodes, fs.dst, fs.src, h)
-            fs.set_path(data, ack, 2 * sum(p.delay_ps for p in data) + sum(bits // p.rate_bps for p in data))
+            fs.set_path(data, ack, ff.path_rtt_ps(data, self.mtu))
             fs.samples.clear()
         self.rerouted.update(self.flows)
         for g in self.table.regroup(t):
@@ -271,16 +270,11 @@ class Wormhole:
 
     # -- steadiness ----------------------------------------------------------------------
     def _decide(self, t: int) -> None:
-        backoff_from = t - BACKOFF_AFTER_SAMPLES * self.sample_ps
         for gid in sorted(self.groups):
             g = self.groups[gid]
             if g.frozen is not None or g.next_check_ps > t:
                 continue
-            dense_from = backoff_from if not g.backoff_periods else t - 2 * self.samples * self.sample_ps
-            if g.formed_ps <= dense_from and len(g.flows) >= BACKOFF_MIN_FLOWS:
-                # many flows, unsteady for long: checked every 8, 16, 32, 64, 64, ... periods
-                g.backoff_periods = min(BACKOFF_MAX, 2 * g.backoff_periods) if g.backoff_periods else BACKOFF_EVERY
-                g.next_check_ps = t + g.backoff_periods * self.sample_ps
+            back_off(g, t, self.sample_ps, self.samples)  # many flows, unsteady for long: checked less often
             if g.refill is not None:
                 # HPCC after a memo jump: the group runs one path RTT (its pipelines refill),
                 # then skips on with the recorded goodputs
@@ -390,7 +384,7 @@ class Wormhole:
             fs.samples.clear()
         g.formed_ps = t
         g.next_check_ps = 0
-        g.backoff_periods = 0
+        g.backoff_periods = g.unsettled = 0
         self.check_from_ps = 0  # due for sampling again
         return advance
 
