@@ -169,7 +169,7 @@ class MpiTransport:
         t0 = time.perf_counter()
         if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
             peer = 1 - me
-            got = [None, None]
+            got: list = [None, None]
             got[peer] = pickle.loads(comm.allgather(pickle.dumps(payload[peer], pickle.HIGHEST_PROTOCOL))[peer])
         else:
             got = comm.alltoall(payload)
