@@ -102,6 +102,12 @@ that of packet mode."""
 FRESH_WINDOWS = 4
 """A flow is new in a group when it started within this many windows of the group's forming."""
 
+KNOWN_WINDOWS = 16
+"""Under HPCC a group is looked up in the memo cache when each of its flows is new in it or
+its group woke from a freeze within this many windows of the group's forming (a ring step's
+successor joins the flows it shared the NICs with, woken for the step's end). Measured in
+bench/RESULTS.md."""
+
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
 of its size (``excess growth x (1 - goodput / line rate)``). Measured in bench/RESULTS.md."""
@@ -149,3 +155,9 @@ most this fraction. Measured in bench/RESULTS.md."""
 HPCC_EARLY_MIN_PACKETS = 64
 """The span of that test holds at least this many packets per flow (its last ``samples``
 samples, or more for a slow flow)."""
+
+NIC_BOUND_HEADROOM = 0.1
+"""Under HPCC a group whose fluid steady state loads each switch port to at most ``1 -
+NIC_BOUND_HEADROOM`` of ``u_target`` of its rate, every flow paced at its line rate, is bound by
+its NICs' round robin alone and is frozen with that state one path RTT after its newest flow
+started (no INT hop slows a flow there). Measured in bench/RESULTS.md."""

@@ -44,7 +44,14 @@ from networkx.algorithms.isomorphism import GraphMatcher
 from ..config import CC_HPCC
 from ..net.nodes import SwitchPort
 from ..outfiles import atomic
-from .config import HPCC_EARLY_MIN_PACKETS, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD, SETTLE_RTTS
+from .config import (
+    HPCC_EARLY_MIN_PACKETS,
+    HPCC_EARLY_TOLERANCE,
+    HPCC_EARLY_WINDOW_SPREAD,
+    KNOWN_WINDOWS,
+    NIC_BOUND_HEADROOM,
+    SETTLE_RTTS,
+)
 
 FORMAT = "pwormhole-memo-9"  # bumped whenever what a recording means changes (history: git log)
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
@@ -74,7 +81,7 @@ def config_fingerprint(cfg, accel_cfg) -> str:
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
         parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
-                     "/span>=min")
+                     f"/span>=min/nic{NIC_BOUND_HEADROOM!r}/known{KNOWN_WINDOWS}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 
