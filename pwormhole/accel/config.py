@@ -155,9 +155,3 @@ most this fraction. Measured in bench/RESULTS.md."""
 HPCC_EARLY_MIN_PACKETS = 64
 """The span of that test holds at least this many packets per flow (its last ``samples``
 samples, or more for a slow flow)."""
-
-NIC_BOUND_HEADROOM = 0.1
-"""Under HPCC a group whose fluid steady state loads each switch port to at most ``1 -
-NIC_BOUND_HEADROOM`` of ``u_target`` of its rate, every flow paced at its line rate, is bound by
-its NICs' round robin alone and is frozen with that state one path RTT after its newest flow
-started (no INT hop slows a flow there). Measured in bench/RESULTS.md."""

@@ -49,7 +49,6 @@ from .config import (
     HPCC_EARLY_TOLERANCE,
     HPCC_EARLY_WINDOW_SPREAD,
     KNOWN_WINDOWS,
-    NIC_BOUND_HEADROOM,
     SETTLE_RTTS,
 )
 
@@ -81,7 +80,7 @@ def config_fingerprint(cfg, accel_cfg) -> str:
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
         parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
-                     f"/span>=min/nic{NIC_BOUND_HEADROOM!r}/known{KNOWN_WINDOWS}")
+                     f"/span>=min/known{KNOWN_WINDOWS}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

@@ -8,8 +8,7 @@ in flight hold, and it received no CNP. A group is steady when all its flows are
 switch ports fills (:func:`fills_a_queue`), and under HPCC its flows are near their max-min
 shares (:func:`hpcc_unfair`). Under HPCC a group not yet steady so is frozen earlier, with
 HPCC's fluid steady state (:func:`hpcc_model`), when its recent goodputs (:func:`recent_goodput`)
-are near that state and its windows agree (:func:`hpcc_early`), or at once when that state is
-bound by the NICs alone (:func:`nic_bound`).
+are near that state and its windows agree (:func:`hpcc_early`).
 """
 
 from __future__ import annotations
@@ -23,15 +22,11 @@ from ..net.nodes import SwitchPort
 from .config import (
     BPS_PER_BYTE_PS,
     FIFO_SATURATION,
-    HPCC_EARLY_MIN_PACKETS,
-    HPCC_EARLY_TOLERANCE,
-    HPCC_EARLY_WINDOW_SPREAD,
     HPCC_FAIRNESS,
     HPCC_SATURATION,
     INFLIGHT_BASELINE_SPANS,
     INFLIGHT_SLACK_PACKETS,
     MAX_MIN_ROUNDS,
-    NIC_BOUND_HEADROOM,
     OVERLOAD_SLACK,
     SETTLE_RTTS,
 )
@@ -319,43 +314,3 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
         return None
     return model
 
-
-def nic_bound(flows: list, facts: NetFacts, newest_start_ps: int, t: int):
-    """HPCC's fluid steady state (:func:`hpcc_model`) of the flows (sorted by id) when it is bound
-    by their NICs alone, else None: every switch port (INT hop) carries at most ``1 -``
-    :data:`~.config.NIC_BOUND_HEADROOM` of ``u_target`` of its rate, and every flow, sampled at
-    ``t``, is paced at its line rate, not window-bound, has bytes left to send and ACKs timed one
-    path RTT after the group's newest flow started. No INT hop then slows a flow: each sends its
-    share of its NIC's round robin from the moment the last flow joined, with its pipeline full."""
-    for fs in flows:
-        q = fs.samples
-        if not q:
-            return None
-        s = q[-1]
-        if s.t_ps != t or s.pacing_rate_bps < fs.line_rate_bps or s.sent_bytes >= fs.size \
-                or s.una_ps < newest_start_ps + fs.path_rtt_ps:
-            return None
-        win = enforced_window(fs, s.rate_bps, facts)
-        if win and s.sent_bytes - s.una_bytes >= win - 2 * fs.mtu:
-            return None
-    model = hpcc_model(flows, dict.fromkeys((fs.fid for fs in flows), 0.0), facts)
-    if model is None or min(model.values()) <= 0:
-        return None
-    data, acks = port_loads(flows, model, facts)
-    cap = (1 - NIC_BOUND_HEADROOM) * facts.u_target
-    for p in data.keys() | acks.keys():
-        if isinstance(p, SwitchPort) and data.get(p, 0.0) + acks.get(p, 0.0) > cap * p.rate_bps / BPS_PER_BYTE_PS:
-            return None
-    return model
-
-
-def early_state(flows: list, since: int, newest_start_ps: int, t: int, samples: int, facts: NetFacts):
-    """HPCC: the fluid steady state a group (``flows``, sorted by id) not yet steady may be frozen
-    with now (:func:`nic_bound`, else :func:`hpcc_early` over :func:`recent_goodput`), or None."""
-    model = nic_bound(flows, facts, newest_start_ps, t)
-    if model is not None:
-        return model
-    measured = per_flow(flows, recent_goodput, since, newest_start_ps, samples, HPCC_EARLY_MIN_PACKETS)
-    if measured is None:
-        return None
-    return hpcc_early(flows, measured, facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD)

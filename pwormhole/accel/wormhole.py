@@ -32,13 +32,16 @@ from .config import (
     BACKOFF_MIN_FLOWS,
     BPS_PER_BYTE_PS,
     FRESH_WINDOWS,
+    HPCC_EARLY_MIN_PACKETS,
+    HPCC_EARLY_TOLERANCE,
+    HPCC_EARLY_WINDOW_SPREAD,
     AccelConfig,
 )
 from .fastforward import Frozen
 from .groups import FlowState, FlowTable, Group, route_path
 from .memo import group_parts
 from .sampling import merge_reports, store_samples, take_samples
-from .steady import NetFacts, early_state, fifo_shares, fills_a_queue, goodput, hpcc_unfair, per_flow
+from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 
 __all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
            "route_path"]
@@ -306,10 +309,14 @@ class Wormhole:
                 self._try_freeze(g, t, gps)
 
     def _early_goodputs(self, flows: list, g: Group, t: int):
-        """HPCC: the fluid steady state's goodputs (:func:`.steady.early_state`) of a group not
+        """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not
         yet steady, or None. Not for a group that a known flow start would wake first (HPCC's
         join depends on the state it meets, here an unsettled one)."""
-        model = early_state(flows, g.formed_ps, g.newest_start_ps, t, self.samples, self.facts)
+        measured = per_flow(flows, recent_goodput, g.formed_ps, g.newest_start_ps, self.samples,
+                            HPCC_EARLY_MIN_PACKETS)
+        if measured is None:
+            return None
+        model = hpcc_early(flows, measured, self.facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD)
         if model is None:
             return None
         end = min(ff.wake_by(fs, t, fs.una(), model[fs.fid], self.cfg.margin_rtts) for fs in flows)
