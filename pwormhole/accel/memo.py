@@ -4,8 +4,9 @@ Key of a conflict group: the flow-port graph (a vertex per flow and per
 egress port; an edge where a flow's data crosses a port, labelled with the
 hop index, or where its ACKs do) with, on each port, its rate, propagation
 delay and switch settings (buffer, ECN thresholds, PFC headroom), on each
-flow its rate at the lookup quantized to a quarter of an octave, whether
-it is new (started as the group formed) or was already under way, its window
+flow its rate at the lookup quantized to a quarter of an octave (a
+sixteenth for a flow under way), whether it is new (started as the group
+formed) or was already under way, its window
 and its priority, plus the
 congestion-control parameters of the run. Entries are grouped by the
 Weisfeiler-Lehman hash of that graph (networkx) and confirmed by an exact
@@ -52,12 +53,17 @@ from .config import (
     SETTLE_RTTS,
 )
 
-FORMAT = "pwormhole-memo-9"  # bumped whenever what a recording means changes (history: git log)
+FORMAT = "pwormhole-memo-10"  # bumped whenever what a recording means changes (history: git log)
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
              "fast_react", "u_target", "mi_thresh", "int_multi", "rate_bound", "enable_pfc", "enable_qcn",
              "buffer_size_bytes", "ack_high_prio")
+
+OLD_RATE_STEPS = 16
+"""A flow already under way is keyed by its rate quantized to ``1 / OLD_RATE_STEPS`` of an octave
+(a new one to a quarter): under HPCC a join's transient depends on the windows it meets.
+Measured in bench/RESULTS.md."""
 
 MAX_FILE_BYTES = 64 * 2**20
 """A cache file larger than this is not read (ignored with a warning); :meth:`MemoCache.save`
@@ -84,8 +90,8 @@ def config_fingerprint(cfg, accel_cfg) -> str:
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 
-def _q_rate(bps: int) -> int:
-    return round(4 * math.log2(max(1, bps)))
+def _q_rate(bps: int, per_octave: int = 4) -> int:
+    return round(per_octave * math.log2(max(1, bps)))
 
 
 def group_key(wh, g):
@@ -106,7 +112,8 @@ def group_parts(g, flows: dict, new: set):
     for fid in order:
         age = "n" if fid in new else "o"
         fs = flows[fid]  # its window bounds its transient and its FIFO share; its priority, its queue
-        labels.append(f"f{_q_rate(fs.rate())}{age}/w{fs.win_bytes}/g{fs.pg}")
+        q = _q_rate(fs.rate(), 4 if age == "n" else OLD_RATE_STEPS)  # a flow under way: its rate, finer
+        labels.append(f"f{q}{age}/w{fs.win_bytes}/g{fs.pg}")
     pid: dict = {}
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
