@@ -1,8 +1,12 @@
 """HPCC memo replays cut short by a joining ring step (issue 22, item 3)."""
 
+from types import SimpleNamespace
+
 from helpers import US, config
 
+from pwormhole.accel.config import FRESH_WINDOWS, KNOWN_WINDOWS
 from pwormhole.accel.memo import MemoCache
+from pwormhole.accel.replay import known
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.run import Run
 from pwormhole.scenario import from_dag
@@ -72,3 +76,20 @@ def test_early_freeze_replays_the_whole_transient_before_the_join():
     for fid in ref.finish_ps:
         fct_ref = ref.finish_ps[fid] - ref.start_ps[fid]
         assert abs(fast.finish_ps[fid] - fast.start_ps[fid] - fct_ref) / fct_ref < 0.005, fid
+
+
+def test_known_flows_are_new_or_woke_just_before_the_group_formed():
+    """An HPCC group is looked up when each flow is new in it (started within FRESH_WINDOWS (4)
+    windows of its forming) or its group woke from a freeze within KNOWN_WINDOWS (16) windows of
+    it; a flow never frozen, or woken earlier, keeps the whole group out of the memo cache."""
+    w = US
+    assert (FRESH_WINDOWS, KNOWN_WINDOWS) == (4, 16)
+    g = SimpleNamespace(formed_ps=100 * w)
+
+    def fs(start_ps, woke_ps):
+        return SimpleNamespace(start_ps=start_ps, woke_ps=woke_ps)
+
+    assert known(fs(96 * w, -1), g, w)  # new
+    assert not known(fs(96 * w - 1, -1), g, w)  # under way, never frozen
+    assert known(fs(0, 84 * w), g, w)  # woke 16 windows before the group formed
+    assert not known(fs(0, 84 * w - 1), g, w)
