@@ -129,3 +129,32 @@ def test_a_lone_hpcc_flow_freezes_early_and_closer_to_packet_mode():
     assert abs(fct["early"] - fct["ref"]) / fct["ref"] < 0.001
     assert abs(fct["late"] - fct["ref"]) / fct["ref"] > 0.002
     assert early.accel.skips == 1 and early.events * 3 < late.events
+
+
+def test_flows_of_one_nic_count_as_their_slowest_window():
+    """Host 0 sends two flows to host 2: HPCC holds the switch port to host 2 at 95% of 100 Gb/s,
+    44.07 Gb/s of payload each (x 1000/1078). Windows 1.10 and 1.30 x the fluid goodput spread by
+    18%, but the NIC's round robin holds the faster flow to the slower's pace (each of its packets
+    waits for the other's): they pass as one NIC. Two such flows from two hosts do not."""
+    run = Run(Scenario("t", star_topo(4), flows_of([(0, 2, 10**7, 0), (0, 2, 10**7, 0), (1, 2, 10**7, 0)]),
+                       config("hpcc")), accel=AccelConfig())
+    run.run(until_ps=3 * US)
+    w = run.accel
+    flows = [w.flows[f] for f in sorted(w.flows)]
+    assert flows[0].data_ports[0] is flows[1].data_ports[0] is not flows[2].data_ports[0]
+    assert len({fs.path_rtt_ps for fs in flows}) == 1
+    pair = flows[:2]
+    model = hpcc_model(pair, {fs.fid: 0.01 for fs in pair}, w.facts)
+    assert model[0] * GBPS == pytest.approx(95 / 2 * PAYLOAD, rel=1e-4)
+
+    def windows(fss, ks):
+        for fs, k in zip(fss, ks):
+            rate = int(model[0] * k * 8e12)
+            fs.samples = deque([Sample(0, rate, 0, 0, 0, -1, 0, rate)])
+
+    windows(pair, (1.10, 1.30))
+    assert hpcc_early(pair, dict(model), w.facts, 0.02, 0.05) is not None
+    other = [flows[0], flows[2]]  # the same windows on two NICs (the model of that pair: the same shares)
+    windows(other, (1.10, 1.30))
+    got = hpcc_early(other, {f: model[0] for f in (0, 2)}, w.facts, 0.02, 0.05)
+    assert got is None

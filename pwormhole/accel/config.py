@@ -109,6 +109,12 @@ that of packet mode."""
 FRESH_WINDOWS = 4
 """A flow is new in a group when it started within this many windows of the group's forming."""
 
+KNOWN_WINDOWS = 16
+"""Under HPCC a group is looked up in the memo cache when each of its flows is new in it or
+its group woke from a freeze within this many windows of the group's forming (a ring step's
+successor joins the flows it shared the NICs with, woken for the step's end). Measured in
+bench/RESULTS.md."""
+
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
 of its size (``excess growth x (1 - goodput / line rate)``). Measured in bench/RESULTS.md."""

@@ -21,7 +21,7 @@ class FlowState:
     """Replicated facts of an active flow (no reference to rank-local objects)."""
 
     __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
-                 "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps")
+                 "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps", "woke_ps")
 
     def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps) -> None:
         self.fid = flow.flow_id
@@ -33,6 +33,7 @@ class FlowState:
         self.gid = -1
         self.rtt_ps = rtt_ps  # the QP's base RTT (the network's largest with HPCC's global_t)
         self.start_ps = start_ps  # the boundary that reported the start
+        self.woke_ps = -1  # the boundary its group last woke from a freeze at (-1: never frozen)
         self.win_bytes = win_bytes
         self.mtu = mtu
         self.wire_bytes = mtu + hdr_bytes

@@ -4,8 +4,9 @@ Key of a conflict group: the flow-port graph (a vertex per flow and per
 egress port; an edge where a flow's data crosses a port, labelled with the
 hop index, or where its ACKs do) with, on each port, its rate, propagation
 delay and switch settings (buffer, ECN thresholds, PFC headroom), on each
-flow its rate at the lookup quantized to a quarter of an octave, whether
-it is new (started as the group formed) or was already under way, its window
+flow its rate at the lookup quantized to a quarter of an octave (under
+HPCC a sixteenth for a flow under way), whether it is new (started as the
+group formed) or was already under way, its window
 and its priority, plus the
 congestion-control parameters of the run. Entries are grouped by the
 Weisfeiler-Lehman hash of that graph (networkx) and confirmed by an exact
@@ -44,7 +45,13 @@ from networkx.algorithms.isomorphism import GraphMatcher
 from ..config import CC_HPCC
 from ..net.nodes import SwitchPort
 from ..outfiles import atomic
-from .config import HPCC_EARLY_MIN_PACKETS, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD, SETTLE_RTTS
+from .config import (
+    HPCC_EARLY_MIN_PACKETS,
+    HPCC_EARLY_TOLERANCE,
+    HPCC_EARLY_WINDOW_SPREAD,
+    KNOWN_WINDOWS,
+    SETTLE_RTTS,
+)
 
 FORMAT = "pwormhole-memo-9"  # bumped whenever what a recording means changes (history: git log)
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
@@ -52,6 +59,11 @@ CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rat
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
              "fast_react", "u_target", "mi_thresh", "int_multi", "rate_bound", "enable_pfc", "enable_qcn",
              "buffer_size_bytes", "ack_high_prio")
+
+OLD_RATE_STEPS = 16
+"""Under HPCC a flow already under way is keyed by its rate quantized to ``1 / OLD_RATE_STEPS``
+of an octave (a new one, and every flow under DCQCN, to a quarter): a join's transient depends
+on the windows it meets. Measured in bench/RESULTS.md."""
 
 MAX_FILE_BYTES = 64 * 2**20
 """A cache file larger than this is not read (ignored with a warning); :meth:`MemoCache.save`
@@ -74,12 +86,12 @@ def config_fingerprint(cfg, accel_cfg) -> str:
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
         parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
-                     "/span>=min")
+                     f"/span>=min/known{KNOWN_WINDOWS}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 
-def _q_rate(bps: int) -> int:
-    return round(4 * math.log2(max(1, bps)))
+def _q_rate(bps: int, per_octave: int = 4) -> int:
+    return round(per_octave * math.log2(max(1, bps)))
 
 
 def group_key(wh, g):
@@ -88,9 +100,10 @@ def group_key(wh, g):
     return wl_hash(graph), graph, order
 
 
-def group_parts(g, flows: dict, new: set):
+def group_parts(g, flows: dict, new: set, hpcc: bool = False):
     """``(order, labels, edges)`` of conflict group ``g`` (``flows``: flow id -> FlowState;
-    ``new``: its flows that are new in it): ``order`` lists its flow
+    ``new``: its flows that are new in it; ``hpcc``: the others' rates to :data:`OLD_RATE_STEPS`
+    per octave): ``order`` lists its flow
     ids in the index order of the flow vertices (``0..F-1``; ports ``F..``), ``labels`` the
     vertex labels by vertex, ``edges`` ``{(flow vertex, port vertex): role}`` (a flow's data
     hop ``d<i>``, else ``a`` where only its ACKs cross the port)."""
@@ -100,7 +113,8 @@ def group_parts(g, flows: dict, new: set):
     for fid in order:
         age = "n" if fid in new else "o"
         fs = flows[fid]  # its window bounds its transient and its FIFO share; its priority, its queue
-        labels.append(f"f{_q_rate(fs.rate())}{age}/w{fs.win_bytes}/g{fs.pg}")
+        q = _q_rate(fs.rate(), OLD_RATE_STEPS if hpcc and age == "o" else 4)
+        labels.append(f"f{q}{age}/w{fs.win_bytes}/g{fs.pg}")
     pid: dict = {}
     for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
         label = f"p{p.rate_bps}/{p.delay_ps}"
@@ -131,7 +145,7 @@ def group_graph(wh, g):
     per-process string hashing (the same run must make the same memo decisions in every
     process).
     """
-    order, labels, edges = group_parts(g, wh.flows, {f for f in g.flows if wh.is_new(f, g)})
+    order, labels, edges = group_parts(g, wh.flows, {f for f in g.flows if wh.is_new(f, g)}, wh.hpcc)
     return parts_graph(labels, edges), order
 
 

@@ -14,7 +14,7 @@ decides alike.
 from __future__ import annotations
 
 from ..net.cc import jump_to_rate
-from .config import BPS_PER_BYTE_PS, FRESH_WINDOWS, REFILL_BUDGET
+from .config import BPS_PER_BYTE_PS, FRESH_WINDOWS, KNOWN_WINDOWS, REFILL_BUDGET
 from .fastforward import inflight, room, wake_by
 
 REFUSED = "refused"  # lookup(): a hit that a flow's tail or pipeline refill rules out
@@ -25,15 +25,22 @@ def is_new(fs, g, window_ps: int) -> bool:
     return fs.start_ps + FRESH_WINDOWS * window_ps >= g.formed_ps
 
 
+def known(fs, g, window_ps: int) -> bool:
+    """HPCC: flow ``fs`` is new in group ``g`` or its group woke from a freeze within
+    :data:`~.config.KNOWN_WINDOWS` windows of ``g``'s forming: its window is the one it was frozen
+    with (a steady state, or a recorded one), so its rate in the key stands for its past."""
+    return is_new(fs, g, window_ps) or (fs.woke_ps >= 0 and fs.woke_ps + KNOWN_WINDOWS * window_ps >= g.formed_ps)
+
+
 def due(g, t: int, flows: dict, hpcc: bool, rerouted: set, window_ps: int):
     """Whether group ``g`` (neither frozen nor backed off, not yet checked) is looked up now:
-    True; False marks it checked for good (rerouted flows; an HPCC group whose flows are not
-    all new: their windows' past is not in the key; a DCQCN rate cut or one pending: its
-    timers are not in the key); None: not yet (a flow unsampled at ``t``, or one that has sent
-    its last byte: what is left is looked up once it leaves)."""
+    True; False marks it checked for good (rerouted flows; an HPCC group with a flow neither
+    new nor just woken (:func:`known`): its window's past is not in the key; a DCQCN rate cut or
+    one pending: its timers are not in the key); None: not yet (a flow unsampled at ``t``, or
+    one that has sent its last byte: what is left is looked up once it leaves)."""
     if not rerouted.isdisjoint(g.flows):
         return False
-    if hpcc and not all(is_new(flows[f], g, window_ps) for f in g.flows):
+    if hpcc and not all(known(flows[f], g, window_ps) for f in g.flows):
         return False
     if not hpcc and any(flows[f].rate() < flows[f].line_rate_bps
                         or (flows[f].samples and flows[f].samples[-1].rp_due_ps >= 0) for f in g.flows):

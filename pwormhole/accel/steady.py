@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import islice
+from math import inf as INF
 from typing import NamedTuple
 
 from ..net.nodes import SwitchPort
@@ -294,7 +295,9 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
     the oscillation moves few bytes. Windows agree when, among flows with the same path RTT,
     window over fluid goodput (their RTT with the queues, the same at a shared bottleneck)
     spreads by at most ``window_spread``: a newcomer that has not yet given up its window to
-    the flows under way can share a port equally for a while, then takes more."""
+    the flows under way can share a port equally for a while, then takes more. Flows of one NIC
+    count as their slowest: its round robin holds a flow paced above its share to the pace of
+    the others (each of its packets waits for theirs)."""
     model = hpcc_model(flows, measured, facts)
     if model is None:
         return None
@@ -305,7 +308,9 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
             return None
         if fs.pacing_rate() < (1 - tolerance) * m * BPS_PER_BYTE_PS:  # paced under it: slowing down
             return None
-        per_rtt.setdefault(fs.path_rtt_ps, []).append(fs.rate() / m)
-    if any(max(v) > (1 + window_spread) * min(v) for v in per_rtt.values()):
+        nic = per_rtt.setdefault(fs.path_rtt_ps, {})
+        nic[fs.data_ports[0]] = min(nic.get(fs.data_ports[0], INF), fs.rate() / m)
+    if any(max(v.values()) > (1 + window_spread) * min(v.values()) for v in per_rtt.values()):
         return None
     return model
+

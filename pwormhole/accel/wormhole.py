@@ -382,6 +382,7 @@ class Wormhole:
         self.lp_work_s += thread_time() - c0
         for fs in flows.values():  # the history before the skip does not describe what follows
             fs.samples.clear()
+            fs.woke_ps = t
         g.formed_ps = t
         g.next_check_ps = 0
         g.backoff_periods = g.unsettled = 0
@@ -395,7 +396,7 @@ class Wormhole:
 
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
-        parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)})
+        parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
             self.memo_misses += 1
