@@ -67,6 +67,10 @@ FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows sh
                         "data; their FCTs are approximate (max-min rates, not DCQCN's unequal shares: 1.9% to 23% "
                         "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
+CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while 3 or more flows left their NIC; their FCTs may be "
+                       "several % off packet mode (up to 130% measured with 3 DP rings on one NIC; iteration times "
+                       "within 0.1%): for exact per-flow FCTs run --mode packet")
+
 
 def expected_end_ps(scn: Scenario, standalone_ns: list[int]) -> int:
     """When a run of ``scn`` is expected to end, were no flow slowed by another: the last flow list
@@ -575,6 +579,8 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
             handed_bytes = allreduce_sum(comm, handed_bytes)
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
+        if st["hpcc_crowded_nic_flows"] and rank0:
+            print(f"pwormhole: warning: {CROWDED_NIC_WARNING.format(st['hpcc_crowded_nic_flows'])}", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,

@@ -2,11 +2,13 @@
 damped oscillation settles (``steady.hpcc_model``, ``recent_goodput``, ``hpcc_early``)."""
 
 from collections import deque
+from types import SimpleNamespace
 
 import pytest
 from helpers import US, config, flows_of, star_topo
 
 from pwormhole.accel.config import SETTLE_RTTS
+from pwormhole.accel.groups import crowded_nic_flows
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.steady import hpcc_early, hpcc_model, recent_goodput
 from pwormhole.accel.wormhole import AccelConfig
@@ -158,3 +160,22 @@ def test_flows_of_one_nic_count_as_their_slowest_window():
     windows(other, (1.10, 1.30))
     got = hpcc_early(other, {f: model[0] for f in (0, 2)}, w.facts, 0.02, 0.05)
     assert got is None
+
+
+def test_flows_frozen_with_three_on_one_nic_are_counted():
+    """Host 0 sends three 10 MB flows (to hosts 1, 2, 3): frozen with three flows leaving one NIC, all
+    three are counted (the run warns); with two from host 0 and one from host 1, none is."""
+    def run(specs):
+        r = Run(Scenario("t", star_topo(4), flows_of(specs), config("hpcc")), accel=AccelConfig()).run()
+        assert r.complete and r.accel.skips > 0
+        return r.accel.stats()["hpcc_crowded_nic_flows"]
+    assert run([(0, 1, 10**7, 0), (0, 2, 10**7, 0), (0, 3, 10**7, 0)]) == 3
+    assert run([(0, 2, 10**7, 0), (0, 3, 10**7, 0), (1, 3, 10**7, 0)]) == 0
+
+
+def test_crowded_nic_flows_are_those_whose_nic_enough_flows_leave():
+    nic_a, nic_b = object(), object()
+    fss = [SimpleNamespace(fid=f, data_ports=(nic,)) for f, nic in ((4, nic_a), (5, nic_b), (6, nic_a), (7, nic_a))]
+    assert crowded_nic_flows(fss, 3) == [4, 6, 7]
+    assert crowded_nic_flows(fss, 4) == []
+    assert crowded_nic_flows(fss, 1) == [4, 5, 6, 7]

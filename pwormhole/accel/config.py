@@ -115,6 +115,12 @@ its group woke from a freeze within this many windows of the group's forming (a 
 successor joins the flows it shared the NICs with, woken for the step's end). Measured in
 bench/RESULTS.md."""
 
+HPCC_CROWDED_NIC = 3
+"""Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
+NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three DP rings on one NIC,
+single FCTs came out 5-130% off packet mode (iteration times within 0.1%; bench/RESULTS.md,
+"Coupled rings, twelfth session"); two per NIC stayed within 0.5%."""
+
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
 of its size (``excess growth x (1 - goodput / line rate)``). Measured in bench/RESULTS.md."""

@@ -7,7 +7,7 @@ every packet that crosses its ports.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 
 from ..lp.engine import INF_PS
 from ..net.build import route_path
@@ -171,3 +171,9 @@ class FlowTable:
         self.port_gid.clear()
         fids = sorted(self.flows)
         return [self.new_group(comp, ports, t) for comp, ports in components(fids, self.flows)]
+
+
+def crowded_nic_flows(flow_states, crowd: int) -> list[int]:
+    """Flow ids of ``flow_states`` whose NIC (first data port) at least ``crowd`` of them leave."""
+    per_nic = Counter(fs.data_ports[0] for fs in flow_states)
+    return [fs.fid for fs in flow_states if per_nic[fs.data_ports[0]] >= crowd]

@@ -33,13 +33,14 @@ from .config import (
     BACKOFF_MIN_FLOWS,
     BPS_PER_BYTE_PS,
     FRESH_WINDOWS,
+    HPCC_CROWDED_NIC,
     HPCC_EARLY_MIN_PACKETS,
     HPCC_EARLY_TOLERANCE,
     HPCC_EARLY_WINDOW_SPREAD,
     AccelConfig,
 )
 from .fastforward import Frozen
-from .groups import FlowState, FlowTable, Group, route_path
+from .groups import FlowState, FlowTable, Group, crowded_nic_flows, route_path
 from .memo import group_parts
 from .sampling import back_off, merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
@@ -108,6 +109,7 @@ class Wormhole:
         self.memo_misses = 0
         self.wakes_interrupted = 0
         self.lp_work_s = 0.0
+        self.crowded: set = set()  # HPCC: flows frozen in a group with HPCC_CROWDED_NIC flows on one NIC
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
@@ -348,6 +350,8 @@ class Wormhole:
         inflight0 = {fid: ff.inflight(self.flows[fid], t, gps.get(fid, 0) or
                                       self.flows[fid].line_rate_bps / BPS_PER_BYTE_PS, inflight0) for fid in g.flows}
         g.frozen = Frozen(t, wake_ps, events, busy, gps, una0, inflight0, memo)
+        if self.hpcc:
+            self.crowded.update(crowded_nic_flows([self.flows[f] for f in g.flows], HPCC_CROWDED_NIC))
         self.frozen.add(g)
         self.skips += 1
 
@@ -383,9 +387,7 @@ class Wormhole:
         for fs in flows.values():  # the history before the skip does not describe what follows
             fs.samples.clear()
             fs.woke_ps = t
-        g.formed_ps = t
-        g.next_check_ps = 0
-        g.backoff_periods = g.unsettled = 0
+        g.formed_ps, g.next_check_ps, g.backoff_periods, g.unsettled = t, 0, 0, 0
         self.check_from_ps = 0  # due for sampling again
         return advance
 
@@ -442,7 +444,7 @@ class Wormhole:
     def stats(self) -> dict:
         return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
                 "skipped_bytes": self.skipped_bytes, "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
-                "wakes_interrupted": self.wakes_interrupted,
+                "wakes_interrupted": self.wakes_interrupted, "hpcc_crowded_nic_flows": len(self.crowded),
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

@@ -83,7 +83,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
     return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
             "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
-            "wakes_interrupted": stats["wakes_interrupted"],
+            "wakes_interrupted": stats["wakes_interrupted"], "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
             "nvlink_model": nvlink_model,
             "nvlink_packets_reason": nvlink_packets_reason,
             "fluid_flows": fluid_flows,
