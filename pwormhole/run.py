@@ -68,8 +68,8 @@ FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows sh
                         "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
 CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while 3 or more flows left their NIC; their FCTs may be "
-                       "several % off packet mode (up to 130% measured with 3 DP rings on one NIC; iteration times "
-                       "within 0.1%): for exact per-flow FCTs run --mode packet")
+                       "far off packet mode (p99 over 100% measured with 3 or more DP rings on one NIC; iteration "
+                       "times within 0.1%): for exact per-flow FCTs run --mode packet")
 
 
 def expected_end_ps(scn: Scenario, standalone_ns: list[int]) -> int:
