@@ -22,6 +22,7 @@ from itertools import chain
 from typing import Any
 
 from . import compiled
+from .accel.config import HPCC_CROWDED_NIC
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
 from .errors import InputError, OutputError, StuckError, Terminated
@@ -67,9 +68,9 @@ FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows sh
                         "data; their FCTs are approximate (max-min rates, not DCQCN's unequal shares: 1.9% to 23% "
                         "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
-CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while 3 or more flows left their NIC; their FCTs may be "
-                       "far off packet mode (p99 over 100% measured with 3 or more DP rings on one NIC; iteration "
-                       "times within 0.1%): for exact per-flow FCTs run --mode packet")
+CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while {} or more flows left their NIC; their FCTs may be "
+                        "far off packet mode (p99 over 100% measured with 3 or more DP rings on one NIC; iteration "
+                        "times within 0.1%): for exact per-flow FCTs run --mode packet")
 
 
 def expected_end_ps(scn: Scenario, standalone_ns: list[int]) -> int:
@@ -580,7 +581,8 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
         if st["hpcc_crowded_nic_flows"] and rank0:
-            print(f"pwormhole: warning: {CROWDED_NIC_WARNING.format(st['hpcc_crowded_nic_flows'])}", file=sys.stderr)
+            crowded = CROWDED_NIC_WARNING.format(st["hpcc_crowded_nic_flows"], HPCC_CROWDED_NIC)
+            print(f"pwormhole: warning: {crowded}", file=sys.stderr)
         flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,

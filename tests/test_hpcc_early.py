@@ -12,7 +12,7 @@ from pwormhole.accel.groups import crowded_nic_flows
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.steady import hpcc_early, hpcc_model, recent_goodput
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.run import Run
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario
 
 ACK = 76 / 1000  # ACK wire bytes per payload byte (one 76-byte ACK per 1000-byte packet)
@@ -179,3 +179,11 @@ def test_crowded_nic_flows_are_those_whose_nic_enough_flows_leave():
     assert crowded_nic_flows(fss, 3) == [4, 6, 7]
     assert crowded_nic_flows(fss, 4) == []
     assert crowded_nic_flows(fss, 1) == [4, 5, 6, 7]
+
+
+def test_a_run_with_flows_frozen_three_on_one_nic_warns_once(tmp_path, capsys):
+    scn = Scenario("t", star_topo(4), flows_of([(0, 1, 10**7, 0), (0, 2, 10**7, 0), (0, 3, 10**7, 0)]), config("hpcc"))
+    s = simulate(scn, str(tmp_path), quiet=True, accel=AccelConfig())
+    assert s["hpcc_crowded_nic_flows"] == 3
+    err = capsys.readouterr().err
+    assert err.count("warning: HPCC: 3 flows were fast-forwarded while 3 or more flows left their NIC") == 1, err

@@ -95,10 +95,11 @@ BACKOFF_EVERY = 8
 BACKOFF_MAX = 64
 """See :data:`BACKOFF_AFTER_SAMPLES`."""
 BACKOFF_UNSETTLED_CHECKS = 16
-"""A group of at least :data:`BACKOFF_MIN_FLOWS` flows whose checks failed this many times since
-it could last settle (it formed from a flow start, split into several groups, or woke) backs
-off further, to every :data:`BACKOFF_MAX_UNSETTLED` periods, and what is left of it when a flow
-leaves (one group) is checked once, then at its level: no dense phase. Measured in bench/RESULTS.md."""
+"""A group of at least :data:`BACKOFF_MIN_FLOWS` flows that made this many backed-off checks, all
+failed, since it could last settle (it formed from a flow start, split into several groups, or
+woke) backs off further, to every :data:`BACKOFF_MAX_UNSETTLED` periods, and what is left of it
+when a flow leaves (one group) gets no dense phase: its first check, at once, lacks the samples
+since it formed, so its next real check comes at its level. Measured in bench/RESULTS.md."""
 BACKOFF_MAX_UNSETTLED = 1024
 """See :data:`BACKOFF_UNSETTLED_CHECKS`."""
 BACKOFF_KEEP_SAMPLES = 128

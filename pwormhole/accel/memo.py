@@ -84,9 +84,11 @@ def config_fingerprint(cfg, accel_cfg) -> str:
     eff = accel_cfg.resolved(getattr(cfg, "cc_mode", None) == CC_HPCC)
     parts.append(f"theta={eff.theta!r} samples={eff.samples} sample_ps={eff.sample_ps} "
                  f"min_span_packets={eff.min_span_packets} settle_rtts={SETTLE_RTTS!r}")
+    if getattr(cfg, "cc_mode", None) == CC_HPCC:  # joins onto woken flows are looked up, their rates finer
+        parts.append(f"known={KNOWN_WINDOWS}/old_rates={OLD_RATE_STEPS}")
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
         parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
-                     f"/span>=min/known{KNOWN_WINDOWS}")
+                     "/span>=min")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 
