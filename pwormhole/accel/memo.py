@@ -102,7 +102,7 @@ def group_key(wh, g):
     return wl_hash(graph), graph, order
 
 
-def group_parts(g, flows: dict, new: set, hpcc: bool = False):
+def group_parts(g, flows: dict, new: set, *, hpcc: bool):
     """``(order, labels, edges)`` of conflict group ``g`` (``flows``: flow id -> FlowState;
     ``new``: its flows that are new in it; ``hpcc``: the others' rates to :data:`OLD_RATE_STEPS`
     per octave): ``order`` lists its flow
@@ -147,7 +147,7 @@ def group_graph(wh, g):
     per-process string hashing (the same run must make the same memo decisions in every
     process).
     """
-    order, labels, edges = group_parts(g, wh.flows, {f for f in g.flows if wh.is_new(f, g)}, wh.hpcc)
+    order, labels, edges = group_parts(g, wh.flows, {f for f in g.flows if wh.is_new(f, g)}, hpcc=wh.hpcc)
     return parts_graph(labels, edges), order
 
 

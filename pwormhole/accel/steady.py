@@ -313,4 +313,3 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
     if any(max(v.values()) > (1 + window_spread) * min(v.values()) for v in per_rtt.values()):
         return None
     return model
-

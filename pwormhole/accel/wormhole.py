@@ -398,7 +398,7 @@ class Wormhole:
 
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
-        parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, self.hpcc)
+        parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
             self.memo_misses += 1
