@@ -379,7 +379,7 @@ def test_a_group_that_never_settles_backs_off_further_and_skips_its_dense_phases
 
     def table(ports_of):
         tab = FlowTable()
-        tab.flows.update({f: SimpleNamespace(ports=ps, gid=-1, start_ps=0) for f, ps in ports_of.items()})
+        tab.flows.update({f: SimpleNamespace(ports=ps, group_cell=[-1], start_ps=0) for f, ps in ports_of.items()})
         (g,) = [tab.new_group(set(ports_of), set().union(*ports_of.values()), 0)]
         return tab, g
 
@@ -793,3 +793,32 @@ def test_a_flow_getting_cnps_is_not_steady():
     assert w.local_report(8 * US)[1][0][1][5] == -1
     qp.decrease_cnp = True
     assert w.local_report(8 * US)[1][0][1][5] == 8 * US
+
+
+def test_a_flow_joining_three_groups_merges_them_into_the_largest_renamed():
+    """FlowTable.add keeps the largest group's sets and renames it; the smaller groups' ports
+    and flows move to it, the newest start is the latest of all, and a leave splits it again."""
+    tab = FlowTable()
+
+    def flow(fid, ports, start_ps):
+        fs = SimpleNamespace(fid=fid, ports=set(ports), group_cell=[-1], start_ps=start_ps)
+        tab.add(fs, tab.touching(fs.ports), start_ps)
+        return fs
+
+    a = [flow(0, {"p0", "p1", "p2"}, 0), flow(1, {"p2", "p3"}, 5)]  # group of 4 ports
+    b = flow(2, {"q0"}, 7)
+    c = flow(3, {"r0", "r1"}, 2)
+    assert sorted(tab.groups) == [1, 2, 3]
+    big = tab.groups[1]
+    joiner = flow(4, {"p3", "q0", "r1", "s0"}, 9)
+    (g,) = tab.groups.values()
+    assert g.gid == 4 and g.flows is big.flows and g.flows == {0, 1, 2, 3, 4}
+    assert g.ports == {"p0", "p1", "p2", "p3", "q0", "r0", "r1", "s0"}
+    assert {tab.port_cell[p][0] for p in g.ports} == {4}
+    assert [fs.group_cell[0] for fs in (*a, b, c, joiner)] == [4] * 5
+    assert (g.newest_start_ps, g.max_start_ps) == (9, 9)
+    tab.remove(4, 20)  # the joiner leaves: three groups again, each with its own id
+    assert sorted((sorted(x.flows), x.newest_start_ps) for x in tab.groups.values()) == [
+        ([0, 1], 5), ([2], 7), ([3], 2)]
+    assert all(tab.port_cell[p][0] == x.gid for x in tab.groups.values() for p in x.ports)
+    assert "s0" not in tab.port_cell

@@ -20,8 +20,9 @@ __all__ = ["FlowState", "FlowTable", "Group", "components", "route_path"]
 class FlowState:
     """Replicated facts of an active flow (no reference to rank-local objects)."""
 
-    __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples", "gid",
-                 "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps", "woke_ps")
+    __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples",
+                 "group_cell", "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps",
+                 "woke_ps")
 
     def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps) -> None:
         self.fid = flow.flow_id
@@ -30,7 +31,7 @@ class FlowState:
         self.pg = flow.pg
         self.size = flow.size_bytes
         self.samples: deque = deque()  # of sampling.Sample
-        self.gid = -1
+        self.group_cell = [-1]  # its group's id, in a cell shared with the group's ports (FlowTable)
         self.rtt_ps = rtt_ps  # the QP's base RTT (the network's largest with HPCC's global_t)
         self.start_ps = start_ps  # the boundary that reported the start
         self.woke_ps = -1  # the boundary its group last woke from a freeze at (-1: never frozen)
@@ -47,6 +48,11 @@ class FlowState:
         self.ack_ports = ack
         self.ports = set(data) | set(ack)
         self.path_rtt_ps = path_rtt_ps
+
+    @property
+    def gid(self) -> int:
+        """The id of its conflict group (-1: none yet)."""
+        return self.group_cell[0]
 
     def una(self) -> int:
         """Acknowledged bytes at the last sample (0 before the first)."""
@@ -65,11 +71,13 @@ class FlowState:
 class Group:
     """A conflict group: its flows (ids) and ports, and its acceleration state."""
 
-    __slots__ = ("gid", "flows", "ports", "formed_ps", "newest_start_ps", "frozen", "memo_checked", "memo_key",
-                 "memo_base", "refill", "next_check_ps", "backoff_periods", "unsettled")
+    __slots__ = ("gid", "cell", "flows", "ports", "formed_ps", "newest_start_ps", "max_start_ps", "frozen",
+                 "memo_checked", "memo_key", "memo_base", "refill", "next_check_ps", "backoff_periods", "unsettled")
 
     def __init__(self, gid, flows, ports, formed_ps, newest_start_ps):
         self.gid = gid
+        self.cell = [gid]  # shared with its flows and, in the flow table, its ports: a merge renames it in place
+        self.max_start_ps = newest_start_ps  # its flows' latest start (``newest_start_ps`` may be later: a reroute)
         self.flows = flows  # set of flow ids
         self.ports = ports  # set of Port objects
         self.formed_ps = formed_ps  # when it last changed (formed, merged, split or woken)
@@ -113,12 +121,14 @@ def components(fids, flows: dict) -> list:
 
 class FlowTable:
     """The active flows and their conflict groups: merged when a new flow touches several,
-    split when a flow leaves (only that group is touched)."""
+    split when a flow leaves (only that group is touched). A port and a flow hold their group's
+    id through the group's cell, so a merge renames the largest group in place and rewrites
+    only the smaller groups' ports and flows (linear in flows over a run of starts)."""
 
     def __init__(self) -> None:
         self.flows: dict[int, FlowState] = {}
         self.groups: dict[int, Group] = {}
-        self.port_gid: dict = {}
+        self.port_cell: dict = {}  # port -> the cell of its group's id
         self.next_gid = 0
 
     def new_group(self, flows: set, ports: set, t: int) -> Group:
@@ -126,34 +136,60 @@ class FlowTable:
         self.next_gid += 1
         g = Group(gid, flows, ports, t, max(self.flows[f].start_ps for f in flows))
         self.groups[gid] = g
+        cell = g.cell
         for p in ports:
-            self.port_gid[p] = gid
+            self.port_cell[p] = cell
         for fid in flows:
-            self.flows[fid].gid = gid
+            self.flows[fid].group_cell = cell
         return g
 
     def touching(self, ports) -> list:
         """Remove and return (by group id) the groups holding one of ``ports``."""
-        gids = {self.port_gid[p] for p in ports if p in self.port_gid}
+        cells = self.port_cell
+        gids = {cells[p][0] for p in ports if p in cells}
         return [self.groups.pop(gid) for gid in sorted(gids)]
 
     def add(self, fs: FlowState, merged: list, t: int) -> Group:
-        """Add flow ``fs`` in one group with the groups ``merged`` (from :meth:`touching`)."""
+        """Add flow ``fs`` in one group with the groups ``merged`` (from :meth:`touching`): the
+        largest of them takes the others' flows and ports and a new id."""
         self.flows[fs.fid] = fs
-        flows, ports = {fs.fid}, set(fs.ports)
+        if not merged:
+            return self.new_group({fs.fid}, set(fs.ports), t)
+        big = max(merged, key=lambda g: len(g.ports))
+        flows, ports, cell = big.flows, big.ports, big.cell
+        newest = fs.start_ps
         for g in merged:
+            newest = max(newest, g.max_start_ps)
+            if g is big:
+                continue
             flows |= g.flows
             ports |= g.ports
-        return self.new_group(flows, ports, t)
+            for p in g.ports:
+                self.port_cell[p] = cell
+            for fid in g.flows:
+                self.flows[fid].group_cell = cell
+        flows.add(fs.fid)
+        fs.group_cell = cell
+        for p in fs.ports:
+            if p not in ports:
+                ports.add(p)
+                self.port_cell[p] = cell
+        gid = self.next_gid
+        self.next_gid += 1
+        cell[0] = gid
+        g = Group(gid, flows, ports, t, newest)
+        g.cell = cell
+        self.groups[gid] = g
+        return g
 
     def remove(self, fid: int, t: int) -> None:
         """Flow ``fid`` finished: its group splits into connected components."""
         fs = self.flows.pop(fid, None)
         if fs is None:
             return
-        g = self.groups.pop(fs.gid)
+        g = self.groups.pop(fs.group_cell[0])
         for p in g.ports:
-            del self.port_gid[p]
+            del self.port_cell[p]
         parts = components(g.flows - {fid}, self.flows)
         for comp, ports in parts:
             part = self.new_group(comp, ports, t)
@@ -168,7 +204,7 @@ class FlowTable:
     def regroup(self, t: int) -> list:
         """Rebuild every group from the flows' (new) ports; returns the groups."""
         self.groups.clear()
-        self.port_gid.clear()
+        self.port_cell.clear()
         fids = sorted(self.flows)
         return [self.new_group(comp, ports, t) for comp, ports in components(fids, self.flows)]
 
