@@ -29,6 +29,15 @@ HPCC's shares among them depend on their history (issue 22):
 
     python3 bench/conditioning.py [--seeds 3] [--jitter-ns 1000] [--only rail-2nvs] [--out bench-out/conditioning]
 
+With ``--row ROW --layers N`` (a ``bench/paper.py`` row) it measures a milder perturbation, the
+size of one Wormhole boundary shift, against that row's saved packet reference (``--ref``, as
+``bench/flow_cost.py`` writes it): per seed, one compute op drawn at random takes
+``--shift-ns`` (default one window, 1 us) longer, and the packet run's per-flow FCTs and
+iteration time are compared with the reference's. Where one such shift moves the per-flow p99
+past a few percent, no accelerated run can be held to that p99 on the row.
+
+    python3 bench/conditioning.py --row moe-64 --layers 4 --cc hpcc --ref bench-out/ref-moe-64-L4-hpcc --seeds 2
+
 Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.jsonl`` too).
 """
 
@@ -36,19 +45,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import random
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from paper import CONFIGS, factory
 from results_log import ResultsLog
 from wormhole import CC, without_tp_collectives
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.compare import compare
 from pwormhole.config import ModelConfig
-from pwormhole.run import Run
+from pwormhole.report.compare import collective_times, comparison, fct_errors, read_fct
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import topology_from_arg, training_scenario
 from pwormhole.workload.dag import OP_COMPUTE
 from pwormhole.workload.models import build_model
@@ -129,6 +141,42 @@ def one(name: str, build, seeds: int, jitter_ps: int, out: Path) -> dict:
     return row
 
 
+ROW_HEADER = ("| row | layers | CC | shift | seed: op shifted | per-flow FCT change mean | p99 | max | "
+              "iteration change |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def shifted(scn, shift_ps: int, seed: int) -> int:
+    """Make one compute op of ``scn`` (drawn with ``seed`` among those that take time) ``shift_ps``
+    longer; returns its index."""
+    dag = scn.dag
+    ops = [op for op in range(len(dag)) if dag.kind[op] == OP_COMPUTE and dag.arg[op] > 0]
+    op = random.Random(seed).choice(ops)
+    dag.arg[op] += shift_ps
+    return op
+
+
+def row_floor(row: str, layers: int, cc: str, ref: Path, seed: int, shift_ps: int, out: Path) -> dict:
+    """One shifted packet run of ``bench/paper.py`` row ``row`` against its saved reference ``ref``."""
+    scn = factory(row, layers, cc)()
+    op = shifted(scn, shift_ps, seed)
+    run_dir = out / f"{row}-L{layers}-{cc}-seed{seed}"
+    ws = simulate(scn, str(run_dir), quiet=True)
+    ps = json.loads((ref / "summary.json").read_text())
+    fct = ps["inputs"]["fct_file"]
+    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(run_dir / fct)))
+    c = comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
+                   collective_times(str(run_dir / "collectives.csv")))
+    return {"row": row, "layers": layers, "cc": cc, "shift_ps": shift_ps, "seed": seed, "op": op,
+            "fct_change_mean": c["mean_fct_error"], "fct_change_p99": c["p99_fct_error"],
+            "fct_change_max": c["max_fct_error"], "iteration_change": c["iteration_time_error"]}
+
+
+def row_md(r: dict) -> str:
+    return (f"| {r['row']} | {r['layers']} | {r['cc']} | +{r['shift_ps'] / 1e6:g} us on one op | {r['seed']}: "
+            f"{r['op']} | {r['fct_change_mean'] * 100:.3f}% | {r['fct_change_p99'] * 100:.2f}% | "
+            f"{r['fct_change_max'] * 100:.2f}% | {r['iteration_change'] * 100:.3f}% |")
+
+
 def md(r: dict) -> str:
     def pct(v):
         return "-" if v is None else f"{v * 100:.2f}%"
@@ -145,7 +193,23 @@ def main() -> int:
     ap.add_argument("--jitter-ns", type=int, default=1000, help="width of the uniform jitter (ns)")
     ap.add_argument("--only", help="comma-separated scenario names: " + ", ".join(SCENARIOS))
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "conditioning"))
+    ap.add_argument("--row", choices=sorted(CONFIGS), help="a bench/paper.py row, against its saved reference")
+    ap.add_argument("--layers", type=int, default=2, help="with --row: its layer count")
+    ap.add_argument("--cc", default="hpcc", choices=sorted(CC), help="with --row: congestion control")
+    ap.add_argument("--ref", help="with --row: its packet reference folder (bench/flow_cost.py's)")
+    ap.add_argument("--shift-ns", type=int, default=1000, help="with --row: how much longer one op takes (ns)")
     a = ap.parse_args()
+    if a.row:
+        ref = Path(a.ref or ROOT / "bench-out" / f"ref-{a.row}-L{a.layers}-{a.cc}")
+        if not (ref / "summary.json").exists():
+            ap.error(f"{ref}: no packet reference (run bench/flow_cost.py --row {a.row} --layers {a.layers} first)")
+        if a.seeds < 1 or a.shift_ns < 1:
+            ap.error("--seeds and --shift-ns must be at least 1")
+        log = ResultsLog(a.out, ROW_HEADER)
+        for seed in range(1, a.seeds + 1):
+            r = row_floor(a.row, a.layers, a.cc, ref, seed, a.shift_ns * 1000, log.out)
+            log.add(row_md(r), r)
+        return 0
     names = a.only.split(",") if a.only else list(SCENARIOS)
     for n in names:
         if n not in SCENARIOS:

@@ -15,6 +15,7 @@ peak memory.
 """
 
 import argparse
+import gc
 import json
 import random
 import resource
@@ -65,6 +66,8 @@ def main() -> int:
     walls, cpus = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(a.repeat):
+            r = run = None
+            gc.collect()  # the previous run's network (cycles: the run pauses the collector) goes first
             scn = scenario(a.scenario, Path(tmp))
             run = Run(scn, accel=AccelConfig() if a.mode == "wormhole" else None)
             w0, c0 = time.perf_counter(), time.process_time()
