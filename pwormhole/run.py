@@ -212,7 +212,20 @@ class Run:
     def _transport(self):
         if self.comm is None:
             return LocalTransport(self.lps, self.recorder)
-        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished)
+        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished,
+                            self._tracked())
+
+    def _tracked(self):
+        """Flow id -> whether the boundary hook must see its completion at once (under Wormhole, every
+        flow whose start it was told of: all but the NVLink flows completed by rates); None: no flow."""
+        if self.accel is None:
+            return None
+        fluid = self.accel.fluid_fids
+        if not fluid:
+            return lambda fid: True
+        nodes = self.net.nodes
+        flows = self.net.flows
+        return lambda fid: fid not in fluid or fid in nodes[flows[fid].src].flow_models[fid].packet_fids
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
             expected_ps: int | None = None) -> Run:
@@ -233,12 +246,10 @@ class Run:
         next_check_ps = self.stall_check_ps
         last_mark: tuple[int, int, int] | None = None
         since_ps = 0
+        n_finished = n_ops_done = 0  # completions and op records so far (all ranks)
 
-        def on_boundary(t_ps: int, got) -> bool:
-            """The boundary hooks, in order: completions, PFC and op records; acceleration;
-            link failures; progress; then the stall watchdog (in-process LPs)."""
-            nonlocal next_check_ps, last_mark, since_ps
-            self.t_end_ps = t_ps  # kept if the run is interrupted
+        def take_records(got) -> None:
+            """Completions, PFC and op records handed on (under MPI, completions and op records in batches)."""
             done = got.finished
             if done:
                 for fid, t_fin, t_start in done:
@@ -253,15 +264,25 @@ class Run:
                 on_pfc(got.pfc)
             for op, t0, t1 in got.ops:
                 op_times[op] = (t0, t1)
+
+        def on_boundary(t_ps: int, got) -> bool:
+            """The boundary hooks, in order: completions, PFC and op records; acceleration;
+            link failures; progress; then the stall watchdog (in-process LPs)."""
+            nonlocal next_check_ps, last_mark, since_ps, n_finished, n_ops_done
+            self.t_end_ps = t_ps  # kept if the run is interrupted
+            take_records(got)
+            n_fin, n_op = got.counts if got.counts is not None else (len(got.finished), len(got.ops))
+            n_finished += n_fin
+            n_ops_done += n_op
             if accel is not None:
-                accel.on_boundary(t_ps, done, got.report)
+                accel.on_boundary(t_ps, got.finished if got.tracked is None else got.tracked, got.report)
             else:
                 for lp in lps:
                     lp.flow_start_log.clear()
             while failures and failures[0][0] <= t_ps:
                 self._link_down(t_ps, *failures.pop(0)[1:])
             bar.update(t_ps, self.events)
-            if len(finish) == n_flows and len(op_times) == n_ops:
+            if n_finished == n_flows and n_ops_done == n_ops:
                 return True
             if watch and t_ps >= next_check_ps:
                 next_check_ps = t_ps + self.stall_check_ps
@@ -280,7 +301,7 @@ class Run:
         try:
             with _cyclic_gc_paused():
                 self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary,
-                                                          accel, [f[0] for f in failures])
+                                                          accel, [f[0] for f in failures], take_records)
             self.sync_wall_s = transport.sync_s
         finally:
             bar.close()

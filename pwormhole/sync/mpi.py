@@ -22,10 +22,14 @@ import os
 import pickle
 import time
 
+import numpy as np
+
 from ..lp.engine import INF_PS
 from . import interrupt
 from .codec import pack_events, unpack_events
 from .windows import Exchanged
+
+FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -113,15 +117,26 @@ class MpiTransport:
     acceleration reports are merged with ``merge_reports`` (every rank then
     holds the same). :meth:`next_min` adds an ``allreduce`` only when the
     boundary put events back. ``sync_s``: seconds spent in collectives.
+
+    Completions and op records stay on the rank where they happened and travel as counts; every
+    ``FLUSH_WINDOWS`` windows, and at :meth:`close`, each rank sends its held records (int64
+    arrays) to every rank and their ``fct.txt`` lines (``format_finished``, made here) to rank 0,
+    and every rank hands them on merged in ``(finish_ps, flow id)`` order. ``tracked(flow id)``
+    (None: no flow) names the completions the boundary hook needs at once: these also travel
+    in their window.
     """
 
-    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None):
+    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None, tracked=None):
         self.lp = lp
         self.comm = comm
         self.nodes = nodes
         self.merge_reports = merge_reports
         self.format_finished = format_finished  # completions -> their output lines (sent to rank 0)
+        self.tracked = tracked
         self.sync_s = 0.0
+        self.windows = 0
+        self.held_fin: list = []  # this rank's completions not yet handed on
+        self.held_ops: list = []
 
     def ready(self) -> float:
         """Wait until every rank has built its part (a barrier); returns the seconds waited."""
@@ -137,9 +152,11 @@ class MpiTransport:
 
     def exchange(self, t_end: int, report) -> Exchanged:
         """To every peer: the events bound for its nodes, this rank's minimum next event time (its
-        heap and everything it sends), the window's completions and op records, its report and its
-        signal; to rank 0 also its PFC records. A rank's own part is used as it is (nothing of it
-        is serialized); what every peer gets alike is pickled once."""
+        heap and everything it sends), the window's counts of completions and op records, the
+        completions the hook tracks, its report and its signal (and every ``FLUSH_WINDOWS``
+        windows the held records); to rank 0 also its PFC records (and the held records' lines).
+        A rank's own part is used as it is (nothing of it is serialized); what every peer gets
+        alike is pickled once."""
         lp = self.lp
         comm = self.comm
         size = comm.size
@@ -154,17 +171,33 @@ class MpiTransport:
                         local_min = ev[0]
                 out[peer] = pack_events(box)
                 box.clear()
-        fin = lp.finished[:]
-        lp.finished.clear()
+        fin = lp.finished
+        n_fin = len(fin)
+        tracked: list = []
+        if n_fin:
+            if self.tracked is not None:
+                is_tracked = self.tracked
+                tracked = [rec for rec in fin if is_tracked(rec[0])]
+            self.held_fin.extend(fin)
+            fin.clear()
+        n_ops = len(lp.op_log)
+        if n_ops:
+            self.held_ops.extend(lp.op_log)
+            lp.op_log.clear()
         pfc = lp.pfc_log[:]
         lp.pfc_log.clear()
-        ops = lp.op_log[:]
-        lp.op_log.clear()
         sig = interrupt.pending()
-        mine = (local_min, fin, ops, rep, sig)
+        self.windows += 1
+        batch, lines = self._batch() if self.windows % FLUSH_WINDOWS == 0 else (None, None)
+        mine = (local_min, tracked, n_fin, n_ops, rep, sig, batch)
+        return self._swap(out, mine, pfc, lines, report is not None)
+
+    def _swap(self, out: list, mine: tuple, pfc: list, lines: list | None, with_report: bool) -> Exchanged:
+        """The window's collective and what every rank makes of it (see :meth:`exchange`)."""
+        comm = self.comm
+        size = comm.size
+        me = comm.rank
         common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
-        fmt = self.format_finished
-        lines = fmt(fin) if fmt is not None and fin else []  # the writer's work, shared by the ranks
         payload = [None if p == me else (out[p], (pfc, lines) if p == 0 else None, common) for p in range(size)]
         t0 = time.perf_counter()
         if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
@@ -174,50 +207,55 @@ class MpiTransport:
         else:
             got = comm.alltoall(payload)
         self.sync_s += time.perf_counter() - t0
-        heap = lp.heap
+        heap = self.lp.heap
         nodes = self.nodes
         t_min = INF_PS
-        done: list = []
+        sig = mine[5]
         recs: list = pfc[:] if me == 0 else []
-        op_recs: list = []
+        tracked: list = []
+        n_fin = n_ops = 0
         reps = []
-        with_lines: list = []  # rank 0 with a formatter: (completion, its line)
+        batches = []
+        peer_lines = []  # rank 0: the lines of the other ranks' held completions, in rank order
         for p in range(size):
             if p == me:
-                peer_min, peer_fin, peer_ops, peer_rep, peer_sig = mine
-                peer_lines = lines
+                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_batch = mine
             else:
                 evs, to_rank0, peer_common = got[p]
-                peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
+                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_batch = pickle.loads(peer_common)
                 if evs is not None:
                     unpack_events(evs[0], evs[1], evs[2], nodes, heap)
-                peer_lines = []
                 if to_rank0 is not None:
                     recs.extend(to_rank0[0])
-                    peer_lines = to_rank0[1]
+                    if to_rank0[1] is not None:
+                        peer_lines.append(to_rank0[1])
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig
             if peer_min < t_min:
                 t_min = peer_min
-            if peer_fin:
-                if me == 0 and fmt is not None:
-                    with_lines.extend(zip(peer_fin, peer_lines))
-                else:
-                    done.extend(peer_fin)
-            if peer_ops:
-                op_recs.extend(peer_ops)
-        out_lines = None
-        if me == 0 and fmt is not None:
-            with_lines.sort(key=_by_finish_of_pair)
-            done = [rec for rec, _ in with_lines]
-            out_lines = [line for _, line in with_lines]
-        elif len(done) > 1:
-            done.sort(key=_by_finish)
+            if peer_tracked:
+                tracked.extend(peer_tracked)
+            n_fin += peer_fin
+            n_ops += peer_ops
+            if peer_batch is not None:
+                batches.append(peer_batch)
+        if len(tracked) > 1:
+            tracked.sort(key=_by_finish)
         recs.sort()
-        op_recs.sort()
-        merged = self.merge_reports(reps) if report is not None else None
-        return Exchanged(t_min, done, recs, op_recs, merged, sig, out_lines)
+        done, out_lines, ops = self._merge(batches, peer_lines, lines) if batches else ([], None, [])
+        merged = self.merge_reports(reps) if with_report else None
+        return Exchanged(t_min, done, recs, ops, merged, sig, out_lines, tracked, (n_fin, n_ops))
+
+    def close(self) -> Exchanged | None:
+        """Every rank leaves the loop here: the records still held, handed on (one ``allgather``)."""
+        interrupt.settle()  # only matched collectives follow
+        batch, lines = self._batch()
+        t0 = time.perf_counter()
+        got = self.comm.allgather((batch, lines if self.comm.rank != 0 else None))
+        self.sync_s += time.perf_counter() - t0
+        done, out_lines, ops = self._merge([b for b, _ in got], [ln for _, ln in got[1:]], lines)
+        return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
 
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
@@ -232,22 +270,39 @@ class MpiTransport:
                     mine = ev[0]
         return self._allreduce_min(mine)
 
-    def close(self) -> None:
-        interrupt.settle()  # every rank leaves the loop here: only matched collectives follow
-
     def _allreduce_min(self, value: int) -> int:
         t0 = time.perf_counter()
         got = self.comm.allreduce(value, op=_min_op())
         self.sync_s += time.perf_counter() - t0
         return got
 
+    def _batch(self) -> tuple[tuple, list | None]:
+        """The held records as int64 arrays ``(completions, op records)``, and the completions' lines."""
+        fin = self.held_fin
+        fmt = self.format_finished
+        lines = fmt(fin) if fmt is not None and fin else []
+        batch = (np.array(fin, dtype=np.int64).reshape(-1, 3), np.array(self.held_ops, dtype=np.int64).reshape(-1, 3))
+        self.held_fin = []
+        self.held_ops = []
+        return batch, lines
 
+    def _merge(self, batches: list, peer_lines: list, my_lines) -> tuple[list, list | None, list]:
+        """Every rank's held records (``batches``, in rank order) merged in order; on rank 0 with
+        a formatter the lines too (``peer_lines``: ranks 1.. in order, ``my_lines``: its own)."""
+        fin = np.concatenate([b[0] for b in batches])
+        order = np.lexsort((fin[:, 0], fin[:, 1]))
+        done = list(map(tuple, fin[order].tolist()))
+        out_lines = None
+        if self.comm.rank == 0 and self.format_finished is not None:
+            every = list(my_lines or [])
+            for ln in peer_lines:
+                every.extend(ln)
+            out_lines = [every[i] for i in order.tolist()]
+        ops = np.concatenate([b[1] for b in batches])
+        ops = list(map(tuple, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))].tolist()))
+        return done, out_lines, ops
 def _by_finish(rec):
     return rec[1], rec[0]
-
-
-def _by_finish_of_pair(pair):
-    return pair[0][1], pair[0][0]
 
 
 def _min_op():
