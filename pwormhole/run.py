@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
+import numpy as np
+
 from . import compiled
 from .accel.config import HPCC_CROWDED_NIC
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
@@ -248,10 +250,18 @@ class Run:
         since_ps = 0
         n_finished = n_ops_done = 0  # completions and op records so far (all ranks)
 
+        if self.comm is not None and self.comm.rank != 0:
+            on_flows = None  # the outputs are rank 0's; the others get every completion at the end
+
         def take_records(got) -> None:
-            """Completions, PFC and op records handed on (under MPI, completions and op records in batches)."""
+            """Completions, PFC and op records handed on (under MPI, completions and op records in batches;
+            on ranks other than 0, all at the end as int64 rows)."""
             done = got.finished
-            if done:
+            if isinstance(done, np.ndarray):
+                fids = done[:, 0].tolist()
+                finish.update(zip(fids, done[:, 1].tolist()))
+                start.update(zip(fids, done[:, 2].tolist()))
+            elif done:
                 for fid, t_fin, t_start in done:
                     finish[fid] = t_fin
                     start[fid] = t_start
@@ -262,8 +272,12 @@ class Run:
                         on_flows(done, got.lines)
             if got.pfc and on_pfc:
                 on_pfc(got.pfc)
-            for op, t0, t1 in got.ops:
-                op_times[op] = (t0, t1)
+            ops = got.ops
+            if isinstance(ops, np.ndarray):
+                op_times.update(zip(ops[:, 0].tolist(), zip(ops[:, 1].tolist(), ops[:, 2].tolist())))
+            else:
+                for op, t0, t1 in ops:
+                    op_times[op] = (t0, t1)
 
         def on_boundary(t_ps: int, got) -> bool:
             """The boundary hooks, in order: completions, PFC and op records; acceleration;

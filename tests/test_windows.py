@@ -46,6 +46,7 @@ class OneRankComm:
 
     def __init__(self):
         self.alltoalls = 0
+        self.allgathers = 0
         self.allreduces = 0
         self.barriers = 0
 
@@ -55,6 +56,10 @@ class OneRankComm:
     def alltoall(self, payload):
         self.alltoalls += 1
         return list(payload)
+
+    def allgather(self, value):
+        self.allgathers += 1
+        return [value]
 
     def allreduce(self, value, op=None):
         self.allreduces += 1
@@ -70,5 +75,6 @@ def test_mpi_transport_one_collective_per_window_same_answer_as_local():
     mpi = Run(scn(), comm=comm).run()
     assert mpi.complete and mpi.finish_ps == local.finish_ps and mpi.windows == local.windows
     assert comm.alltoalls == mpi.windows  # one exchange per window
+    assert comm.allgathers == 1  # the completions held on the rank, at the end
     assert comm.allreduces == 1  # the first minimum only: no boundary put events back
     assert comm.barriers == 1  # every rank built, before the clock starts

@@ -118,12 +118,12 @@ class MpiTransport:
     holds the same). :meth:`next_min` adds an ``allreduce`` only when the
     boundary put events back. ``sync_s``: seconds spent in collectives.
 
-    Completions and op records stay on the rank where they happened and travel as counts; every
-    ``FLUSH_WINDOWS`` windows, and at :meth:`close`, each rank sends its held records (int64
-    arrays) to every rank and their ``fct.txt`` lines (``format_finished``, made here) to rank 0,
-    and every rank hands them on merged in ``(finish_ps, flow id)`` order. ``tracked(flow id)``
-    (None: no flow) names the completions the boundary hook needs at once: these also travel
-    in their window.
+    Completions and op records stay on the rank where they happened; only their counts travel
+    every window, with the completions the boundary hook needs at once (``tracked(flow id)``,
+    None: none). Every ``FLUSH_WINDOWS`` windows each rank sends the records it held (int64
+    arrays) and their ``fct.txt`` lines (``format_finished``, made where the flows finished) to
+    rank 0, which hands them on in ``(finish_ps, flow id)`` order; at :meth:`close` rank 0 gets
+    the rest and every other rank every record of the run (as int64 arrays).
     """
 
     def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None, tracked=None):
@@ -135,8 +135,10 @@ class MpiTransport:
         self.tracked = tracked
         self.sync_s = 0.0
         self.windows = 0
-        self.held_fin: list = []  # this rank's completions not yet handed on
+        self.held_fin: list = []  # this rank's completions since the last hand-on
         self.held_ops: list = []
+        self.sent_fin: list = []  # int64 arrays of those handed on (every rank gets them at the end)
+        self.sent_ops: list = []
 
     def ready(self) -> float:
         """Wait until every rank has built its part (a barrier); returns the seconds waited."""
@@ -153,10 +155,9 @@ class MpiTransport:
     def exchange(self, t_end: int, report) -> Exchanged:
         """To every peer: the events bound for its nodes, this rank's minimum next event time (its
         heap and everything it sends), the window's counts of completions and op records, the
-        completions the hook tracks, its report and its signal (and every ``FLUSH_WINDOWS``
-        windows the held records); to rank 0 also its PFC records (and the held records' lines).
-        A rank's own part is used as it is (nothing of it is serialized); what every peer gets
-        alike is pickled once."""
+        completions the hook tracks, its report and its signal; to rank 0 also its PFC records
+        (and every ``FLUSH_WINDOWS`` windows the held records and lines). A rank's own part is
+        used as it is; what every peer gets alike is pickled once."""
         lp = self.lp
         comm = self.comm
         size = comm.size
@@ -186,77 +187,80 @@ class MpiTransport:
             lp.op_log.clear()
         pfc = lp.pfc_log[:]
         lp.pfc_log.clear()
-        sig = interrupt.pending()
         self.windows += 1
-        batch, lines = self._batch() if self.windows % FLUSH_WINDOWS == 0 else (None, None)
-        mine = (local_min, tracked, n_fin, n_ops, rep, sig, batch)
-        return self._swap(out, mine, pfc, lines, report is not None)
-
-    def _swap(self, out: list, mine: tuple, pfc: list, lines: list | None, with_report: bool) -> Exchanged:
-        """The window's collective and what every rank makes of it (see :meth:`exchange`)."""
-        comm = self.comm
-        size = comm.size
-        me = comm.rank
-        common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
-        payload = [None if p == me else (out[p], (pfc, lines) if p == 0 else None, common) for p in range(size)]
+        batch = self._batch() if self.windows % FLUSH_WINDOWS == 0 else None
+        mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending())
+        to0 = (pfc, batch)
         t0 = time.perf_counter()
         if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
             peer = 1 - me
-            got: list = [None, None]
-            got[peer] = pickle.loads(comm.allgather(pickle.dumps(payload[peer], pickle.HIGHEST_PROTOCOL))[peer])
+            blob = pickle.dumps((out[peer], to0 if peer == 0 else None, mine), pickle.HIGHEST_PROTOCOL)
+            parts: list = [None, None]
+            parts[peer] = pickle.loads(comm.allgather(blob)[peer])
+            self.sync_s += time.perf_counter() - t0
         else:
-            got = comm.alltoall(payload)
-        self.sync_s += time.perf_counter() - t0
-        heap = self.lp.heap
+            common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
+            got = comm.alltoall([None if p == me else (out[p], to0 if p == 0 else None, common)
+                                 for p in range(size)])
+            self.sync_s += time.perf_counter() - t0
+            parts = [None if p == me else (g[0], g[1], pickle.loads(g[2])) for p, g in enumerate(got)]
+        heap = lp.heap
         nodes = self.nodes
         t_min = INF_PS
-        sig = mine[5]
-        recs: list = pfc[:] if me == 0 else []
-        tracked: list = []
+        sig = 0
+        recs: list = pfc if me == 0 else []
+        tracked_all: list = []
         n_fin = n_ops = 0
         reps = []
-        batches = []
-        peer_lines = []  # rank 0: the lines of the other ranks' held completions, in rank order
+        batches = []  # rank 0: every rank's held records, in rank order
         for p in range(size):
             if p == me:
-                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_batch = mine
+                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig = mine
+                if batch is not None and me == 0:
+                    batches.append(batch)
             else:
-                evs, to_rank0, peer_common = got[p]
-                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_batch = pickle.loads(peer_common)
+                evs, peer_to0, (peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig) = parts[p]
                 if evs is not None:
                     unpack_events(evs[0], evs[1], evs[2], nodes, heap)
-                if to_rank0 is not None:
-                    recs.extend(to_rank0[0])
-                    if to_rank0[1] is not None:
-                        peer_lines.append(to_rank0[1])
+                if peer_to0 is not None:
+                    recs.extend(peer_to0[0])
+                    if peer_to0[1] is not None:
+                        batches.append(peer_to0[1])
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig
             if peer_min < t_min:
                 t_min = peer_min
             if peer_tracked:
-                tracked.extend(peer_tracked)
+                tracked_all.extend(peer_tracked)
             n_fin += peer_fin
             n_ops += peer_ops
-            if peer_batch is not None:
-                batches.append(peer_batch)
-        if len(tracked) > 1:
-            tracked.sort(key=_by_finish)
-        recs.sort()
-        done, out_lines, ops = self._merge(batches, peer_lines, lines) if batches else ([], None, [])
-        merged = self.merge_reports(reps) if with_report else None
-        return Exchanged(t_min, done, recs, ops, merged, sig, out_lines, tracked, (n_fin, n_ops))
+        if len(tracked_all) > 1:
+            tracked_all.sort(key=_by_finish)
+        if len(recs) > 1:
+            recs.sort()
+        done, lines, ops = self._merge(batches) if batches else ([], None, [])
+        merged = self.merge_reports(reps) if report is not None else None
+        return Exchanged(t_min, done, recs, ops, merged, sig, lines, tracked_all, (n_fin, n_ops))
 
     def close(self) -> Exchanged | None:
-        """Every rank leaves the loop here: the records still held, handed on (one ``allgather``)."""
+        """Every rank leaves the loop here: rank 0 gets the records still held, the other ranks
+        every record of the run (int64 arrays), in one ``allgather``."""
         interrupt.settle()  # only matched collectives follow
-        batch, lines = self._batch()
+        comm = self.comm
+        new_fin, new_ops, lines = self._batch()
+        every = (np.concatenate(self.sent_fin), np.concatenate(self.sent_ops), len(new_fin), len(new_ops))
         t0 = time.perf_counter()
-        got = self.comm.allgather((batch, lines if self.comm.rank != 0 else None))
+        got = comm.allgather((every, lines if comm.rank != 0 else None))
         self.sync_s += time.perf_counter() - t0
-        done, out_lines, ops = self._merge([b for b, _ in got], [ln for _, ln in got[1:]], lines)
+        if comm.rank != 0:
+            return Exchanged(INF_PS, np.concatenate([e[0] for e, _ in got]), [],
+                             np.concatenate([e[1] for e, _ in got]), None, 0, None, [], (0, 0))
+        batches = [(new_fin, new_ops, lines)]
+        for (fin, ops, n_fin, n_ops), peer_lines in got[1:]:
+            batches.append((fin[len(fin) - n_fin:], ops[len(ops) - n_ops:], peer_lines))
+        done, out_lines, ops = self._merge(batches)
         return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
-
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
         (a link failure; woken groups, which also kick ports)."""
@@ -276,31 +280,35 @@ class MpiTransport:
         self.sync_s += time.perf_counter() - t0
         return got
 
-    def _batch(self) -> tuple[tuple, list | None]:
-        """The held records as int64 arrays ``(completions, op records)``, and the completions' lines."""
+    def _batch(self) -> tuple:
+        """The held records as int64 arrays ``(completions, op records)`` (kept: every rank gets
+        them at the end) and the completions' lines."""
         fin = self.held_fin
         fmt = self.format_finished
         lines = fmt(fin) if fmt is not None and fin else []
-        batch = (np.array(fin, dtype=np.int64).reshape(-1, 3), np.array(self.held_ops, dtype=np.int64).reshape(-1, 3))
+        fin_rows = np.array(fin, dtype=np.int64).reshape(-1, 3)
+        op_rows = np.array(self.held_ops, dtype=np.int64).reshape(-1, 3)
+        self.sent_fin.append(fin_rows)
+        self.sent_ops.append(op_rows)
         self.held_fin = []
         self.held_ops = []
-        return batch, lines
+        return fin_rows, op_rows, lines
 
-    def _merge(self, batches: list, peer_lines: list, my_lines) -> tuple[list, list | None, list]:
-        """Every rank's held records (``batches``, in rank order) merged in order; on rank 0 with
-        a formatter the lines too (``peer_lines``: ranks 1.. in order, ``my_lines``: its own)."""
+    def _merge(self, batches: list) -> tuple[list, list | None, list]:
+        """Rank 0: every rank's batch ``(completions, op records, lines)``, in rank order, merged:
+        completions by ``(finish_ps, flow id)`` with their lines, op records sorted."""
         fin = np.concatenate([b[0] for b in batches])
         order = np.lexsort((fin[:, 0], fin[:, 1]))
         done = list(map(tuple, fin[order].tolist()))
-        out_lines = None
-        if self.comm.rank == 0 and self.format_finished is not None:
-            every = list(my_lines or [])
-            for ln in peer_lines:
-                every.extend(ln)
-            out_lines = [every[i] for i in order.tolist()]
-        ops = np.concatenate([b[1] for b in batches])
-        ops = list(map(tuple, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))].tolist()))
-        return done, out_lines, ops
+        every: list = []
+        for b in batches:
+            every.extend(b[2])
+        lines = [every[i] for i in order.tolist()] if self.format_finished is not None else None
+        op_rows = np.concatenate([b[1] for b in batches])
+        ops = list(map(tuple, op_rows[np.lexsort((op_rows[:, 2], op_rows[:, 1], op_rows[:, 0]))].tolist()))
+        return done, lines, ops
+
+
 def _by_finish(rec):
     return rec[1], rec[0]
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from ..lp.engine import INF_PS, next_due_ps
 from . import interrupt
 
@@ -33,9 +35,11 @@ from . import interrupt
 class Exchanged(NamedTuple):
     """What every LP knows after a window's exchange."""
     next_ps: int  # global minimum next event time, before the boundary hook
-    finished: list  # (flow id, finish_ps, start_ps) handed to the outputs now, sorted by (finish_ps, flow id)
+    # (flow id, finish_ps, start_ps) handed to the outputs now, sorted by (finish_ps, flow id); under MPI on
+    # ranks other than 0 nothing until the end, then every completion as int64 rows, unsorted (likewise ops)
+    finished: list | np.ndarray
     pfc: list  # PFC records, sorted (under MPI: rank 0's list; empty on the others)
-    ops: list  # (op id, start_ps, end_ps) of DAG ops handed on now, sorted
+    ops: list | np.ndarray  # (op id, start_ps, end_ps) of DAG ops handed on now, sorted
     report: object  # acceleration report of every LP (None without acceleration)
     signal: int  # the highest signal recorded on any rank (0: none)
     lines: list | None = None  # output lines of ``finished``, in its order, made where each flow finished (MPI)
