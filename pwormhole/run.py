@@ -143,9 +143,9 @@ class Run:
     ``grid``: the topology's window grid (default: computed here; a partition
     plan carries it).
     Completed flows are handed to ``on_flows(records)`` at window boundaries as
-    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)`` (under MPI with
-    ``format_finished`` set, as ``on_flows(records, lines)`` with their output lines), PFC
-    records to ``on_pfc(records)``.
+    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)`` (under MPI, on rank 0
+    only, every few windows as int64 rows, and with ``format_finished`` set as ``on_flows(records,
+    lines)`` with their output lines), PFC records to ``on_pfc(records)``.
 
     Attributes after :meth:`run`: ``finish_ps`` (flow id -> finish time),
     ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
@@ -257,7 +257,7 @@ class Run:
             """Completions, PFC and op records handed on (under MPI, completions and op records in batches;
             on ranks other than 0, all at the end as int64 rows)."""
             done = got.finished
-            if isinstance(done, np.ndarray):
+            if isinstance(done, np.ndarray):  # (under MPI) int64 rows
                 fids = done[:, 0].tolist()
                 finish.update(zip(fids, done[:, 1].tolist()))
                 start.update(zip(fids, done[:, 2].tolist()))
@@ -265,11 +265,11 @@ class Run:
                 for fid, t_fin, t_start in done:
                     finish[fid] = t_fin
                     start[fid] = t_start
-                if on_flows:
-                    if got.lines is None:
-                        on_flows(done)
-                    else:
-                        on_flows(done, got.lines)
+            if len(done) and on_flows:
+                if got.lines is None:
+                    on_flows(done)
+                else:
+                    on_flows(done, got.lines)
             if got.pfc and on_pfc:
                 on_pfc(got.pfc)
             ops = got.ops
@@ -295,7 +295,8 @@ class Run:
                     lp.flow_start_log.clear()
             while failures and failures[0][0] <= t_ps:
                 self._link_down(t_ps, *failures.pop(0)[1:])
-            bar.update(t_ps, self.events)
+            if bar.enabled is not False:
+                bar.update(t_ps, self.events)
             if n_finished == n_flows and n_ops_done == n_ops:
                 return True
             if watch and t_ps >= next_check_ps:

@@ -11,11 +11,11 @@ import pytest
 from helpers import MPIEXEC, needs_mpi
 
 from pwormhole.accel import fluid
-from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import make_plan_from_record
 from pwormhole.partition.record import WindowRecord, exchange_s, predict, refine
-from pwormhole.run import simulate
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import topology_from_arg, training_scenario
 from pwormhole.workload.models import build_model
 
@@ -165,3 +165,22 @@ def test_rate_memo_gives_the_rates_of_a_fresh_solve(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fluid.FluidDomain, "_rates", fresh_rates)
     assert run("fresh") == memo
+
+
+def test_the_completions_that_travel_are_those_wormhole_saw_start(monkeypatch):
+    """Under MPI a completion travels in its window only when the boundary hook tracks the flow (its start was
+    reported: every flow but the NVLink flows completed by rates); the others stay on their rank until a batch."""
+    started: set = set()
+    flow_started = Wormhole._flow_started
+
+    def seen(self, fid, t):
+        started.add(fid)
+        return flow_started(self, fid, t)
+
+    monkeypatch.setattr(Wormhole, "_flow_started", seen)
+    spec = build_model("gpt-350m", 16, tp=8, layers=1)
+    sim = Run(training_scenario(spec, topology_from_arg("rail-optimized:gpus=16")), accel=AccelConfig()).run()
+    tracked = sim._tracked()
+    assert sim.complete and tracked is not None
+    assert {f for f in sim.finish_ps if tracked(f)} == started
+    assert 0 < len(started) < len(sim.finish_ps)

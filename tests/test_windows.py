@@ -7,6 +7,7 @@ from pwormhole.errors import InputError
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
+from pwormhole.sync import mpi as mpi_transport
 from pwormhole.topology.model import Link, Topology
 
 
@@ -66,14 +67,21 @@ class OneRankComm:
         return value
 
 
-def test_mpi_transport_one_collective_per_window_same_answer_as_local():
+@pytest.mark.parametrize("flush_windows", [1, 3, 10**6])
+def test_mpi_transport_one_collective_per_window_same_answer_as_local(monkeypatch, flush_windows):
+    """Completions reach the outputs in batches (every ``flush_windows`` windows, the rest at the end):
+    the same completions, in the same order, as in-process."""
     pytest.importorskip("mpi4py")
+    monkeypatch.setattr(mpi_transport, "FLUSH_WINDOWS", flush_windows)
     scn = lambda: Scenario("incast", star_topo(5), flows_of([(s, 0, 200_000, 0) for s in range(1, 5)]),  # noqa: E731
                            config("dcqcn"))
-    local = Run(scn()).run()
+    local_done: list = []
+    local = Run(scn()).run(on_flows=local_done.extend)
     comm = OneRankComm()
-    mpi = Run(scn(), comm=comm).run()
+    mpi_done: list = []
+    mpi = Run(scn(), comm=comm).run(on_flows=lambda done: mpi_done.extend(map(tuple, done)))
     assert mpi.complete and mpi.finish_ps == local.finish_ps and mpi.windows == local.windows
+    assert mpi_done == local_done and len(local_done) == 4 and mpi.windows > 3
     assert comm.alltoalls == mpi.windows  # one exchange per window
     assert comm.allgathers == 1  # the completions held on the rank, at the end
     assert comm.allreduces == 1  # the first minimum only: no boundary put events back

@@ -30,6 +30,7 @@ from .codec import pack_events, unpack_events
 from .windows import Exchanged
 
 FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records
+_NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -239,7 +240,7 @@ class MpiTransport:
             tracked_all.sort(key=_by_finish)
         if len(recs) > 1:
             recs.sort()
-        done, lines, ops = self._merge(batches) if batches else ([], None, [])
+        done, lines, ops = self._merge(batches) if batches else (_NO_ROWS, None, _NO_ROWS)
         merged = self.merge_reports(reps) if report is not None else None
         return Exchanged(t_min, done, recs, ops, merged, sig, lines, tracked_all, (n_fin, n_ops))
 
@@ -261,6 +262,7 @@ class MpiTransport:
             batches.append((fin[len(fin) - n_fin:], ops[len(ops) - n_ops:], peer_lines))
         done, out_lines, ops = self._merge(batches)
         return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
+
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
         (a link failure; woken groups, which also kick ports)."""
@@ -294,19 +296,17 @@ class MpiTransport:
         self.held_ops = []
         return fin_rows, op_rows, lines
 
-    def _merge(self, batches: list) -> tuple[list, list | None, list]:
+    def _merge(self, batches: list) -> tuple[np.ndarray, list | None, np.ndarray]:
         """Rank 0: every rank's batch ``(completions, op records, lines)``, in rank order, merged:
-        completions by ``(finish_ps, flow id)`` with their lines, op records sorted."""
+        completions by ``(finish_ps, flow id)`` with their lines, op records sorted (int64 rows)."""
         fin = np.concatenate([b[0] for b in batches])
         order = np.lexsort((fin[:, 0], fin[:, 1]))
-        done = list(map(tuple, fin[order].tolist()))
         every: list = []
         for b in batches:
             every.extend(b[2])
         lines = [every[i] for i in order.tolist()] if self.format_finished is not None else None
-        op_rows = np.concatenate([b[1] for b in batches])
-        ops = list(map(tuple, op_rows[np.lexsort((op_rows[:, 2], op_rows[:, 1], op_rows[:, 0]))].tolist()))
-        return done, lines, ops
+        ops = np.concatenate([b[1] for b in batches])
+        return fin[order], lines, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))]
 
 
 def _by_finish(rec):

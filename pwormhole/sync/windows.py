@@ -35,8 +35,8 @@ from . import interrupt
 class Exchanged(NamedTuple):
     """What every LP knows after a window's exchange."""
     next_ps: int  # global minimum next event time, before the boundary hook
-    # (flow id, finish_ps, start_ps) handed to the outputs now, sorted by (finish_ps, flow id); under MPI on
-    # ranks other than 0 nothing until the end, then every completion as int64 rows, unsorted (likewise ops)
+    # (flow id, finish_ps, start_ps) handed to the outputs now, sorted by (finish_ps, flow id); under MPI as
+    # int64 rows, in batches on rank 0, and on the other ranks every completion at the end, unsorted (likewise ops)
     finished: list | np.ndarray
     pfc: list  # PFC records, sorted (under MPI: rank 0's list; empty on the others)
     ops: list | np.ndarray  # (op id, start_ps, end_ps) of DAG ops handed on now, sorted
