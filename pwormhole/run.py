@@ -222,12 +222,16 @@ class Run:
         flow whose start it was told of: all but the NVLink flows completed by rates); None: no flow."""
         if self.accel is None:
             return None
-        fluid = self.accel.fluid_fids
-        if not fluid:
-            return lambda fid: True
-        nodes = self.net.nodes
-        flows = self.net.flows
-        return lambda fid: fid not in fluid or fid in nodes[flows[fid].src].flow_models[fid].packet_fids
+        handed_of = {}  # NVLink flow by rates sent from here -> its domain's flows handed over to packets
+        for lp in self.lps:
+            for nd in lp.nodes:
+                for fid, model in (getattr(nd, "flow_models", None) or {}).items():
+                    handed_of[fid] = model.packet_fids
+
+        def tracked(fid: int) -> bool:
+            handed = handed_of.get(fid)
+            return handed is None or fid in handed
+        return tracked
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
             expected_ps: int | None = None) -> Run:
