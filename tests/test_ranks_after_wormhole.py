@@ -74,6 +74,7 @@ def test_record_has_every_event_and_keeps_servers_whole(tmp_path):
     assert (rec.unit_s >= 0).all() and rec.unit_s.sum() > 0
     assert (rec.writer_s >= 0).all() and rec.writer_s.sum() > 0  # 1,088 fct lines written
     assert rec.local_s is not None and (rec.local_s >= 0).all() and rec.local_s.sum() > 0  # groups froze and woke
+    assert rec.sent is not None and rec.sent[:, 3].sum() > 0 and (rec.sent[:, 1] != rec.sent[:, 2]).all()
     plan = make_plan_from_record(rec, 2)
     for u in range(rec.n_units):
         assert len({plan.owner[n] for n in range(rec.unit.size) if rec.unit[n] == u}) == 1
@@ -104,6 +105,15 @@ def test_the_heaps_seconds_are_shared_by_the_ranks(tmp_path):
     assert predict(rec, [0, 0, 0, 0], 1).compute_s == pytest.approx(2 * 0.8)
     rec.save(str(tmp_path / "w.npz"))
     assert (WindowRecord.load(str(tmp_path / "w.npz")).local_s == 0.4).all()
+
+
+def test_events_crossing_ranks_are_packed_and_unpacked(tmp_path):
+    # window 0: unit 0 sends unit 1 1,000 events; window 1: unit 1 sends unit 0 10
+    rec = _record([[0.1, 0.1]] * 2)._replace(sent=np.array([[0, 0, 1, 1000], [1, 1, 0, 10]]))
+    assert predict(rec, [0, 1], 2).compute_s == pytest.approx(0.1 + 1000 * 0.3e-6 + 0.1 + 10 * 0.3e-6)
+    assert predict(rec, [0, 0], 1).compute_s == pytest.approx(0.4)  # the same LP: nothing crosses
+    rec.save(str(tmp_path / "w.npz"))
+    assert WindowRecord.load(str(tmp_path / "w.npz")).sent.tolist() == [[0, 0, 1, 1000], [1, 1, 0, 10]]
 
 
 def test_refine_spreads_units_busy_in_the_same_windows():
