@@ -39,7 +39,7 @@ from ..errors import InputError
 from ..outfiles import atomic
 
 RECORD_NAME = "windows.npz"
-EXCHANGE_US = 90.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
+EXCHANGE_US = 65.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
 SEND_US = 0.2  # an event sent to another rank: packed and pickled (sync/codec.py; measured, eleventh session)
 RECV_US = 0.3  # an event received from another rank: unpickled, unpacked and pushed on the heap (the same)
 REFINE_PASSES = 50  # passes of moves and swaps at most
