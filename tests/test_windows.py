@@ -67,21 +67,24 @@ class OneRankComm:
         return value
 
 
-@pytest.mark.parametrize("flush_windows", [1, 3, 10**6])
-def test_mpi_transport_one_collective_per_window_same_answer_as_local(monkeypatch, flush_windows):
-    """Completions reach the outputs in batches (every ``flush_windows`` windows, the rest at the end):
-    the same completions, in the same order, as in-process."""
+@pytest.mark.parametrize("flush_windows,flush_s,hand_ons", [(1, 1e9, 4), (10**6, 1e9, 1), (10**6, 0.0, 4)])
+def test_mpi_transport_one_collective_per_window_same_answer_as_local(monkeypatch, flush_windows, flush_s, hand_ons):
+    """Completions reach the outputs in batches (every ``flush_windows`` windows or ``flush_s`` seconds, the
+    rest at the end): the same completions, in the same order, as in-process."""
     pytest.importorskip("mpi4py")
     monkeypatch.setattr(mpi_transport, "FLUSH_WINDOWS", flush_windows)
-    scn = lambda: Scenario("incast", star_topo(5), flows_of([(s, 0, 200_000, 0) for s in range(1, 5)]),  # noqa: E731
-                           config("dcqcn"))
+    monkeypatch.setattr(mpi_transport, "FLUSH_S", flush_s)
+    # 4 flows to host 0, 20 us apart: each finishes in a window of its own (24 windows in all)
+    scn = lambda: Scenario("staggered", star_topo(5),  # noqa: E731
+                           flows_of([(s, 0, 20_000, (s - 1) * 20 * US) for s in range(1, 5)]), config("dcqcn"))
     local_done: list = []
     local = Run(scn()).run(on_flows=local_done.extend)
     comm = OneRankComm()
-    mpi_done: list = []
-    mpi = Run(scn(), comm=comm).run(on_flows=lambda done: mpi_done.extend(map(tuple, done)))
+    batches: list = []
+    mpi = Run(scn(), comm=comm).run(on_flows=lambda done: batches.append([tuple(r) for r in done]))
     assert mpi.complete and mpi.finish_ps == local.finish_ps and mpi.windows == local.windows
-    assert mpi_done == local_done and len(local_done) == 4 and mpi.windows > 3
+    assert [r for b in batches for r in b] == local_done and len(local_done) == 4
+    assert len(batches) == hand_ons, [len(b) for b in batches]
     assert comm.alltoalls == mpi.windows  # one exchange per window
     assert comm.allgathers == 1  # the completions held on the rank, at the end
     assert comm.allreduces == 1  # the first minimum only: no boundary put events back

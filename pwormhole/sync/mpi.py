@@ -5,10 +5,11 @@ exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank s
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
-collective), the flow completions and DAG op records of the window, its
-acceleration report and, to rank 0, its PFC records, and the signal it
-received (:mod:`pwormhole.sync.interrupt`).
-Every rank then knows the same completions and the same next window,
+collective), the counts of the window's flow completions and DAG op records and the
+completions the acceleration tracks, its acceleration report and, to rank 0, its PFC
+records (and, every ``FLUSH_WINDOWS`` windows or ``FLUSH_S`` seconds, its held completions and
+op records with their ``fct.txt`` lines), and the signal it received (:mod:`pwormhole.sync.interrupt`).
+Every rank then knows the same tracked completions and the same next window,
 so all take the same decisions; empty windows are skipped by jumping to the
 window of the global minimum. Termination: every flow finished, or no event
 before the stop time on any rank (nothing can be in flight: in-flight
@@ -29,7 +30,8 @@ from . import interrupt
 from .codec import pack_events, unpack_events
 from .windows import Exchanged
 
-FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records
+FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records, at most
+FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
 _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
@@ -121,9 +123,10 @@ class MpiTransport:
 
     Completions and op records stay on the rank where they happened; only their counts travel
     every window, with the completions the boundary hook needs at once (``tracked(flow id)``,
-    None: none). Every ``FLUSH_WINDOWS`` windows each rank sends the records it held (int64
-    arrays) and their ``fct.txt`` lines (``format_finished``, made where the flows finished) to
-    rank 0, which hands them on in ``(finish_ps, flow id)`` order; at :meth:`close` rank 0 gets
+    None: none). Every ``FLUSH_WINDOWS`` windows, or sooner when ``FLUSH_S`` seconds passed on
+    rank 0 (which says so in the exchange: all ranks hand on at the next window), each rank sends
+    the records it held (int64 arrays) and their ``fct.txt`` lines (``format_finished``, made where
+    the flows finished) to rank 0, which hands them on in ``(finish_ps, flow id)`` order; at :meth:`close` rank 0 gets
     the rest and every other rank every record of the run (as int64 arrays).
     """
 
@@ -135,6 +138,8 @@ class MpiTransport:
         self.format_finished = format_finished  # completions -> their output lines (sent to rank 0)
         self.tracked = tracked
         self.sync_s = 0.0
+        self.flush_now = False  # rank 0 said so at the last exchange
+        self.flushed = (0, time.perf_counter())  # rank 0: window count and clock at the last hand-on
         self.windows = 0
         self.held_fin: list = []  # this rank's completions since the last hand-on
         self.held_ops: list = []
@@ -189,8 +194,14 @@ class MpiTransport:
         pfc = lp.pfc_log[:]
         lp.pfc_log.clear()
         self.windows += 1
-        batch = self._batch() if self.windows % FLUSH_WINDOWS == 0 else None
-        mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending())
+        batch = self._batch() if self.flush_now else None
+        flush_next = False
+        if me == 0:
+            if batch is not None:
+                self.flushed = (self.windows, time.perf_counter())
+            flush_next = (self.windows - self.flushed[0] >= FLUSH_WINDOWS - 1
+                          or time.perf_counter() - self.flushed[1] >= FLUSH_S)
+        mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
         to0 = (pfc, batch)
         t0 = time.perf_counter()
         if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
@@ -216,17 +227,19 @@ class MpiTransport:
         batches = []  # rank 0: every rank's held records, in rank order
         for p in range(size):
             if p == me:
-                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig = mine
+                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush = mine
                 if batch is not None and me == 0:
                     batches.append(batch)
             else:
-                evs, peer_to0, (peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig) = parts[p]
+                evs, peer_to0, (peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush) = parts[p]
                 if evs is not None:
                     unpack_events(evs[0], evs[1], evs[2], nodes, heap)
                 if peer_to0 is not None:
                     recs.extend(peer_to0[0])
                     if peer_to0[1] is not None:
                         batches.append(peer_to0[1])
+            if p == 0:
+                self.flush_now = peer_flush
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig
