@@ -262,9 +262,10 @@ class Run:
             on ranks other than 0, all at the end as int64 rows)."""
             done = got.finished
             if isinstance(done, np.ndarray):  # (under MPI) int64 rows
-                fids = done[:, 0].tolist()
-                finish.update(zip(fids, done[:, 1].tolist()))
-                start.update(zip(fids, done[:, 2].tolist()))
+                if len(done):
+                    fids = done[:, 0].tolist()
+                    finish.update(zip(fids, done[:, 1].tolist()))
+                    start.update(zip(fids, done[:, 2].tolist()))
             elif done:
                 for fid, t_fin, t_start in done:
                     finish[fid] = t_fin
@@ -278,7 +279,8 @@ class Run:
                 on_pfc(got.pfc)
             ops = got.ops
             if isinstance(ops, np.ndarray):
-                op_times.update(zip(ops[:, 0].tolist(), zip(ops[:, 1].tolist(), ops[:, 2].tolist())))
+                if len(ops):
+                    op_times.update(zip(ops[:, 0].tolist(), zip(ops[:, 1].tolist(), ops[:, 2].tolist())))
             else:
                 for op, t0, t1 in ops:
                     op_times[op] = (t0, t1)
