@@ -2,12 +2,13 @@
 """Ranks against one rank, measured in interleaved rounds and predicted (a benchmark, not a test).
 
 For the scenario given after ``--`` (arguments of ``pwormhole run``): records its work per
-window three times (``run --record-windows``; the record of median total is kept), makes the plan
-of each rank count from it (``partition --from-run``), predicts the wall times (``scale
---predict``), then runs ``--rounds`` rounds, each one run at 1 rank and one at every rank count
-(``mpiexec -n R ... --plan``), in turn. Prints the walls, the medians, the median of the
-per-round speedups (steadier than the ratio of medians where the machine's speed drifts), the
-predictions, and whether every ``fct.txt`` equals the 1-rank one. Exit 1 if any differs.
+window (``run --record-windows``) and makes the plan of each rank count from it (``partition
+--from-run``), then runs ``--rounds`` rounds, each a record and its prediction (``scale
+--predict``), one run at 1 rank and one at every rank count (``mpiexec -n R ... --plan``), in
+turn: each prediction is set against the runs of its own round (the machine's speed drifts
+between minutes). Prints the walls, the medians, the median of the per-round speedups (steadier
+than the ratio of medians), the predictions and the median of their per-round errors, and
+whether every ``fct.txt`` equals the 1-rank one. Exit 1 if any differs.
 
 Measure alone on the machine: the ranks wait for each other at every window, so a core
 taken by another job shows up as waiting.
@@ -27,8 +28,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 BIN = Path(sys.executable).parent
 PWORMHOLE = [sys.executable, "-m", "pwormhole"]
 
@@ -41,10 +40,12 @@ def run(args: list[str], out: Path, ranks: int = 1, plan: Path | None = None) ->
     return json.loads((out / "summary.json").read_text())
 
 
-def recorded_total(folder: Path) -> float:
-    with np.load(folder / "windows.npz") as z:
-        local = float(z["local_s"].sum()) if "local_s" in z.files else 0.0
-        return float(z["unit_s"].sum() + z["boundary_s"].sum() + z["writer_s"].sum()) + local
+def predicted(rec: Path, ranks: list[int], dest: Path) -> dict[int, float]:
+    """``scale --predict`` from the record in ``rec``: rank count -> wall seconds."""
+    subprocess.run(PWORMHOLE + ["scale", "--predict", ",".join(map(str, ranks)), "--from-run", str(rec), "--out",
+                                str(dest)], check=True, stdout=subprocess.DEVNULL)
+    with open(dest / "prediction.csv") as fh:
+        return {int(row["ranks"]): float(row["wall_s"]) for row in csv.DictReader(fh)}
 
 
 def main() -> int:
@@ -57,40 +58,41 @@ def main() -> int:
     ranks = [int(x) for x in a.ranks.split(",")]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    recs = [out / f"record{i}" for i in range(3)]
-    for rec in recs:
-        run(a.run_args + ["--record-windows"], rec)
-    rec = sorted(recs, key=recorded_total)[1]
+    run(a.run_args + ["--record-windows"], out / "record")
     plans = {}
     for r in ranks:
         plans[r] = out / f"plan{r}.json"
-        subprocess.run(PWORMHOLE + ["partition", "--parts", str(r), "--from-run", str(rec), "--save", str(plans[r])],
-                       check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(PWORMHOLE + ["scale", "--predict", ",".join(map(str, ranks)), "--from-run", str(rec), "--out",
-                                str(out / "predict")], check=True, stdout=subprocess.DEVNULL)
-    with open(out / "predict" / "prediction.csv") as fh:
-        predicted = {int(row["ranks"]): float(row["wall_s"]) for row in csv.DictReader(fh)}
+        subprocess.run(PWORMHOLE + ["partition", "--parts", str(r), "--from-run", str(out / "record"), "--save",
+                                    str(plans[r])], check=True, stdout=subprocess.DEVNULL)
     walls: dict[int, list[float]] = {r: [] for r in [1, *ranks]}
+    preds: dict[int, list[float]] = {r: [] for r in [1, *ranks]}
     identical = True
     for k in range(a.rounds):
+        rec = out / f"round{k}-record"
+        run(a.run_args + ["--record-windows"], rec)
+        for r, w in predicted(rec, ranks, out / f"round{k}-predict").items():
+            preds[r].append(w)
         one = out / f"round{k}-1"
         walls[1].append(run(a.run_args, one)["wall_s"])
         ref = (one / "fct.txt").read_bytes()
-        line = f"round {k + 1}: 1 rank {walls[1][-1]:.3f} s"
+        line = f"round {k + 1}: 1 rank {walls[1][-1]:.3f} s (predicted {preds[1][-1]:.3f})"
         for r in ranks:
             dest = out / f"round{k}-{r}"
             walls[r].append(run(a.run_args, dest, r, plans[r])["wall_s"])
             same = (dest / "fct.txt").read_bytes() == ref
             identical &= same
             flag = "" if same else ", DIFFERS"
-            line += f"  {r} ranks {walls[r][-1]:.3f} s ({walls[1][-1] / walls[r][-1]:.2f}x{flag})"
+            line += (f"  {r} ranks {walls[r][-1]:.3f} s ({walls[1][-1] / walls[r][-1]:.2f}x{flag}; predicted "
+                     f"{preds[r][-1]:.3f})")
         print(line, flush=True)
-    base = statistics.median(walls[1])
-    print(f"1 rank: median {base:.3f} s, predicted {predicted[1]:.3f} s")
-    for r in ranks:
+    for r in [1, *ranks]:
+        errors = [p / w - 1 for p, w in zip(preds[r], walls[r])]
         ratios = [w1 / wr for w1, wr in zip(walls[1], walls[r])]
-        print(f"{r} ranks: median {statistics.median(walls[r]):.3f} s, speedup {statistics.median(ratios):.2f}x "
-              f"(median of rounds), predicted {predicted[r]:.3f} s ({predicted[1] / predicted[r]:.2f}x)")
+        pred_ratios = [p1 / pr for p1, pr in zip(preds[1], preds[r])]
+        print(f"{r} rank{'s' if r > 1 else ''}: median {statistics.median(walls[r]):.3f} s, speedup "
+              f"{statistics.median(ratios):.2f}x (median of rounds); predicted median "
+              f"{statistics.median(preds[r]):.3f} s ({statistics.median(pred_ratios):.2f}x), error against its round "
+              f"{statistics.median(errors) * 100:+.0f}% (rounds {', '.join(f'{e * 100:+.0f}%' for e in errors)})")
     print("fct.txt identical at every rank count" if identical else "fct.txt DIFFERS")
     return 0 if identical else 1
 

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
+import numpy as np
+
 from . import compiled
 from .accel.config import HPCC_CROWDED_NIC
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
@@ -141,9 +143,9 @@ class Run:
     ``grid``: the topology's window grid (default: computed here; a partition
     plan carries it).
     Completed flows are handed to ``on_flows(records)`` at window boundaries as
-    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)`` (under MPI with
-    ``format_finished`` set, as ``on_flows(records, lines)`` with their output lines), PFC
-    records to ``on_pfc(records)``.
+    ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)`` (under MPI, on rank 0
+    only, every few windows as int64 rows, and with ``format_finished`` set as ``on_flows(records,
+    lines)`` with their output lines), PFC records to ``on_pfc(records)``.
 
     Attributes after :meth:`run`: ``finish_ps`` (flow id -> finish time),
     ``start_ps`` (flow id -> start time), ``op_times`` (DAG compute/mark op
@@ -212,7 +214,24 @@ class Run:
     def _transport(self):
         if self.comm is None:
             return LocalTransport(self.lps, self.recorder)
-        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished)
+        return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished,
+                            self._tracked())
+
+    def _tracked(self):
+        """Flow id -> whether the boundary hook must see its completion at once (under Wormhole, every
+        flow whose start it was told of: all but the NVLink flows completed by rates); None: no flow."""
+        if self.accel is None:
+            return None
+        handed_of = {}  # NVLink flow by rates sent from here -> its domain's flows handed over to packets
+        for lp in self.lps:
+            for nd in lp.nodes:
+                for fid, model in (getattr(nd, "flow_models", None) or {}).items():
+                    handed_of[fid] = model.packet_fids
+
+        def tracked(fid: int) -> bool:
+            handed = handed_of.get(fid)
+            return handed is None or fid in handed
+        return tracked
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
             expected_ps: int | None = None) -> Run:
@@ -233,35 +252,58 @@ class Run:
         next_check_ps = self.stall_check_ps
         last_mark: tuple[int, int, int] | None = None
         since_ps = 0
+        n_finished = n_ops_done = 0  # completions and op records so far (all ranks)
+
+        if self.comm is not None and self.comm.rank != 0:
+            on_flows = None  # the outputs are rank 0's; the others get every completion at the end
+
+        def take_records(got) -> None:
+            """Completions, PFC and op records handed on (under MPI, completions and op records in batches;
+            on ranks other than 0, all at the end as int64 rows)."""
+            done = got.finished
+            if isinstance(done, np.ndarray):  # (under MPI) int64 rows
+                if len(done):
+                    fids = done[:, 0].tolist()
+                    finish.update(zip(fids, done[:, 1].tolist()))
+                    start.update(zip(fids, done[:, 2].tolist()))
+            elif done:
+                for fid, t_fin, t_start in done:
+                    finish[fid] = t_fin
+                    start[fid] = t_start
+            if len(done) and on_flows:
+                if got.lines is None:
+                    on_flows(done)
+                else:
+                    on_flows(done, got.lines)
+            if got.pfc and on_pfc:
+                on_pfc(got.pfc)
+            ops = got.ops
+            if isinstance(ops, np.ndarray):
+                if len(ops):
+                    op_times.update(zip(ops[:, 0].tolist(), zip(ops[:, 1].tolist(), ops[:, 2].tolist())))
+            else:
+                for op, t0, t1 in ops:
+                    op_times[op] = (t0, t1)
 
         def on_boundary(t_ps: int, got) -> bool:
             """The boundary hooks, in order: completions, PFC and op records; acceleration;
             link failures; progress; then the stall watchdog (in-process LPs)."""
-            nonlocal next_check_ps, last_mark, since_ps
+            nonlocal next_check_ps, last_mark, since_ps, n_finished, n_ops_done
             self.t_end_ps = t_ps  # kept if the run is interrupted
-            done = got.finished
-            if done:
-                for fid, t_fin, t_start in done:
-                    finish[fid] = t_fin
-                    start[fid] = t_start
-                if on_flows:
-                    if got.lines is None:
-                        on_flows(done)
-                    else:
-                        on_flows(done, got.lines)
-            if got.pfc and on_pfc:
-                on_pfc(got.pfc)
-            for op, t0, t1 in got.ops:
-                op_times[op] = (t0, t1)
+            take_records(got)
+            n_fin, n_op = got.counts if got.counts is not None else (len(got.finished), len(got.ops))
+            n_finished += n_fin
+            n_ops_done += n_op
             if accel is not None:
-                accel.on_boundary(t_ps, done, got.report)
+                accel.on_boundary(t_ps, got.finished if got.tracked is None else got.tracked, got.report)
             else:
                 for lp in lps:
                     lp.flow_start_log.clear()
             while failures and failures[0][0] <= t_ps:
                 self._link_down(t_ps, *failures.pop(0)[1:])
-            bar.update(t_ps, self.events)
-            if len(finish) == n_flows and len(op_times) == n_ops:
+            if bar.enabled is not False:
+                bar.update(t_ps, self.events)
+            if n_finished == n_flows and n_ops_done == n_ops:
                 return True
             if watch and t_ps >= next_check_ps:
                 next_check_ps = t_ps + self.stall_check_ps
@@ -280,7 +322,7 @@ class Run:
         try:
             with _cyclic_gc_paused():
                 self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary,
-                                                          accel, [f[0] for f in failures])
+                                                          accel, [f[0] for f in failures], take_records)
             self.sync_wall_s = transport.sync_s
         finally:
             bar.close()

@@ -11,11 +11,11 @@ import pytest
 from helpers import MPIEXEC, needs_mpi
 
 from pwormhole.accel import fluid
-from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import make_plan_from_record
 from pwormhole.partition.record import WindowRecord, exchange_s, predict, refine
-from pwormhole.run import simulate
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import topology_from_arg, training_scenario
 from pwormhole.workload.models import build_model
 
@@ -74,6 +74,7 @@ def test_record_has_every_event_and_keeps_servers_whole(tmp_path):
     assert (rec.unit_s >= 0).all() and rec.unit_s.sum() > 0
     assert (rec.writer_s >= 0).all() and rec.writer_s.sum() > 0  # 1,088 fct lines written
     assert rec.local_s is not None and (rec.local_s >= 0).all() and rec.local_s.sum() > 0  # groups froze and woke
+    assert rec.sent is not None and rec.sent[:, 3].sum() > 0 and (rec.sent[:, 1] != rec.sent[:, 2]).all()
     plan = make_plan_from_record(rec, 2)
     for u in range(rec.n_units):
         assert len({plan.owner[n] for n in range(rec.unit.size) if rec.unit[n] == u}) == 1
@@ -104,6 +105,15 @@ def test_the_heaps_seconds_are_shared_by_the_ranks(tmp_path):
     assert predict(rec, [0, 0, 0, 0], 1).compute_s == pytest.approx(2 * 0.8)
     rec.save(str(tmp_path / "w.npz"))
     assert (WindowRecord.load(str(tmp_path / "w.npz")).local_s == 0.4).all()
+
+
+def test_events_crossing_ranks_are_packed_and_unpacked(tmp_path):
+    # window 0: unit 0 sends unit 1 1,000 events; window 1: unit 1 sends unit 0 10
+    rec = _record([[0.1, 0.1]] * 2)._replace(sent=np.array([[0, 0, 1, 1000], [1, 1, 0, 10]]))
+    assert predict(rec, [0, 1], 2).compute_s == pytest.approx(0.1 + 1000 * 0.3e-6 + 0.1 + 10 * 0.3e-6)
+    assert predict(rec, [0, 0], 1).compute_s == pytest.approx(0.4)  # the same LP: nothing crosses
+    rec.save(str(tmp_path / "w.npz"))
+    assert WindowRecord.load(str(tmp_path / "w.npz")).sent.tolist() == [[0, 0, 1, 1000], [1, 1, 0, 10]]
 
 
 def test_refine_spreads_units_busy_in_the_same_windows():
@@ -165,3 +175,22 @@ def test_rate_memo_gives_the_rates_of_a_fresh_solve(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fluid.FluidDomain, "_rates", fresh_rates)
     assert run("fresh") == memo
+
+
+def test_the_completions_that_travel_are_those_wormhole_saw_start(monkeypatch):
+    """Under MPI a completion travels in its window only when the boundary hook tracks the flow (its start was
+    reported: every flow but the NVLink flows completed by rates); the others stay on their rank until a batch."""
+    started: set = set()
+    flow_started = Wormhole._flow_started
+
+    def seen(self, fid, t):
+        started.add(fid)
+        return flow_started(self, fid, t)
+
+    monkeypatch.setattr(Wormhole, "_flow_started", seen)
+    spec = build_model("gpt-350m", 16, tp=8, layers=1)
+    sim = Run(training_scenario(spec, topology_from_arg("rail-optimized:gpus=16")), accel=AccelConfig()).run()
+    tracked = sim._tracked()
+    assert sim.complete and tracked is not None
+    assert {f for f in sim.finish_ps if tracked(f)} == started
+    assert 0 < len(started) < len(sim.finish_ps)

@@ -7,6 +7,7 @@ from pwormhole.errors import InputError
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
+from pwormhole.sync import mpi as mpi_transport
 from pwormhole.topology.model import Link, Topology
 
 
@@ -46,6 +47,7 @@ class OneRankComm:
 
     def __init__(self):
         self.alltoalls = 0
+        self.allgathers = 0
         self.allreduces = 0
         self.barriers = 0
 
@@ -56,19 +58,34 @@ class OneRankComm:
         self.alltoalls += 1
         return list(payload)
 
+    def allgather(self, value):
+        self.allgathers += 1
+        return [value]
+
     def allreduce(self, value, op=None):
         self.allreduces += 1
         return value
 
 
-def test_mpi_transport_one_collective_per_window_same_answer_as_local():
+@pytest.mark.parametrize("flush_windows,flush_s,hand_ons", [(1, 1e9, 4), (10**6, 1e9, 1), (10**6, 0.0, 4)])
+def test_mpi_transport_one_collective_per_window_same_answer_as_local(monkeypatch, flush_windows, flush_s, hand_ons):
+    """Completions reach the outputs in batches (every ``flush_windows`` windows or ``flush_s`` seconds, the
+    rest at the end): the same completions, in the same order, as in-process."""
     pytest.importorskip("mpi4py")
-    scn = lambda: Scenario("incast", star_topo(5), flows_of([(s, 0, 200_000, 0) for s in range(1, 5)]),  # noqa: E731
-                           config("dcqcn"))
-    local = Run(scn()).run()
+    monkeypatch.setattr(mpi_transport, "FLUSH_WINDOWS", flush_windows)
+    monkeypatch.setattr(mpi_transport, "FLUSH_S", flush_s)
+    # 4 flows to host 0, 20 us apart: each finishes in a window of its own (24 windows in all)
+    scn = lambda: Scenario("staggered", star_topo(5),  # noqa: E731
+                           flows_of([(s, 0, 20_000, (s - 1) * 20 * US) for s in range(1, 5)]), config("dcqcn"))
+    local_done: list = []
+    local = Run(scn()).run(on_flows=local_done.extend)
     comm = OneRankComm()
-    mpi = Run(scn(), comm=comm).run()
+    batches: list = []
+    mpi = Run(scn(), comm=comm).run(on_flows=lambda done: batches.append([tuple(r) for r in done]))
     assert mpi.complete and mpi.finish_ps == local.finish_ps and mpi.windows == local.windows
+    assert [r for b in batches for r in b] == local_done and len(local_done) == 4
+    assert len(batches) == hand_ons, [len(b) for b in batches]
     assert comm.alltoalls == mpi.windows  # one exchange per window
+    assert comm.allgathers == 1  # the completions held on the rank, at the end
     assert comm.allreduces == 1  # the first minimum only: no boundary put events back
     assert comm.barriers == 1  # every rank built, before the clock starts

@@ -47,10 +47,20 @@ def take_samples(t: int, due_flows, flows: dict, nodes, local) -> list:
 def merge_reports(reports):
     """Merge Wormhole's ``(started flow ids, samples or None)`` reports of several LPs or ranks
     (order-independent)."""
-    started = sorted(f for st, _ in reports for f in st)
-    sampled = [s for _, sm in reports if sm is not None for s in sm]
-    any_samples = any(sm is not None for _, sm in reports)
-    return started, (sorted(sampled) if any_samples else None)
+    started: list = []
+    sampled: list = []
+    any_samples = False
+    for st, sm in reports:
+        if st:
+            started.extend(st)
+        if sm is not None:
+            any_samples = True
+            sampled.extend(sm)
+    if len(started) > 1:
+        started.sort()
+    if len(sampled) > 1:
+        sampled.sort()
+    return started, (sampled if any_samples else None)
 
 
 def store_samples(samples, flows: dict, groups: dict, keep: int, keep_backed_off: int) -> None:

@@ -10,7 +10,9 @@ wall time at ``R`` ranks is predicted as
 
     sum over windows of the busiest rank's seconds  +  windows x (hook + exchange(R))
 
-where each rank's seconds include ``1/R`` of the lines' and of the heaps' seconds, the hook
+where each rank's seconds include ``1/R`` of the lines' and of the heaps' seconds and the packing
+and unpacking of the events it sends other ranks and receives from them (recorded per window and
+pair of units; ``SEND_US`` and ``RECV_US`` an event), the hook
 (completions, acceleration decisions, the rest of the writer) runs on every rank, and
 ``exchange(R)`` is the window's exchange (packing, the collective, unpacking): ``exchange_us``
 at 2 ranks (an ``allgather``), growing as ``log2(R)`` (MPICH's small-message all-to-all, used from
@@ -37,7 +39,9 @@ from ..errors import InputError
 from ..outfiles import atomic
 
 RECORD_NAME = "windows.npz"
-EXCHANGE_US = 90.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
+EXCHANGE_US = 65.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
+SEND_US = 0.2  # an event sent to another rank: packed and pickled (sync/codec.py; measured, eleventh session)
+RECV_US = 0.3  # an event received from another rank: unpickled, unpacked and pushed on the heap (the same)
 REFINE_PASSES = 50  # passes of moves and swaps at most
 _ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s, local_s: optional
 
@@ -47,7 +51,8 @@ class WindowRecord(NamedTuple):
     events), ``boundary_s[w]`` (seconds at the boundary, the lines' and the heaps' left out), ``t_end_ps[w]``,
     ``writer_s[w]`` (seconds making ``fct.txt`` lines at the boundary), ``local_s[w]`` (seconds of the
     boundary on the LPs' heaps: Wormhole's freezes and wakes; None: not recorded); ``unit[node]``;
-    ``links`` rows ``(a, b, delay_ps)``; ``window_ps``."""
+    ``links`` rows ``(a, b, delay_ps)``; ``window_ps``; ``sent`` rows ``(w, from unit, to unit, events)``: the
+    events one unit's LP sent another's in window ``w`` (None: not recorded)."""
     t_end_ps: np.ndarray
     events: np.ndarray
     unit_s: np.ndarray
@@ -57,6 +62,7 @@ class WindowRecord(NamedTuple):
     window_ps: int
     writer_s: np.ndarray
     local_s: np.ndarray | None = None
+    sent: np.ndarray | None = None
 
     @property
     def n_units(self) -> int:
@@ -72,7 +78,8 @@ class WindowRecord(NamedTuple):
             np.savez_compressed(fh, t_end_ps=self.t_end_ps, events=self.events, unit_s=self.unit_s,
                                 boundary_s=self.boundary_s, unit=self.unit, links=self.links,
                                 window_ps=np.int64(self.window_ps), writer_s=self.writer_s,
-                                local_s=self.local_s if self.local_s is not None else np.zeros(self.windows))
+                                local_s=self.local_s if self.local_s is not None else np.zeros(self.windows),
+                                sent=self.sent if self.sent is not None else np.zeros((0, 4), dtype=np.int64))
 
     @staticmethod
     def load(path: str) -> WindowRecord:
@@ -86,7 +93,8 @@ class WindowRecord(NamedTuple):
                 zeros = np.zeros(z["boundary_s"].shape)
                 rec = WindowRecord(z["t_end_ps"], z["events"], z["unit_s"], z["boundary_s"], z["unit"], z["links"],
                                    int(z["window_ps"]), z["writer_s"] if "writer_s" in z.files else zeros,
-                                   z["local_s"] if "local_s" in z.files else zeros)
+                                   z["local_s"] if "local_s" in z.files else zeros,
+                                   z["sent"] if "sent" in z.files else np.zeros((0, 4), dtype=np.int64))
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
             raise InputError(f"cannot read window record: {getattr(e, 'strerror', None) or e}", path) from None
         w, u = rec.events.shape if rec.events.ndim == 2 else (-1, -1)
@@ -94,6 +102,8 @@ class WindowRecord(NamedTuple):
                 or rec.writer_s.shape != (w,) or rec.local_s is None or rec.local_s.shape != (w,)
                 or rec.unit.ndim != 1 or (rec.unit.size and (rec.unit.min() < 0 or rec.unit.max() >= u))
                 or rec.links.ndim != 2 or rec.links.shape[1] != 3
+                or rec.sent is None or rec.sent.ndim != 2 or rec.sent.shape[1] != 4
+                or (rec.sent.size and (rec.sent.min() < 0 or rec.sent[:, 0].max() >= w or rec.sent[:, 1:3].max() >= u))
                 or (rec.links.size and (rec.links[:, :2].min() < 0 or rec.links[:, :2].max() >= rec.unit.size))):
             raise InputError("window record arrays do not fit together (a damaged file?)", path)
         return rec
@@ -110,6 +120,7 @@ class Recorder:
         self.boundary_s: list[float] = []
         self.writer_s: list[float] = []
         self.local_s: list[float] = []
+        self.sent: list[tuple[int, int, int, int]] = []
         self._writer_pending = 0.0
         self.local_clock: Callable[[], float] | None = None  # seconds on the LPs' heaps so far (Wormhole's)
         self._local_seen = 0.0
@@ -118,6 +129,10 @@ class Recorder:
         self.t_end_ps.append(t_end_ps)
         self.events.append(events)
         self.unit_s.append(seconds)
+
+    def crossing(self, from_unit: int, to_unit: int, events: int) -> None:
+        """Events the LP of ``from_unit`` sent that of ``to_unit`` in the last window."""
+        self.sent.append((len(self.t_end_ps) - 1, from_unit, to_unit, events))
 
     def timed(self, make_lines):
         """``make_lines`` (the writer's ``fct_lines``) with its CPU seconds recorded."""
@@ -155,7 +170,8 @@ class Recorder:
                             np.array(self.unit_s, dtype=np.float64).reshape(w, self.n_units),
                             np.array(self.boundary_s, dtype=np.float64), np.array(unit, dtype=np.int64),
                             np.array(links, dtype=np.int64).reshape(-1, 3), window_ps,
-                            np.array(self.writer_s, dtype=np.float64), np.array(self.local_s, dtype=np.float64))
+                            np.array(self.writer_s, dtype=np.float64), np.array(self.local_s, dtype=np.float64),
+                            np.array(self.sent, dtype=np.int64).reshape(-1, 4))
 
 
 class Prediction(NamedTuple):
@@ -173,12 +189,20 @@ def exchange_s(ranks: int, exchange_us: float = EXCHANGE_US) -> float:
 
 
 def rank_loads(rec: WindowRecord, owner_unit, ranks: int) -> np.ndarray:
-    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, and its share of the lines' and
-    of the heaps' seconds."""
+    """``load[w, r]``: seconds of rank ``r``'s units in window ``w``, its share of the lines' and
+    of the heaps' seconds, and the packing and unpacking of the events it sends other ranks and
+    receives from them (``SEND_US``, ``RECV_US`` each)."""
+    owner = np.asarray(owner_unit)
     onehot = np.zeros((rec.n_units, ranks))
-    onehot[np.arange(rec.n_units), np.asarray(owner_unit)] = 1.0
+    onehot[np.arange(rec.n_units), owner] = 1.0
     shared = rec.writer_s if rec.local_s is None else rec.writer_s + rec.local_s
-    return rec.unit_s @ onehot + shared[:, None] / ranks
+    load = rec.unit_s @ onehot + shared[:, None] / ranks
+    if rec.sent is not None and len(rec.sent):
+        w, a, b, n = rec.sent.T
+        cross = owner[a] != owner[b]
+        np.add.at(load, (w[cross], owner[a][cross]), n[cross] * SEND_US * 1e-6)
+        np.add.at(load, (w[cross], owner[b][cross]), n[cross] * RECV_US * 1e-6)
+    return load
 
 
 def predict(rec: WindowRecord, owner_unit, ranks: int, exchange_us: float = EXCHANGE_US) -> Prediction:

@@ -5,10 +5,11 @@ exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank s
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
-collective), the flow completions and DAG op records of the window, its
-acceleration report and, to rank 0, its PFC records, and the signal it
-received (:mod:`pwormhole.sync.interrupt`).
-Every rank then knows the same completions and the same next window,
+collective), the counts of the window's flow completions and DAG op records and the
+completions the acceleration tracks, its acceleration report and, to rank 0, its PFC
+records (and, every ``FLUSH_WINDOWS`` windows or ``FLUSH_S`` seconds, its held completions and
+op records with their ``fct.txt`` lines), and the signal it received (:mod:`pwormhole.sync.interrupt`).
+Every rank then knows the same tracked completions and the same next window,
 so all take the same decisions; empty windows are skipped by jumping to the
 window of the global minimum. Termination: every flow finished, or no event
 before the stop time on any rank (nothing can be in flight: in-flight
@@ -22,10 +23,16 @@ import os
 import pickle
 import time
 
+import numpy as np
+
 from ..lp.engine import INF_PS
 from . import interrupt
 from .codec import pack_events, unpack_events
 from .windows import Exchanged
+
+FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records, at most
+FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
+_NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 
 LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -113,15 +120,31 @@ class MpiTransport:
     acceleration reports are merged with ``merge_reports`` (every rank then
     holds the same). :meth:`next_min` adds an ``allreduce`` only when the
     boundary put events back. ``sync_s``: seconds spent in collectives.
+
+    Completions and op records stay on the rank where they happened; only their counts travel
+    every window, with the completions the boundary hook needs at once (``tracked(flow id)``,
+    None: none). Every ``FLUSH_WINDOWS`` windows, or sooner when ``FLUSH_S`` seconds passed on
+    rank 0 (which says so in the exchange: all ranks hand on at the next window), each rank sends
+    the records it held (int64 arrays) and their ``fct.txt`` lines (``format_finished``, made where
+    the flows finished) to rank 0, which hands them on in ``(finish_ps, flow id)`` order; at :meth:`close` rank 0 gets
+    the rest and every other rank every record of the run (as int64 arrays).
     """
 
-    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None):
+    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None, tracked=None):
         self.lp = lp
         self.comm = comm
         self.nodes = nodes
         self.merge_reports = merge_reports
         self.format_finished = format_finished  # completions -> their output lines (sent to rank 0)
+        self.tracked = tracked
         self.sync_s = 0.0
+        self.flush_now = False  # rank 0 said so at the last exchange
+        self.flushed = (0, time.perf_counter())  # rank 0: window count and clock at the last hand-on
+        self.windows = 0
+        self.held_fin: list = []  # this rank's completions since the last hand-on
+        self.held_ops: list = []
+        self.sent_fin: list = []  # int64 arrays of those handed on (every rank gets them at the end)
+        self.sent_ops: list = []
 
     def ready(self) -> float:
         """Wait until every rank has built its part (a barrier); returns the seconds waited."""
@@ -137,9 +160,10 @@ class MpiTransport:
 
     def exchange(self, t_end: int, report) -> Exchanged:
         """To every peer: the events bound for its nodes, this rank's minimum next event time (its
-        heap and everything it sends), the window's completions and op records, its report and its
-        signal; to rank 0 also its PFC records. A rank's own part is used as it is (nothing of it
-        is serialized); what every peer gets alike is pickled once."""
+        heap and everything it sends), the window's counts of completions and op records, the
+        completions the hook tracks, its report and its signal; to rank 0 also its PFC records
+        (and every ``FLUSH_WINDOWS`` windows the held records and lines). A rank's own part is
+        used as it is; what every peer gets alike is pickled once."""
         lp = self.lp
         comm = self.comm
         size = comm.size
@@ -154,70 +178,103 @@ class MpiTransport:
                         local_min = ev[0]
                 out[peer] = pack_events(box)
                 box.clear()
-        fin = lp.finished[:]
-        lp.finished.clear()
+        fin = lp.finished
+        n_fin = len(fin)
+        tracked: list = []
+        if n_fin:
+            if self.tracked is not None:
+                is_tracked = self.tracked
+                tracked = [rec for rec in fin if is_tracked(rec[0])]
+            self.held_fin.extend(fin)
+            fin.clear()
+        n_ops = len(lp.op_log)
+        if n_ops:
+            self.held_ops.extend(lp.op_log)
+            lp.op_log.clear()
         pfc = lp.pfc_log[:]
         lp.pfc_log.clear()
-        ops = lp.op_log[:]
-        lp.op_log.clear()
-        sig = interrupt.pending()
-        mine = (local_min, fin, ops, rep, sig)
-        common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
-        fmt = self.format_finished
-        lines = fmt(fin) if fmt is not None and fin else []  # the writer's work, shared by the ranks
-        payload = [None if p == me else (out[p], (pfc, lines) if p == 0 else None, common) for p in range(size)]
+        self.windows += 1
+        batch = self._batch() if self.flush_now else None
+        flush_next = False
+        if me == 0:
+            if batch is not None:
+                self.flushed = (self.windows, time.perf_counter())
+            flush_next = (self.windows - self.flushed[0] >= FLUSH_WINDOWS - 1
+                          or time.perf_counter() - self.flushed[1] >= FLUSH_S)
+        mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
+        to0 = (pfc, batch)
         t0 = time.perf_counter()
         if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
             peer = 1 - me
-            got: list = [None, None]
-            got[peer] = pickle.loads(comm.allgather(pickle.dumps(payload[peer], pickle.HIGHEST_PROTOCOL))[peer])
+            blob = pickle.dumps((out[peer], to0 if peer == 0 else None, mine), pickle.HIGHEST_PROTOCOL)
+            parts: list = [None, None]
+            parts[peer] = pickle.loads(comm.allgather(blob)[peer])
+            self.sync_s += time.perf_counter() - t0
         else:
-            got = comm.alltoall(payload)
-        self.sync_s += time.perf_counter() - t0
+            common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
+            got = comm.alltoall([None if p == me else (out[p], to0 if p == 0 else None, common)
+                                 for p in range(size)])
+            self.sync_s += time.perf_counter() - t0
+            parts = [None if p == me else (g[0], g[1], pickle.loads(g[2])) for p, g in enumerate(got)]
         heap = lp.heap
         nodes = self.nodes
         t_min = INF_PS
-        done: list = []
-        recs: list = pfc[:] if me == 0 else []
-        op_recs: list = []
+        sig = 0
+        recs: list = pfc if me == 0 else []
+        tracked_all: list = []
+        n_fin = n_ops = 0
         reps = []
-        with_lines: list = []  # rank 0 with a formatter: (completion, its line)
+        batches = []  # rank 0: every rank's held records, in rank order
         for p in range(size):
             if p == me:
-                peer_min, peer_fin, peer_ops, peer_rep, peer_sig = mine
-                peer_lines = lines
+                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush = mine
+                if batch is not None and me == 0:
+                    batches.append(batch)
             else:
-                evs, to_rank0, peer_common = got[p]
-                peer_min, peer_fin, peer_ops, peer_rep, peer_sig = pickle.loads(peer_common)
+                evs, peer_to0, (peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush) = parts[p]
                 if evs is not None:
                     unpack_events(evs[0], evs[1], evs[2], nodes, heap)
-                peer_lines = []
-                if to_rank0 is not None:
-                    recs.extend(to_rank0[0])
-                    peer_lines = to_rank0[1]
+                if peer_to0 is not None:
+                    recs.extend(peer_to0[0])
+                    if peer_to0[1] is not None:
+                        batches.append(peer_to0[1])
+            if p == 0:
+                self.flush_now = peer_flush
             reps.append(peer_rep)
             if peer_sig > sig:
                 sig = peer_sig
             if peer_min < t_min:
                 t_min = peer_min
-            if peer_fin:
-                if me == 0 and fmt is not None:
-                    with_lines.extend(zip(peer_fin, peer_lines))
-                else:
-                    done.extend(peer_fin)
-            if peer_ops:
-                op_recs.extend(peer_ops)
-        out_lines = None
-        if me == 0 and fmt is not None:
-            with_lines.sort(key=_by_finish_of_pair)
-            done = [rec for rec, _ in with_lines]
-            out_lines = [line for _, line in with_lines]
-        elif len(done) > 1:
-            done.sort(key=_by_finish)
-        recs.sort()
-        op_recs.sort()
+            if peer_tracked:
+                tracked_all.extend(peer_tracked)
+            n_fin += peer_fin
+            n_ops += peer_ops
+        if len(tracked_all) > 1:
+            tracked_all.sort(key=_by_finish)
+        if len(recs) > 1:
+            recs.sort()
+        done, lines, ops = self._merge(batches) if batches else (_NO_ROWS, None, _NO_ROWS)
         merged = self.merge_reports(reps) if report is not None else None
-        return Exchanged(t_min, done, recs, op_recs, merged, sig, out_lines)
+        return Exchanged(t_min, done, recs, ops, merged, sig, lines, tracked_all, (n_fin, n_ops))
+
+    def close(self) -> Exchanged | None:
+        """Every rank leaves the loop here: rank 0 gets the records still held, the other ranks
+        every record of the run (int64 arrays), in one ``allgather``."""
+        interrupt.settle()  # only matched collectives follow
+        comm = self.comm
+        new_fin, new_ops, lines = self._batch()
+        every = (np.concatenate(self.sent_fin), np.concatenate(self.sent_ops), len(new_fin), len(new_ops))
+        t0 = time.perf_counter()
+        got = comm.allgather((every, lines if comm.rank != 0 else None))
+        self.sync_s += time.perf_counter() - t0
+        if comm.rank != 0:
+            return Exchanged(INF_PS, np.concatenate([e[0] for e, _ in got]), [],
+                             np.concatenate([e[1] for e, _ in got]), None, 0, None, [], (0, 0))
+        batches = [(new_fin, new_ops, lines)]
+        for (fin, ops, n_fin, n_ops), peer_lines in got[1:]:
+            batches.append((fin[len(fin) - n_fin:], ops[len(ops) - n_ops:], peer_lines))
+        done, out_lines, ops = self._merge(batches)
+        return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
 
     def next_min(self, got: Exchanged, put_back: bool) -> int:
         """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
@@ -232,22 +289,41 @@ class MpiTransport:
                     mine = ev[0]
         return self._allreduce_min(mine)
 
-    def close(self) -> None:
-        interrupt.settle()  # every rank leaves the loop here: only matched collectives follow
-
     def _allreduce_min(self, value: int) -> int:
         t0 = time.perf_counter()
         got = self.comm.allreduce(value, op=_min_op())
         self.sync_s += time.perf_counter() - t0
         return got
 
+    def _batch(self) -> tuple:
+        """The held records as int64 arrays ``(completions, op records)`` (kept: every rank gets
+        them at the end) and the completions' lines."""
+        fin = self.held_fin
+        fmt = self.format_finished
+        lines = fmt(fin) if fmt is not None and fin else []
+        fin_rows = np.array(fin, dtype=np.int64).reshape(-1, 3)
+        op_rows = np.array(self.held_ops, dtype=np.int64).reshape(-1, 3)
+        self.sent_fin.append(fin_rows)
+        self.sent_ops.append(op_rows)
+        self.held_fin = []
+        self.held_ops = []
+        return fin_rows, op_rows, lines
+
+    def _merge(self, batches: list) -> tuple[np.ndarray, list | None, np.ndarray]:
+        """Rank 0: every rank's batch ``(completions, op records, lines)``, in rank order, merged:
+        completions by ``(finish_ps, flow id)`` with their lines, op records sorted (int64 rows)."""
+        fin = np.concatenate([b[0] for b in batches])
+        order = np.lexsort((fin[:, 0], fin[:, 1]))
+        every: list = []
+        for b in batches:
+            every.extend(b[2])
+        lines = [every[i] for i in order.tolist()] if self.format_finished is not None else None
+        ops = np.concatenate([b[1] for b in batches])
+        return fin[order], lines, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))]
+
 
 def _by_finish(rec):
     return rec[1], rec[0]
-
-
-def _by_finish_of_pair(pair):
-    return pair[0][1], pair[0][0]
 
 
 def _min_op():

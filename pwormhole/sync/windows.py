@@ -16,12 +16,17 @@ collective per window in the common case). A transport offers ``ready()``
 ``first_min()``, ``run_until(t_end)``, ``exchange(t_end, report) ->
 Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum after the
 boundary hook; ``put_back``: the hook put events back, so the minimum
-exchanged before it may be stale), ``close()`` and ``sync_s``.
+exchanged before it may be stale), ``close()`` (returns the records still held back, as an
+``Exchanged``, or None) and ``sync_s``. Under MPI the completions and op records reach the
+outputs in batches (:class:`~pwormhole.sync.mpi.MpiTransport`); only their counts, and the
+completions the boundary hook tracks, travel every window.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+import numpy as np
 
 from ..lp.engine import INF_PS, next_due_ps
 from . import interrupt
@@ -30,15 +35,20 @@ from . import interrupt
 class Exchanged(NamedTuple):
     """What every LP knows after a window's exchange."""
     next_ps: int  # global minimum next event time, before the boundary hook
-    finished: list  # (flow id, finish_ps, start_ps), sorted by (finish_ps, flow id)
+    # (flow id, finish_ps, start_ps) handed to the outputs now, sorted by (finish_ps, flow id); under MPI as
+    # int64 rows, in batches on rank 0, and on the other ranks every completion at the end, unsorted (likewise ops)
+    finished: list | np.ndarray
     pfc: list  # PFC records, sorted (under MPI: rank 0's list; empty on the others)
-    ops: list  # (op id, start_ps, end_ps) of DAG ops, sorted
+    ops: list | np.ndarray  # (op id, start_ps, end_ps) of DAG ops handed on now, sorted
     report: object  # acceleration report of every LP (None without acceleration)
     signal: int  # the highest signal recorded on any rank (0: none)
     lines: list | None = None  # output lines of ``finished``, in its order, made where each flow finished (MPI)
+    tracked: list | None = None  # the window's completions the boundary hook needs now, sorted (None: ``finished``)
+    counts: tuple[int, int] | None = None  # the window's completions and op records (None: len of finished, ops)
 
 
-def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=()) -> tuple[int, int]:
+def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=(),
+                on_rest=None) -> tuple[int, int]:
     """Run window by window until no event is left before ``stop_ps`` or
     ``on_boundary(t_boundary_ps, exchanged)`` returns True.
 
@@ -51,6 +61,7 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
 
     A signal recorded on any rank stops every rank at the same boundary, after
     that window's hook: :func:`~pwormhole.sync.interrupt.exception_for` it is raised.
+    ``on_rest(exchanged)``: gets the records the transport still held back when the loop ends.
 
     Returns ``(last boundary time, number of windows run)``.
     """
@@ -63,7 +74,7 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
         if accel is not None:
             t_min = next_due_ps(t_min, accel.next_wake_ps())  # a frozen group's wake (same on every rank)
         if t_min >= stop_ps or t_min >= INF_PS:
-            transport.close()
+            _close(transport, on_rest)
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
         t_end = (t_min // window_ps + 1) * window_ps
         cut = bool(cuts) and cuts[0] <= t_end
@@ -75,12 +86,18 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
         got = transport.exchange(t_end, report)
         windows += 1
         if on_boundary(t_end, got):
-            transport.close()
+            _close(transport, on_rest)
             return t_end, windows
         if got.signal:  # some rank was signalled: every rank stops here
-            transport.close()
+            _close(transport, on_rest)
             raise interrupt.exception_for(got.signal)
         put_back = cut or (accel is not None and accel.woke)  # the same on every rank
         if put_back and accel is not None:
             accel.woke = False
         t_min = transport.next_min(got, put_back)
+
+
+def _close(transport, on_rest) -> None:
+    rest = transport.close()
+    if rest is not None and on_rest is not None:
+        on_rest(rest)
