@@ -1,6 +1,11 @@
 """Followers (``AccelConfig.follow``): identical groups at one boundary follow the first one."""
 
-from helpers import US, config
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import MPIEXEC, US, config, needs_mpi
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
@@ -9,6 +14,7 @@ from pwormhole.scenario import from_dag
 from pwormhole.topology.builders import rail_optimized
 from pwormhole.workload.dag import Dag
 
+ROOT = Path(__file__).resolve().parents[1]
 RING = 4
 STEP_BYTES = 8_000_000
 
@@ -72,3 +78,24 @@ def test_a_join_wakes_a_follower_with_its_leaders_progress():
 def test_followers_are_off_by_default():
     s = run(AccelConfig()).accel.stats()
     assert (s["memo_follows"], s["memo_follows_steady"]) == (0, 0)
+
+
+@needs_mpi
+def test_followers_decide_alike_at_1_and_2_ranks(tmp_path):
+    """GPT-7B, 2 layers, 16 GPUs, distributed optimizer, HPCC: the first PP flows and ring steps
+    of the two rails follow the first rail's; the answer is the same at 1 and 2 ranks."""
+    args = ["run", "--model", "gpt-7b", "--gpus", "16", "--tp", "8", "--layers", "2", "--dist-opt", "--cc", "hpcc",
+            "--topology", "rail-optimized:gpus=16", "--follow", "--no-progress"]
+    answers = []
+    for ranks in (1, 2):
+        out = tmp_path / f"r{ranks}"
+        cmd = [sys.executable, "-m", "pwormhole", *args, "--out", str(out)]
+        r = subprocess.run(([MPIEXEC, "-n", "2"] if ranks == 2 else []) + cmd, capture_output=True, text=True,
+                           cwd=ROOT, timeout=300)
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        assert s["ranks"] == ranks and s["accel"]["follow"]
+        answers.append([(out / n).read_bytes() for n in ("fct.txt", "collectives.csv")]
+                       + [s["memo_hits"], s["memo_misses"], s["memo_follows"], s["events"]])
+    assert answers[0][4] > 0  # some groups followed
+    assert answers[0] == answers[1]
