@@ -263,7 +263,7 @@ def _accel_config(args, comm):
     if mode not in ("wormhole", "packet"):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
-        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink"):
+        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow"):
             if getattr(args, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -285,6 +285,7 @@ def _accel_config(args, comm):
             raise InputError(f"--sample must be positive, got {args.sample}")
     cfg.skip = not args.no_skip
     cfg.memo = not args.no_memo
+    cfg.follow = args.follow
     if args.nvlink is not None:
         cfg.nvlink = args.nvlink
     if args.memo_cache and not cfg.memo:
@@ -484,6 +485,10 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")
     w.add_argument("--memo-cache", metavar="FILE", help="load the memo cache from FILE and save it back")
+    w.add_argument("--follow", action="store_true",
+                   help="under HPCC, a group of new flows that misses the memo cache where an identical one "
+                        "missed at the same boundary follows it (experimental: identical rails lose their "
+                        "lockstep; see bench/RESULTS.md)")
     w.add_argument("--theta", type=float,
                    help="steadiness threshold on (max-min)/mean of the rates, on the goodput span's halves and "
                         "on the drift of the bytes in flight (default 0.02 under DCQCN, 0.005 under HPCC)")

@@ -32,6 +32,9 @@ class AccelConfig:
         memo: memoize transients.
         early: under HPCC, freeze a group near its fluid steady state before its oscillation
             settles (:data:`HPCC_EARLY_TOLERANCE`).
+        follow: under HPCC, a group of new flows that misses the memo cache at the boundary where
+            another of the same graph missed follows that one (:mod:`.follow`); off by default (it
+            breaks the lockstep of identical rails: measured in bench/RESULTS.md).
         nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
             :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
             else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
@@ -46,6 +49,7 @@ class AccelConfig:
     skip: bool = True
     memo: bool = True
     early: bool = True
+    follow: bool = False
     nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:

@@ -175,6 +175,17 @@ def signature(graph) -> tuple:
     return labels, edges
 
 
+def flow_match(graph, other):
+    """``{flow vertex of graph: flow vertex of other}`` of an isomorphism of two group graphs
+    (labels and roles kept), or None."""
+    gm = GraphMatcher(graph, other, node_match=lambda a, b: a["label"] == b["label"],
+                      edge_match=lambda a, b: a["role"] == b["role"])
+    if not gm.is_isomorphic():
+        return None
+    m = gm.mapping
+    return {n: m[n] for n, d in graph.nodes(data=True) if d["label"][0] == "f"}
+
+
 class MemoLimits:
     """Bounds of what a recording can hold in a scenario: a flow's rates (sending and goodput)
     at most ``max_rate_bps`` (its fastest link), its sending rate at least ``min_rate_bps``
@@ -300,11 +311,9 @@ class MemoCache:
         """``(entry, mapping)`` where ``mapping[i]`` is the recorded flow index of
         this group's flow index ``i``, or None."""
         for e in self.entries.get(key, ()):
-            gm = GraphMatcher(graph, e.graph, node_match=lambda a, b: a["label"] == b["label"],
-                              edge_match=lambda a, b: a["role"] == b["role"])
-            if gm.is_isomorphic():
-                m = gm.mapping
-                return e, {n: m[n] for n, d in graph.nodes(data=True) if d["label"][0] == "f"}
+            m = flow_match(graph, e.graph)
+            if m is not None:
+                return e, m
         return None
 
     def lookup(self, labels, edges):

@@ -20,6 +20,19 @@ from .fastforward import inflight, room, wake_by
 REFUSED = "refused"  # lookup(): a hit that a flow's tail or pipeline refill rules out
 
 
+class Pending:
+    """The state of a follower (:mod:`.follow`): its leader group; per follower flow id
+    ``(leader's FlowState, the leader flow's bytes sent at the lookup)``; ``at``: per follower
+    flow id, the leader flow's ``(bytes sent, pacing rate)`` when the leader woke (else None)."""
+
+    __slots__ = ("leader", "lead", "at")
+
+    def __init__(self, leader, lead: dict):
+        self.leader = leader
+        self.lead = lead
+        self.at: dict | None = None
+
+
 def is_new(fs, g, window_ps: int) -> bool:
     """Flow ``fs`` started within :data:`~.config.FRESH_WINDOWS` windows of group ``g``'s forming."""
     return fs.start_ps + FRESH_WINDOWS * window_ps >= g.formed_ps
@@ -114,6 +127,8 @@ def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
     steady rates set (local senders). A frozen flow keeps its pipeline of the lookup, so it
     advances by the bytes the recorded flow sent: acknowledged plus its pipeline's growth, over
     the whole convergence time or, for a jump cut short, scaled by ``d / convergence``."""
+    if isinstance(fz.memo, Pending):
+        return progress(g, fz, fz.t0 + d, flows, nodes, local, hpcc)
     entry, mapping = fz.memo
     whole = d >= entry.convergence_ps
     adv = {}
@@ -128,6 +143,48 @@ def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
             qp = nodes[fs.src].sqp.get(fid)
             if qp is not None:  # the recorded pacing rate (HPCC's window follows it)
                 jump_to_rate(qp, int(rec["rate_bps"]), hpcc)
+    return adv
+
+
+def lead_position(lead, lf, t: int, since_ps: int):
+    """``(bytes sent, pacing rate)`` of flow ``lf`` of leader group ``lead`` at ``t``: while
+    ``lead`` is frozen in a steady skip, the advance its wake at ``t`` would make; else its
+    last sample (taken at or after ``since_ps``; None without one), past it at the rate of the
+    last sampling period (or its pacing rate)."""
+    q = lf.samples
+    s = q[-1] if q and q[-1].t_ps >= since_ps else None
+    if s is None:
+        return None
+    fz = lead.frozen
+    f = lf.fid
+    if fz is not None and fz.memo is None:
+        b = min(int(fz.goodput[f] * (t - fz.t0)) // lf.mtu * lf.mtu, room(lf, fz.una0[f], fz.inflight0[f]))
+        return fz.una0[f] + fz.inflight0[f] + b, s.pacing_rate_bps
+    sent = s.sent_bytes
+    if t > s.t_ps:
+        p = q[-2] if len(q) > 1 and q[-2].t_ps >= since_ps else None
+        rate = ((s.sent_bytes - p.sent_bytes) / (s.t_ps - p.t_ps) if p is not None
+                else min(s.pacing_rate_bps, lf.line_rate_bps) / BPS_PER_BYTE_PS)
+        sent += int(rate * (t - s.t_ps))
+    return sent, s.pacing_rate_bps
+
+
+def progress(g, fz, t: int, flows: dict, nodes, local, hpcc: bool) -> dict:
+    """Bytes to advance each flow of a follower ``g`` woken at ``t``: its leader flow's bytes
+    sent since the lookup (``fz.memo.at``, else :func:`lead_position`), and that flow's pacing
+    rate set (local senders)."""
+    pend = fz.memo
+    adv = {}
+    for fid in g.flows:
+        fs = flows[fid]
+        lf, sent0 = pend.lead[fid]
+        pos = pend.at[fid] if pend.at is not None else lead_position(pend.leader, lf, t, fz.t0)
+        b = 0 if pos is None else max(0, pos[0] - sent0)
+        adv[fid] = min(b // fs.mtu * fs.mtu, room(fs, fz.una0[fid], fz.inflight0[fid]))
+        if pos is not None and fs.src in local:
+            qp = nodes[fs.src].sqp.get(fid)
+            if qp is not None:
+                jump_to_rate(qp, pos[1], hpcc)
     return adv
 
 

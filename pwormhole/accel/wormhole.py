@@ -40,6 +40,7 @@ from .config import (
     AccelConfig,
 )
 from .fastforward import Frozen
+from .follow import Followers
 from .groups import FlowState, FlowTable, Group, crowded_nic_flows, route_path
 from .memo import group_parts
 from .sampling import back_off, merge_reports, store_samples, take_samples
@@ -63,8 +64,9 @@ class Wormhole:
     :meth:`on_boundary` with every rank's reports merged. Counters: ``skips`` (freezes),
     ``skipped_ps`` (sum of frozen spans), ``skipped_flow_ps`` (frozen spans x flows frozen),
     ``skipped_bytes`` (payload bytes advanced at wakes, sent without events), ``memo_hits``,
-    ``memo_misses``, ``wakes_interrupted``, ``lp_work_s`` (CPU seconds on this process's heaps
-    at freezes and wakes: the part of the hook each rank does for itself).
+    ``memo_misses`` (recordings started), ``follow`` (:class:`.follow.Followers`), ``wakes_interrupted``,
+    ``lp_work_s`` (CPU seconds on this process's heaps at freezes and wakes: the part of the hook each rank
+    does for itself).
     """
 
     FRESH_WINDOWS = FRESH_WINDOWS
@@ -99,15 +101,10 @@ class Wormhole:
         self.flows = self.table.flows  # flow id -> FlowState
         self.groups = self.table.groups  # group id -> Group
         self.net_finished: set = set()  # flows finished (a start reported after its finish is ignored)
-        self.next_sample_ps = 0
-        self.skips = 0
+        self.next_sample_ps = self.skips = self.wakes_interrupted = 0
         self.frozen: set = set()  # the frozen groups (Group objects)
-        self.skipped_ps = 0
-        self.skipped_flow_ps = 0
-        self.skipped_bytes = 0
-        self.memo_hits = 0
-        self.memo_misses = 0
-        self.wakes_interrupted = 0
+        self.skipped_ps = self.skipped_flow_ps = self.skipped_bytes = self.memo_hits = self.memo_misses = 0
+        self.follow = Followers(self.hpcc and cfg.follow and cfg.skip and self.memo is not None)  # groups alike
         self.lp_work_s = 0.0
         self.crowded: set = set()  # HPCC: flows frozen in a group with HPCC_CROWDED_NIC flows on one NIC
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
@@ -126,8 +123,7 @@ class Wormhole:
         self.starts_on: dict = {}  # port -> sorted start times of the flow list's flows crossing it
         if net.dag_rt is None and (cfg.skip or cfg.memo):
             self.starts_on = ff.index_starts(net, self.fluid_fids)
-        ack_interval = max(1, net.cfg.l2_ack_interval)
-        self.ack_every_pkts = max(1, -(-ack_interval // self.mtu))
+        self.ack_every_pkts = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         ncfg = net.cfg
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
                               ncfg.rate_bound, ncfg.ack_high_prio, ncfg.u_target)
@@ -161,11 +157,12 @@ class Wormhole:
             self._flows_finished(done, t)
         for fid in started:
             self._flow_started(fid, t)
+        self.follow.orphans(self, t)  # followers of leaders whose group changed wake
         for g in list(self.groups.values()) if self.frozen and self.next_wake_ps() <= t else ():
             if g.frozen is not None and g.frozen.wake_ps <= t:
                 fz = g.frozen
                 advance = self._wake(g, t)
-                if fz.memo is not None and self.cfg.skip:  # now in the recorded steady state: skip on
+                if isinstance(fz.memo, tuple) and self.cfg.skip:  # now in the recorded steady state: skip on
                     if self.hpcc:  # once the pipelines have refilled (one path RTT; see _decide)
                         g.refill = (fz.memo, t + max(self.flows[f].path_rtt_ps for f in g.flows))
                     else:
@@ -305,6 +302,7 @@ class Wormhole:
                 replay.record(self.memo, g, t, gps, self.flows, self.hpcc)
             if self.cfg.skip:
                 self._try_freeze(g, t, gps)
+            self.follow.froze(self, g, t)  # a leader's followers mirror it
 
     def _early_goodputs(self, flows: list, g: Group, t: int):
         """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not
@@ -377,6 +375,7 @@ class Wormhole:
         dcqcn = self.net.cfg.cc_mode == CC_DCQCN
         decay = cc.dcqcn_alpha_decay(self.net.cfg, d) if dcqcn and fz.memo is None else None
         self.skipped_bytes += sum(b for b in advance.values() if b > 0)
+        self.follow.lead_woke(self, g, t, fz, advance)  # a leader's followers wake with it
         carried = ff.advance(flows, g.ports, fz, d, advance, self.net, self.heap_of, self.ack_every_pkts,
                              self.ack_bytes, decay)
         if self.on_carried is not None:
@@ -401,7 +400,7 @@ class Wormhole:
         parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
-            self.memo_misses += 1
+            self.memo_misses += not self.follow.follow(self, g, t)
         elif hit is not replay.REFUSED:
             entry, mapping, wake = hit
             if ff.cap_wake(self.starts_on, g.ports, t, wake, self.window_ps) < wake:
@@ -446,5 +445,6 @@ class Wormhole:
                 "skipped_bytes": self.skipped_bytes, "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
                 "wakes_interrupted": self.wakes_interrupted, "hpcc_crowded_nic_flows": len(self.crowded),
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
+                "memo_follows": self.follow.follows, "memo_follows_steady": self.follow.steady,
                 "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

@@ -12,9 +12,9 @@ keys (DESIGN.md "Measuring"):
 * ``speedup_wall`` (packet wall / wormhole wall, same process, same
   scenario), ``speedup_events`` (events processed, ratio);
 * ``skipped_time_fraction`` (flow-time spent frozen / total flow-time),
-  ``memo_hits``, ``memo_misses``, ``skips``; ``nvlink_model``, ``fluid_flows``
-  and ``nvlink_packet_flows`` (NVLink flows finished by rates, and by packets in servers
-  where the rates stopped holding), ``fluid_shared_flows`` (under ``--nvlink-cc nic``:
+  ``memo_hits``, ``memo_misses``, ``memo_follows``, ``memo_follows_steady``, ``skips``;
+  ``nvlink_model``, ``fluid_flows`` and ``nvlink_packet_flows`` (NVLink flows finished by rates, and by
+  packets in servers where the rates stopped holding), ``fluid_shared_flows`` (under ``--nvlink-cc nic``:
   flows given rates that shared a port with another flow's data, whose FCTs are approximate);
 * ``flows``, ``flows_compared`` and both runs' ``wall_s`` and ``events``.
 """
@@ -82,6 +82,8 @@ def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict
         "skipped_time_fraction": ws.get("skipped_time_fraction", 0.0),
         "memo_hits": ws.get("memo_hits", 0),
         "memo_misses": ws.get("memo_misses", 0),
+        "memo_follows": ws.get("memo_follows", 0),
+        "memo_follows_steady": ws.get("memo_follows_steady", 0),
         "nvlink_model": ws.get("nvlink_model"),
         "fluid_flows": ws.get("fluid_flows", 0),
         "nvlink_packet_flows": ws.get("nvlink_packet_flows", 0),

@@ -82,6 +82,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
     the rates stopped holding)."""
     return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
             "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
+            "memo_follows": stats["memo_follows"], "memo_follows_steady": stats["memo_follows_steady"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
             "wakes_interrupted": stats["wakes_interrupted"], "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
             "nvlink_model": nvlink_model,
@@ -91,7 +92,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
             "fluid_shared_flows": fluid_shared_flows,
             "accel": {"theta": theta, "window_samples": samples, "sample_ps": sample_ps,
                       "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
-                      "memo": accel.memo, "nvlink": accel.nvlink}}
+                      "memo": accel.memo, "follow": accel.follow, "nvlink": accel.nvlink}}
 
 
 def packet_events_estimate(summary: dict, eventless_bytes: int, payload_bytes: int) -> dict:
