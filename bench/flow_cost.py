@@ -141,7 +141,8 @@ class Profile:
         return {k: v / mtu for k, v in out.items()}
 
 
-def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof, follow: bool = False) -> dict:
+def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof, follow: bool = False,
+            memo: bool = True) -> dict:
     """Wormhole run of one row (its packet reference run once into the ref folder and reused) against
     that reference: the comparison, the Wormhole run's CPU seconds, the reference's, and the scenario."""
     if row in CONFIGS:
@@ -157,7 +158,7 @@ def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof
         prof.install()
     scn = make()
     c0 = time.process_time()
-    ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early, follow=follow))
+    ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early, follow=follow, memo=memo))
     cpu = time.process_time() - c0
     fct = ps["inputs"]["fct_file"]
     err = fct_errors(read_fct(str(ref / fct)), read_fct(str(Path(out) / fct)))
@@ -191,6 +192,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "flow_cost"))
     ap.add_argument("--no-early", action="store_true", help="without HPCC's early freeze (AccelConfig.early)")
     ap.add_argument("--follow", action="store_true", help="with followers (AccelConfig.follow)")
+    ap.add_argument("--no-memo", action="store_true", help="without memoization (AccelConfig.memo)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     ladder = [int(x) for x in a.layers.split(",")]
@@ -201,7 +203,7 @@ def main() -> int:
               "CPU s (Wormhole / packet) |\n|---|---|---|---|---|---|---|---|")
         rows = []
         for n in ladder:
-            r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow)
+            r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow, not a.no_memo)
             rows.append(r)
             pcpu = f"{r['packet_cpu_s']:.0f}" if r["packet_cpu_s"] else "-"
             errs = " / ".join(f"{r[k] * 100:.3f}%" for k in ("mean_fct_error", "p99_fct_error", "max_fct_error"))
@@ -216,7 +218,7 @@ def main() -> int:
                   f"at {a.fit} layers (an estimate): packet {p:,.0f}, Wormhole {w:,.0f}, ratio ~{p / w:,.0f}x")
         return 0
     prof = Profile()
-    r = measure(a.row, ladder[0], a.cc, a.ref, a.out, not a.no_early, prof, a.follow)
+    r = measure(a.row, ladder[0], a.cc, a.ref, a.out, not a.no_early, prof, a.follow, not a.no_memo)
     scn = r["scenario"]
     nic = prof.size
     mtu = scn.config.packet_payload_bytes

@@ -198,3 +198,19 @@ def test_max_min_serves_acks_first():
     rate = max_min({a: [2, 3], b: [1]}, {a: [(1, 0.05)]}, [1, 2, 3])
     assert rate[1] == pytest.approx(200) and rate[2] == rate[3] == pytest.approx(45)
     assert max_min({a: [2, 3]}, {}, [2, 3]) == {2: pytest.approx(50), 3: pytest.approx(50)}
+
+
+def test_a_server_handed_over_runs_by_rates_again_once_its_packets_are_done():
+    """A hand-over lasts until every flow run as packets has completed: the three flows of
+    "receive-and-fork" run as packets, and a ring step that starts after they finished (and the
+    lone flow after it) runs by rates again, as fast as packets would carry it."""
+    specs = PATTERNS["receive-and-fork"] + [(i, (i + 1) % 8, 262144, 20_000_000) for i in range(8)]
+    topo, cfg = server("hpcc")
+    ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
+    (dom,) = fast.accel.fluid_domains.values()
+    assert sorted(dom.packet_fids) == [0, 1, 2] and not dom.by_packets and not dom.packet_live
+    assert max(ref.finish_ps[f] for f in range(3)) < 20_000_000  # drained before the ring starts
+    for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
+        assert abs(b - a) / a < 0.005
+    assert abs(fcts(fast, len(specs))[3] - 890_190) < 20  # the ring step by hand (test above)

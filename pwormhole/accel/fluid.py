@@ -22,8 +22,9 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
 * Packets without end-to-end CC share the ports so only in some cases (a NIC port splits
   among its flows, an NVSwitch port serves first in, first out:
   :func:`~pwormhole.accel.solvers.max_min_holds`). When a recomputation finds otherwise,
-  the server hands its flows over to packets for the rest of the run (each gets its QP at
-  the whole packets it sent; :meth:`FluidDomain._to_packets`). Under ``nvlink_cc="nic"``
+  the server hands its flows over to packets (each gets its QP at the whole packets it sent;
+  :meth:`FluidDomain._to_packets`) until they have all completed: a flow that starts after
+  that runs by rates again. Under ``nvlink_cc="nic"``
   (rates only when asked, DCQCN only) nothing is handed over: flows sharing a port with
   other flows' data are counted in :attr:`FluidDomain.shared` as approximate.
 * When the last wire byte leaves the source, the last packet reaches the
@@ -100,7 +101,8 @@ class FluidDomain:
         self.nic_cc = net.cfg.nvlink_cc == NVLINK_CC_NIC  # opt-in rates under DCQCN: approximate, never handed over
         self.shared: set = set()  # (nic_cc) flows that shared an NVLink port with another flow's data
         self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
-        self.packet_fids: set = set()  # flows handed over to packets, or started after
+        self.packet_fids: set = set()  # flows handed over to packets, or started while they ran
+        self.packet_live: list = []  # of those, the ones that may not have completed (source, flow id)
         self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min holds)
         # the monitors' hook: (port -> bytes its flows carried, t0_ps, d_ps) as the flows advance (no packets)
         self.on_carried: Callable[[dict, int, int, bool], None] | None = None
@@ -108,8 +110,11 @@ class FluidDomain:
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
+        if self.by_packets and self._drained():
+            self.by_packets = False  # every packet of the hand-over has arrived: max-min holds again
         if self.by_packets:
             self.packet_fids.add(fid)
+            self.packet_live.append((host, fid))
             host.open_qp(fid, t, t, 0)
             return
         flow = self.net.flows[fid]
@@ -313,6 +318,12 @@ class FluidDomain:
                             {p: acks for p, acks in ack_users.items() if not p.node.is_switch}, self.active)
         return rates, max_min_holds(data_users, ack_users, first_hop, self.active)
 
+    def _drained(self) -> bool:
+        """Whether every flow run as packets here has completed (its last ACK is back at its
+        source, so none of its packets is left on the server's ports)."""
+        self.packet_live = [(h, f) for h, f in self.packet_live if f in h.sqp]
+        return not self.packet_live
+
     def _to_packets(self, t: int) -> None:
         """From ``t`` on, this server's flows run as packets: each active flow gets its QP at
         the bytes it sent so far (whole packets, acknowledged and received), flows that sent
@@ -326,6 +337,7 @@ class FluidDomain:
             nodes[flow.dst].advance_rx(fid, done, t, 0)
             nodes[flow.src].open_qp(fid, t, st.start_ps, done)
             self.packet_fids.add(fid)
+            self.packet_live.append((nodes[flow.src], fid))
         self.version += 1
 
     def _reschedule(self, t: int) -> None:
