@@ -200,32 +200,16 @@ def test_max_min_serves_acks_first():
     assert max_min({a: [2, 3]}, {}, [2, 3]) == {2: pytest.approx(50), 3: pytest.approx(50)}
 
 
-def test_a_server_handed_over_runs_by_rates_again_once_its_packets_are_done():
-    """A hand-over lasts until every flow run as packets has completed: the three flows of
-    "receive-and-fork" run as packets, and a ring step that starts after they finished (and the
-    lone flow after it) runs by rates again, as fast as packets would carry it."""
-    specs = PATTERNS["receive-and-fork"] + [(i, (i + 1) % 8, 262144, 20_000_000) for i in range(8)]
+def test_a_ring_step_with_one_late_start_runs_as_packets():
+    """GPU 0 starts its ring step 31 ns late: until it does, GPU 1 has no ACKs to send, its
+    flow runs at the line rate, and the NVSwitch port into GPU 2 (which also carries GPU 2's
+    ACKs) gets 4.6% more than it can carry. Packets do not share that max-min: the server is
+    handed over (all 8 flows), and its FCTs are the packets' (bench/RESULTS.md: tolerating the
+    few hundred bytes this queues was tried and moved FCTs far more than it saved)."""
+    specs = [(i, (i + 1) % 8, 262144, 31_000 if i == 0 else 0) for i in range(8)]
     topo, cfg = server("hpcc")
     ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
     fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
-    (dom,) = fast.accel.fluid_domains.values()
-    assert sorted(dom.packet_fids) == [0, 1, 2] and not dom.by_packets and not dom.packet_live
-    assert max(ref.finish_ps[f] for f in range(3)) < 20_000_000  # drained before the ring starts
-    for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
-        assert abs(b - a) / a < 0.005
-    assert abs(fcts(fast, len(specs))[3] - 890_190) < 20  # the ring step by hand (test above)
-
-
-@pytest.mark.parametrize("late_ps,handed", [(31_000, 0), (500_000, 8)])
-def test_a_ring_step_with_one_late_start_keeps_its_rates_while_the_backlog_is_small(late_ps, handed):
-    """GPU 0 starts its ring step late: until it does, GPU 1 has no ACKs to send, its flow
-    runs at the line rate and the NVSwitch port into GPU 2 (which also carries GPU 2's ACKs)
-    gets 4.6% more than it can carry. 31 ns of that queues ~490 bytes, under one packet: rates
-    stay (BACKLOG_PACKETS); 500 ns queue ~8 KB: the server runs as packets. Both within 0.5%."""
-    specs = [(i, (i + 1) % 8, 262144, late_ps if i == 0 else 0) for i in range(8)]
-    topo, cfg = server("hpcc")
-    ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
-    fast = Run(Scenario("t", topo, flows_of(specs), cfg), accel=FLUID).run()
-    assert sum(len(d.packet_fids) for d in fast.accel.fluid_domains.values()) == handed
+    assert sum(len(d.packet_fids) for d in fast.accel.fluid_domains.values()) == 8
     for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
         assert abs(b - a) / a < 0.005

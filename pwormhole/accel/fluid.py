@@ -21,15 +21,11 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
   exactly as they do packet by packet.
 * Packets without end-to-end CC share the ports so only in some cases (a NIC port splits
   among its flows, an NVSwitch port serves first in, first out:
-  :func:`~pwormhole.accel.solvers.max_min_excess`). Where they do not, the excess arrivals
-  at a port would queue there: that is tolerated until they add up to
-  :data:`BACKLOG_PACKETS` packets (the staggered starts of a ring step cross such a state
-  for a few ns), so no flow's bytes are off by more than that. Past it the server hands its
-  flows over to packets (each gets its QP at the whole packets it sent;
-  :meth:`FluidDomain._to_packets`) until they have all completed: a flow that starts after
-  that runs by rates again. Under ``nvlink_cc="nic"`` (rates only when asked, DCQCN only)
-  nothing is handed over: flows sharing a port with other flows' data are counted in
-  :attr:`FluidDomain.shared` as approximate.
+  :func:`~pwormhole.accel.solvers.max_min_holds`). When a recomputation finds otherwise,
+  the server hands its flows over to packets for the rest of the run (each gets its QP at
+  the whole packets it sent; :meth:`FluidDomain._to_packets`). Under ``nvlink_cc="nic"``
+  (rates only when asked, DCQCN only) nothing is handed over: flows sharing a port with
+  other flows' data are counted in :attr:`FluidDomain.shared` as approximate.
 * When the last wire byte leaves the source, the last packet reaches the
   destination after the two links' delays and its serialization at the NVSwitch
   (the destination's DAG children start then), and the ACK reaches the source
@@ -54,11 +50,10 @@ from ..net.packet import EV_MODEL
 from ..units import serialization_ps as _tx_ps
 from .config import NVLINK_FLUID, NVLINK_PACKET
 from .nvlink import nvlink_flows, rates_refused
-from .solvers import max_min, max_min_excess
+from .solvers import max_min, max_min_holds
 
 EV_FLUID = EV_MODEL  # the event kind of the fluid model (its handler: FluidDomain.on_event)
 RATE_MEMO_LAYOUTS = 4096  # port layouts kept per domain (the memo starts over when full)
-BACKLOG_PACKETS = 1  # excess arrivals (packets' wire bytes) a port may queue before the server runs as packets
 
 
 class FluidFlow:
@@ -105,23 +100,16 @@ class FluidDomain:
         self.nic_cc = net.cfg.nvlink_cc == NVLINK_CC_NIC  # opt-in rates under DCQCN: approximate, never handed over
         self.shared: set = set()  # (nic_cc) flows that shared an NVLink port with another flow's data
         self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
-        self.packet_fids: set = set()  # flows handed over to packets, or started while they ran
-        self.packet_live: list = []  # of those, the ones that may not have completed (source, flow id)
-        self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min excess)
-        self.excess = 0.0  # wire bytes per ps arriving past a port's rate where max-min does not hold
-        self.backlog = 0.0  # excess arrivals since max-min last held (wire bytes)
-        self.backlog_max = BACKLOG_PACKETS * (self.mtu + self.hdr_bytes)
+        self.packet_fids: set = set()  # flows handed over to packets, or started after
+        self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min holds)
         # the monitors' hook: (port -> bytes its flows carried, t0_ps, d_ps) as the flows advance (no packets)
         self.on_carried: Callable[[dict, int, int, bool], None] | None = None
 
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
-        if self.by_packets and self._drained():
-            self.by_packets = False  # every packet of the hand-over has arrived: max-min holds again
         if self.by_packets:
             self.packet_fids.add(fid)
-            self.packet_live.append((host, fid))
             host.open_qp(fid, t, t, 0)
             return
         flow = self.net.flows[fid]
@@ -207,7 +195,6 @@ class FluidDomain:
     def _advance(self, t: int) -> None:
         d = t - self.last_ps
         if d > 0:
-            self.backlog += self.excess * d
             for st in self.active.values():
                 st.left_wire_bytes -= st.rate * d
             if self.on_carried is not None:
@@ -291,9 +278,9 @@ class FluidDomain:
                 ack_users.setdefault(p, []).append((fid, ack_coef))
         return data_users, ack_users
 
-    def _rates(self) -> None:
-        """Set max-min fair wire rates (bytes/ps) and :attr:`excess`: 0.0 where packets without
-        end-to-end CC would share the ports so (see :func:`.solvers.max_min_excess`).
+    def _rates(self) -> bool:
+        """Set max-min fair wire rates (bytes/ps); False when packets without end-to-end CC
+        would not share the ports so (see :func:`max_min_holds`).
 
         Both depend only on the ports of the active flows in flow id order (no size, no
         byte left), so they are kept per such layout (:attr:`rate_memo`): a ring step
@@ -310,35 +297,27 @@ class FluidDomain:
             if len(self.rate_memo) >= RATE_MEMO_LAYOUTS:
                 self.rate_memo.clear()
             self.rate_memo[layout] = known
-        rates, self.excess = known
-        if not self.excess:
-            self.backlog = 0.0  # what queued drains: the flows fit the ports again
+        rates, holds = known
         for fid, r in zip(fids, rates):
             self.active[fid].rate = r
+        return holds
 
-    def _solve(self, fids: list) -> tuple[tuple, float]:
-        """``(rates in the order of fids, max-min excess)`` of the active flows."""
+    def _solve(self, fids: list) -> tuple[tuple, bool]:
+        """``(rates in the order of fids, whether max-min holds)`` of the active flows."""
         data_users, ack_users = self._users()
         rate = max_min(data_users, ack_users, self.active)
         rates = tuple(rate[f] for f in fids)
         if self.nic_cc:
-            return rates, 0.0
+            return rates, True
         first_hop = max_min({p: fs for p, fs in data_users.items() if not p.node.is_switch},
                             {p: acks for p, acks in ack_users.items() if not p.node.is_switch}, self.active)
-        return rates, max_min_excess(data_users, ack_users, first_hop, self.active)
-
-    def _drained(self) -> bool:
-        """Whether every flow run as packets here has completed (its last ACK is back at its
-        source, so none of its packets is left on the server's ports)."""
-        self.packet_live = [(h, f) for h, f in self.packet_live if f in h.sqp]
-        return not self.packet_live
+        return rates, max_min_holds(data_users, ack_users, first_hop, self.active)
 
     def _to_packets(self, t: int) -> None:
         """From ``t`` on, this server's flows run as packets: each active flow gets its QP at
         the bytes it sent so far (whole packets, acknowledged and received), flows that sent
         their last byte finish as planned, and later flows start as QPs."""
         self.by_packets = True
-        self.excess = self.backlog = 0.0
         nodes = self.net.nodes
         for fid in sorted(self.active):
             done = self.sent_bytes(fid, t) // self.mtu * self.mtu
@@ -347,16 +326,13 @@ class FluidDomain:
             nodes[flow.dst].advance_rx(fid, done, t, 0)
             nodes[flow.src].open_qp(fid, t, st.start_ps, done)
             self.packet_fids.add(fid)
-            self.packet_live.append((nodes[flow.src], fid))
         self.version += 1
 
     def _reschedule(self, t: int) -> None:
         self.version += 1
         if not self.active:
-            self.excess = self.backlog = 0.0
             return
-        self._rates()
-        if self.excess and self.backlog >= self.backlog_max:
+        if not self._rates():
             self._to_packets(t)
             return
         nxt = None
@@ -365,9 +341,6 @@ class FluidDomain:
                 done = t + max(1, int(-(-st.left_wire_bytes // st.rate)))
                 if nxt is None or done < nxt:
                     nxt = done
-        if self.excess:  # look again when the backlog reaches its bound
-            full = t + max(1, int(-(-(self.backlog_max - self.backlog) // self.excess)))
-            nxt = full if nxt is None or full < nxt else nxt
         if nxt is not None:
             self._post(nxt, ("next", self.version))
 

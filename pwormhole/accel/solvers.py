@@ -6,7 +6,7 @@
   where ``d`` sums its queues' delays; one equation per saturated port (the shares fill its
   rate less its ACKs), solved by Gauss-Seidel sweeps and bisection.
 * :func:`max_min`: progressive filling with the ACKs served first (NVLink flows by rates), and
-  :func:`max_min_excess`: whether packets without end-to-end CC share the ports so.
+  :func:`max_min_holds`: whether packets without end-to-end CC share the ports so.
 """
 
 from __future__ import annotations
@@ -168,30 +168,25 @@ def _fill(data_users: dict, ack_users: dict, flows, room: dict | None = None) ->
     return rate
 
 
-def max_min_excess(data_users: dict, ack_users: dict, first_hop: dict, flows) -> float:
-    """How far packets without end-to-end CC are from sharing the ports as max-min does: 0.0
-    where they share so, else the largest excess arrival rate (wire bytes per ps) into an
-    NVSwitch port where they do not (the rate its queue grows at). Their senders split each NIC
-    port's capacity equally after its ACKs (round robin: the rates ``first_hop`` computes over
-    the first hops alone) and an NVSwitch port serves its arrivals first in, first out, so
-    max-min holds when no NVSwitch port is overloaded at the first-hop rates, or when the flows
-    into an overloaded one arrive at equal rates, each alone on its NIC port, and nothing else
-    crosses it (they then get equal shares, as max-min gives them, and no other flow's packets
-    or ACKs wait in the queue they build)."""
-    worst = 0.0
+def max_min_holds(data_users: dict, ack_users: dict, first_hop: dict, flows) -> bool:
+    """Whether packets without end-to-end CC share the ports as max-min does. Their senders
+    split each NIC port's capacity equally after its ACKs (round robin: the rates ``first_hop``
+    computes over the first hops alone) and an NVSwitch port serves its arrivals first in,
+    first out, so max-min holds when no NVSwitch port is overloaded at the first-hop rates, or
+    when the flows into an overloaded one arrive at equal rates, each alone on its NIC port, and
+    nothing else crosses it (they then get equal shares, as max-min gives them, and no other
+    flow's packets or ACKs wait in the queue they build)."""
     for p in set(data_users) | set(ack_users):
         if not p.node.is_switch:
             continue
         into = data_users.get(p, [])
         acks = ack_users.get(p, [])
         load = sum(first_hop[f] for f in into) + sum(first_hop[f] * c for f, c in acks)
-        cap = p.rate_bps / 8 / PS_PER_S
-        if load <= cap * (1 + 1e-9):
+        if load <= p.rate_bps / 8 / PS_PER_S * (1 + 1e-9):
             continue
         if not into or acks or any(len(data_users[flows[f].data_ports[0]]) != 1 for f in into):
-            worst = max(worst, load - cap)
-            continue
+            return False
         lo, hi = min(first_hop[f] for f in into), max(first_hop[f] for f in into)
         if hi - lo > 1e-9 * hi:
-            worst = max(worst, load - cap)
-    return worst
+            return False
+    return True
