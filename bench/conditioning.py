@@ -38,6 +38,8 @@ past a few percent, no accelerated run can be held to that p99 on the row.
 
     python3 bench/conditioning.py --row moe-64 --layers 4 --cc hpcc --ref bench-out/ref-moe-64-L4-hpcc --seeds 2
 
+(rows go to ``bench-out/conditioning-rows`` unless ``--out`` says otherwise)
+
 Rows are appended to ``<out>/results.md`` as each scenario finishes (``results.jsonl`` too).
 """
 
@@ -159,7 +161,7 @@ def row_floor(row: str, layers: int, cc: str, ref: Path, seed: int, shift_ps: in
     """One shifted packet run of ``bench/paper.py`` row ``row`` against its saved reference ``ref``."""
     scn = factory(row, layers, cc)()
     op = shifted(scn, shift_ps, seed)
-    run_dir = out / f"{row}-L{layers}-{cc}-seed{seed}"
+    run_dir = out / f"{row}-L{layers}-{cc}-shift{shift_ps}-seed{seed}"
     ws = simulate(scn, str(run_dir), quiet=True)
     ps = json.loads((ref / "summary.json").read_text())
     fct = ps["inputs"]["fct_file"]
@@ -192,7 +194,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3, help="jittered packet runs per scenario")
     ap.add_argument("--jitter-ns", type=int, default=1000, help="width of the uniform jitter (ns)")
     ap.add_argument("--only", help="comma-separated scenario names: " + ", ".join(SCENARIOS))
-    ap.add_argument("--out", default=str(ROOT / "bench-out" / "conditioning"))
+    ap.add_argument("--out", help="results folder (bench-out/conditioning; with --row: conditioning-rows)")
     ap.add_argument("--row", choices=sorted(CONFIGS), help="a bench/paper.py row, against its saved reference")
     ap.add_argument("--layers", type=int, default=2, help="with --row: its layer count")
     ap.add_argument("--cc", default="hpcc", choices=sorted(CC), help="with --row: congestion control")
@@ -205,7 +207,7 @@ def main() -> int:
             ap.error(f"{ref}: no packet reference (run bench/flow_cost.py --row {a.row} --layers {a.layers} first)")
         if a.seeds < 1 or a.shift_ns < 1:
             ap.error("--seeds and --shift-ns must be at least 1")
-        log = ResultsLog(a.out, ROW_HEADER)
+        log = ResultsLog(a.out or ROOT / "bench-out" / "conditioning-rows", ROW_HEADER)
         for seed in range(1, a.seeds + 1):
             r = row_floor(a.row, a.layers, a.cc, ref, seed, a.shift_ns * 1000, log.out)
             log.add(row_md(r), r)
@@ -216,7 +218,7 @@ def main() -> int:
             ap.error(f"unknown scenario {n!r}")
     if a.seeds < 1 or a.jitter_ns < 1:
         ap.error("--seeds and --jitter-ns must be at least 1")
-    log = ResultsLog(a.out, HEADER)
+    log = ResultsLog(a.out or ROOT / "bench-out" / "conditioning", HEADER)
     for n in names:
         r = one(n, SCENARIOS[n], a.seeds, a.jitter_ns * 1000, log.out)
         log.add(md(r), r)

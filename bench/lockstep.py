@@ -41,7 +41,8 @@ def perturbed(row: str, layers: int, cc: str, gpus: list[int], delay_ps: int):
 def against(ref: Path, out: Path) -> dict:
     ps = json.loads((ref / "summary.json").read_text())
     ws = json.loads((out / "summary.json").read_text())
-    err = fct_errors(read_fct(str(ref / "fct.txt")), read_fct(str(out / "fct.txt")))
+    fct = ps["inputs"]["fct_file"]
+    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(out / fct)))
     return comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
                       collective_times(str(out / "collectives.csv")))
 
@@ -55,7 +56,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--row", default="gpt7b-64-notp", choices=sorted(CONFIGS))
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--cc", default="hpcc")
+    ap.add_argument("--cc", default="hpcc", choices=["dcqcn", "hpcc"])
     ap.add_argument("--gpus", default="8", help="comma-separated GPU ranks whose first compute op is delayed")
     ap.add_argument("--delay-ns", type=float, default=31.0)
     ap.add_argument("--ref", help="packet run of the perturbed row (made once when missing)")

@@ -577,7 +577,9 @@ def _write_monitors(sim: Run, data: MonitorData, writer: RunWriter, out_dir: str
 
 def _arm_partial_summary(sim: Run, writer: RunWriter, head: dict) -> None:
     """Under MPI, rank 0's summary for the stop watchdog (:mod:`pwormhole.sync.interrupt`), when the
-    ranks cannot stop together: the completions up to the last boundary, no counters (they are per rank)."""
+    ranks cannot stop together: the completions handed to rank 0 by then (up to the last batch:
+    ``sync.mpi.FLUSH_WINDOWS`` windows or ``FLUSH_S`` seconds; the ranks' held ones are lost), no
+    counters (they are per rank)."""
     def write_partial(signum: int, reason: str) -> None:
         writer.write_partial_summary({**head, "complete": False, "sim_time_ps": sim.t_end_ps,
                                       **fct_summary(len(sim.scn.flows), writer.fcts_ns, writer.slowdowns),

@@ -77,7 +77,15 @@ def test_a_join_wakes_a_follower_with_its_leaders_progress():
 
 def test_followers_are_off_by_default():
     s = run(AccelConfig()).accel.stats()
-    assert (s["memo_follows"], s["memo_follows_steady"]) == (0, 0)
+    assert (s["memo_follows"], s["memo_follows_steady"], s["follow_on"]) == (0, 0, False)
+
+
+def test_followers_asked_without_memo_do_not_run_and_say_so():
+    """``--follow --no-memo``: nothing to follow; the run's stats (and summary.json's
+    ``accel.follow``) say followers were off."""
+    s = run(AccelConfig(follow=True, memo=False)).accel.stats()
+    assert (s["memo_follows"], s["follow_on"]) == (0, False)
+    assert run(AccelConfig(follow=True)).accel.stats()["follow_on"] is True
 
 
 @needs_mpi
