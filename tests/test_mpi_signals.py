@@ -61,9 +61,12 @@ def _rank_pids(pid: int) -> dict[int, int]:
 
 def _start(out: Path, n: int = 2) -> subprocess.Popen:
     # a test runner started in the background hands its children SIGINT ignored: restore the default
-    return subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "pwormhole", "run", "--scenario",
-                             "gpt-350m-16gpu", "--mode", "packet", "--out", str(out), "--no-progress"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # three iterations of 4 GPT-350M layers (~10 s at 2 ranks here): rank 0 writes its first completions
+    # (a batch: every 64 windows or a second) ~1 s in, so a signal then lands well inside the window loop
+    return subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, "-m", "pwormhole", "run", "--model", "gpt-350m",
+                             "--gpus", "16", "--tp", "8", "--layers", "4", "--iterations", "3", "--topology",
+                             "rail-optimized:gpus=16", "--mode", "packet", "--out", str(out), "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
