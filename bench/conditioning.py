@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import random
 import sys
 import time
@@ -61,7 +60,7 @@ from wormhole import CC, without_tp_collectives
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.compare import compare
 from pwormhole.config import ModelConfig
-from pwormhole.report.compare import collective_times, comparison, fct_errors, read_fct
+from pwormhole.report.compare import compare_dirs
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import topology_from_arg, training_scenario
 from pwormhole.workload.dag import OP_COMPUTE
@@ -163,11 +162,7 @@ def row_floor(row: str, layers: int, cc: str, ref: Path, seed: int, shift_ps: in
     op = shifted(scn, shift_ps, seed)
     run_dir = out / f"{row}-L{layers}-{cc}-shift{shift_ps}-seed{seed}"
     ws = simulate(scn, str(run_dir), quiet=True)
-    ps = json.loads((ref / "summary.json").read_text())
-    fct = ps["inputs"]["fct_file"]
-    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(run_dir / fct)))
-    c = comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
-                   collective_times(str(run_dir / "collectives.csv")))
+    c, _ = compare_dirs(str(ref), str(run_dir), ws=ws)
     return {"row": row, "layers": layers, "cc": cc, "shift_ps": shift_ps, "seed": seed, "op": op,
             "fct_change_mean": c["mean_fct_error"], "fct_change_p99": c["p99_fct_error"],
             "fct_change_max": c["max_fct_error"], "iteration_change": c["iteration_time_error"]}

@@ -38,7 +38,7 @@ from wormhole import ROOT, SCENARIOS
 
 from pwormhole.accel import wormhole as wh_mod
 from pwormhole.accel.config import SETTLE_RTTS, AccelConfig
-from pwormhole.report.compare import collective_times, comparison, fct_errors, read_fct
+from pwormhole.report.compare import compare_dirs
 from pwormhole.run import simulate
 
 PHASES = ("before sampling", "settling", "rate wait", "span", "to early freeze", "memo", "between skips", "after wake",
@@ -160,10 +160,7 @@ def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof
     c0 = time.process_time()
     ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early, follow=follow, memo=memo))
     cpu = time.process_time() - c0
-    fct = ps["inputs"]["fct_file"]
-    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(Path(out) / fct)))
-    r = comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
-                   collective_times(str(Path(out) / "collectives.csv")))
+    r, _ = compare_dirs(str(ref), out, ps, ws)
     r.update(layers=layers, cpu_s=cpu, packet_events=ps["events"], wormhole_events=ws["events"],
              packet_cpu_s=ps.get("cpu_s"), packet_events_est=ws.get("packet_events_est"), scenario=scn)
     return r

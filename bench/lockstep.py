@@ -14,7 +14,6 @@ the unperturbed reference given by ``--base`` (how much the delay moves packet m
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from paper import CONFIGS, factory
 from wormhole import ROOT
 
 from pwormhole.accel.config import AccelConfig
-from pwormhole.report.compare import collective_times, comparison, fct_errors, read_fct
+from pwormhole.report.compare import compare_dirs
 from pwormhole.run import simulate
 from pwormhole.workload.dag import OP_COMPUTE
 
@@ -39,12 +38,7 @@ def perturbed(row: str, layers: int, cc: str, gpus: list[int], delay_ps: int):
 
 
 def against(ref: Path, out: Path) -> dict:
-    ps = json.loads((ref / "summary.json").read_text())
-    ws = json.loads((out / "summary.json").read_text())
-    fct = ps["inputs"]["fct_file"]
-    err = fct_errors(read_fct(str(ref / fct)), read_fct(str(out / fct)))
-    return comparison(ps, ws, err, collective_times(str(ref / "collectives.csv")),
-                      collective_times(str(out / "collectives.csv")))
+    return compare_dirs(str(ref), str(out))[0]
 
 
 def line(r: dict) -> str:

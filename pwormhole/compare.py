@@ -11,7 +11,7 @@ import os
 import sys
 
 from .outfiles import existing
-from .report.compare import collective_times, comparison, fct_errors, plot_cdf, read_fct, table
+from .report.compare import compare_dirs, plot_cdf, table
 from .report.summary import write_json_atomic
 from .run import simulate
 
@@ -27,10 +27,7 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
     pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
     ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
     ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
-    fct_name = ps["inputs"]["fct_file"]  # the config's FCT_OUTPUT_FILE
-    err = fct_errors(read_fct(os.path.join(pdir, fct_name)), read_fct(os.path.join(wdir, fct_name)))
-    result = comparison(ps, ws, err, collective_times(os.path.join(pdir, "collectives.csv")),
-                        collective_times(os.path.join(wdir, "collectives.csv")))
+    result, err = compare_dirs(pdir, wdir, ps, ws)
     write_json_atomic(os.path.join(out, "compare.json"), result)
     plot_cdf(os.path.join(out, "fct_error_cdf.png"), err, ps["scenario"])
     if not quiet:

@@ -74,9 +74,9 @@ class Group:
     __slots__ = ("gid", "cell", "flows", "ports", "formed_ps", "newest_start_ps", "max_start_ps", "frozen",
                  "memo_checked", "memo_key", "memo_base", "refill", "next_check_ps", "backoff_periods", "unsettled")
 
-    def __init__(self, gid, flows, ports, formed_ps, newest_start_ps):
+    def __init__(self, gid, flows, ports, formed_ps, newest_start_ps, cell=None):
         self.gid = gid
-        self.cell = [gid]  # shared with its flows and, in the flow table, its ports: a merge renames it in place
+        self.cell = cell or [gid]  # shared with its flows and ports in the flow table; a merge renames it
         self.max_start_ps = newest_start_ps  # its flows' latest start (``newest_start_ps`` may be later: a reroute)
         self.flows = flows  # set of flow ids
         self.ports = ports  # set of Port objects
@@ -177,9 +177,7 @@ class FlowTable:
         gid = self.next_gid
         self.next_gid += 1
         cell[0] = gid
-        g = Group(gid, flows, ports, t, newest)
-        g.cell = cell
-        self.groups[gid] = g
+        g = self.groups[gid] = Group(gid, flows, ports, t, newest, cell)
         return g
 
     def remove(self, fid: int, t: int) -> None:

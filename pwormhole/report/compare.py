@@ -22,6 +22,7 @@ keys (DESIGN.md "Measuring"):
 from __future__ import annotations
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -90,6 +91,21 @@ def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict
         "fluid_shared_flows": ws.get("fluid_shared_flows", 0),
         "complete": bool(ps["complete"] and ws["complete"]),
     }
+
+
+def compare_dirs(ref_dir: str, acc_dir: str, ps: dict | None = None, ws: dict | None = None) -> tuple[dict, np.ndarray]:
+    """``(comparison, per-flow errors)`` of two runs' output folders (``ps``, ``ws``: their summaries
+    when at hand, else read from ``summary.json``); flows from the reference's ``fct.txt`` name."""
+    if ps is None:
+        with open(os.path.join(ref_dir, "summary.json")) as fh:
+            ps = json.load(fh)
+    if ws is None:
+        with open(os.path.join(acc_dir, "summary.json")) as fh:
+            ws = json.load(fh)
+    fct_name = ps["inputs"]["fct_file"]  # the config's FCT_OUTPUT_FILE
+    err = fct_errors(read_fct(os.path.join(ref_dir, fct_name)), read_fct(os.path.join(acc_dir, fct_name)))
+    return comparison(ps, ws, err, collective_times(os.path.join(ref_dir, "collectives.csv")),
+                      collective_times(os.path.join(acc_dir, "collectives.csv"))), err
 
 
 def table(r: dict) -> str:
