@@ -1,6 +1,6 @@
 """Fast-forward of a steady conflict group: freeze, plan the wake, advance, wake.
 
-A steady group is frozen at boundary ``T0``: its events leave the heaps (``LogicalProcess.extract``)
+A steady group is frozen at boundary ``T0``: its events leave the heaps (``nodes.take_events``)
 and its ports are held (``Port.hold``), so they keep their queues and buffer occupancy and packets
 of other flows reaching them wait. On waking after ``D`` ps each flow advances by ``goodput x D``
 bytes rounded down to whole packets, in the sender (``SendQP.advance``), the receiver
@@ -17,13 +17,11 @@ from bisect import bisect_left
 
 from ..config import CC_TIMELY
 from ..net import cc
-from ..net.nodes import unwire
+from ..net.nodes import take_events
 from ..net.packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
-    EV_NIC_WAKE,
     EV_TIMER,
-    EV_TX_DONE,
     T_PFC,
 )
 from .config import BPS_PER_BYTE_PS
@@ -51,30 +49,11 @@ class Frozen:
         self.memo = memo  # (recorded entry, flow id -> recorded index) for a memo hit
 
 
-def owned_by(ports: set, flows: set):
-    """The predicate of the events a group owns: its ports' serializer and NIC wakes, its
-    flows' packets and timers, and PFC frames arriving at its ports."""
-    def mine(ev) -> bool:
-        kind = ev[EV_KIND]
-        if kind == EV_TX_DONE or kind == EV_NIC_WAKE:
-            return ev[EV_TARGET] in ports
-        if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
-            pkt = ev[EV_ARG]
-            if pkt.kind == T_PFC:
-                return ev[EV_TARGET].ports[pkt.inport] in ports
-            return pkt.fid in flows
-        if kind == EV_TIMER:
-            return ev[EV_ARG][TIMER_QP].fid in flows
-        return False
-    return mine
-
-
 def freeze(lps, ports: set, flows: set) -> tuple:
-    """Take the group's events out of the LPs' heaps and hold its ports: ``(events by LP, busy states)``."""
-    mine = owned_by(ports, flows)
-    for lp in lps:
-        unwire(lp.heap)  # packets on wires become events that extract can see
-    events = [(lp, lp.extract(mine)) for lp in lps]
+    """Take the group's events out of the LPs' heaps (``nodes.take_events``: its ports' serializer
+    and NIC wakes, its flows' packets and timers, PFC frames arriving at its ports) and hold its
+    ports: ``(events by LP, busy states)``."""
+    events = [(lp, take_events(lp.heap, ports, flows)) for lp in lps]
     busy = {p: p.hold() for p in ports}
     return events, busy
 

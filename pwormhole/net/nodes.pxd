@@ -24,6 +24,9 @@ cdef unsigned long long MIX_HI, MIX_LO, LOW32
 cpdef unsigned long long ecmp_index(unsigned long long h, unsigned long long salt, unsigned long long n)
 cdef class QueueWatch
 
+@cython.locals(evs=list, wired=list, out=list, keep=list, kind=cython.int, own=cython.bint, pkt=Packet, port=Port)
+cpdef list take_events(heap, ports, flows)
+
 
 cdef class Port:
     cdef public Node node

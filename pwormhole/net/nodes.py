@@ -1163,6 +1163,45 @@ def unwire(heap) -> None:
     heap.replace(keep)
 
 
+def take_events(heap, ports, flows) -> list:
+    """Unwire ``heap`` (an EventQueue; :func:`unwire`) and take out the pending events of
+    ``ports`` (a set of Port) and ``flows`` (a set of flow ids): the ports' serializer and NIC
+    wakes, the flows' packets and timers, and PFC frames arriving at the ports. Returns them
+    (in no particular order); the others stay pending."""
+    evs = heap.events()
+    wired = [ev[3] for ev in evs if ev[2] == EV_WIRE]
+    if wired:
+        evs = [ev for ev in evs if ev[2] != EV_WIRE]
+        for port in wired:
+            kind = port.arrive_kind
+            for pkt in port.wire:
+                evs.append((pkt.arrive_ps, pkt.arrive_key, kind, port.peer, pkt))
+            port.wire.clear()
+    out = []
+    keep = []
+    for ev in evs:
+        kind = ev[2]
+        if kind == EV_TX_DONE or kind == EV_NIC_WAKE:
+            own = ev[3] in ports
+        elif kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
+            pkt = ev[4]
+            if pkt.kind == T_PFC:
+                own = ev[3].ports[pkt.inport] in ports
+            else:
+                own = pkt.fid in flows
+        elif kind == EV_TIMER:
+            own = ev[4][0].fid in flows
+        else:
+            own = False
+        if own:
+            out.append(ev)
+        else:
+            keep.append(ev)
+    if out or wired:
+        heap.replace(keep)
+    return out
+
+
 class NetHandler(Handler):
     """The handler of one event kind of the packet model: compiled, the event loop calls
     the typed port or node in C (the time unboxed, no Python call per event); ``method``

@@ -10,10 +10,13 @@ node_type(1 switch, 0 host) if_index(1-based port) kind(1 pause, 0 resume)``.
 
 from __future__ import annotations
 
+from functools import cache
+
 from ..errors import OutputError
 from ..outfiles import PartFile, write_error
 
 
+@cache  # one string per node: every fct.txt line names two
 def hpcc_ip(node_id: int) -> str:
     """HPCC's IPv4 address of a node, as 8 hex digits (``third.cc`` node_id_to_ip)."""
     return f"{0x0B000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100:08x}"
