@@ -22,6 +22,7 @@ import io
 
 from . import cli
 from .errors import InputError
+from .outfiles import discard_out_dir
 from .report.outdir import RunFiles, read_run
 from .report.page import write_report
 from .run import simulate as run_scenario
@@ -66,7 +67,11 @@ def simulate(progress: bool = False, quiet: bool = True, **options) -> Result:
     except SystemExit:
         raise InputError(err.getvalue().strip().splitlines()[-1]) from None
     args.argv = argv
-    scn, out, until_ps, owner, accel = cli._run_setup(args, None)
+    try:
+        scn, out, until_ps, owner, accel = cli._run_setup(args, None)
+    except InputError:
+        discard_out_dir(getattr(args, "made_out", None))
+        raise
     run_scenario(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner, progress=progress,
                  quiet=quiet, plot=args.plot, accel=accel, memo_cache=args.memo_cache,
                  report=args.report)

@@ -16,6 +16,7 @@ from . import compiled
 from .accel.config import NVLINK_CHOICES
 from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE
 from .errors import InputError, OutputError, StuckError, Terminated
+from .outfiles import discard_out_dir
 from .sync import interrupt
 from .units import parse_time_ps
 
@@ -210,8 +211,8 @@ def _run_setup(args, comm):
     """
     from .report.writer import prepare_out_dir
 
-    if args.out:
-        prepare_out_dir(args.out)  # before any work: a bad folder is reported at once
+    if args.out and prepare_out_dir(args.out):  # before any work: a bad folder is reported at once
+        args.made_out = args.out  # removed again if the inputs are refused (main)
     _check_memo_cache(args)
     scn = _load_scenario(args)
     if comm is None or comm.rank == 0:
@@ -315,6 +316,7 @@ def _run_mpi(comm, args) -> int:
         err = (1, f"{type(e).__name__}: {e}")
     failed = [(r, e) for r, e in enumerate(comm.allgather(err)) if e is not None]
     if failed:
+        discard_out_dir(getattr(args, "made_out", None))
         if comm.rank == 0:
             r, (_, msg) = failed[0]
             everywhere = len(failed) == comm.size and all(e == failed[0][1] for _, e in failed)
@@ -371,8 +373,8 @@ def _compare(args) -> int:
 
     if args.mode is not None:
         raise InputError("compare runs both modes; drop --mode")
-    if args.out:
-        prepare_out_dir(args.out)
+    if args.out and prepare_out_dir(args.out):
+        args.made_out = args.out
     _check_memo_cache(args)
     scn = _load_scenario(args)
     for w in scn.warnings:
@@ -519,8 +521,16 @@ def add_run_arguments(r) -> None:
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line and exit 2, like every other input mistake (its
+    subcommands' parsers are of this class too)."""
+
+    def error(self, message):
+        self.exit(2, f"pwormhole: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pwormhole",
+    p = _Parser(prog="pwormhole",
                                 description="Packet-level RDMA network simulation of training traffic.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="simulate a scenario (default: one GPT-7B iteration on 64 GPUs)",
@@ -581,6 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except InputError as e:
+        discard_out_dir(getattr(args, "made_out", None))
         print(f"pwormhole: error: {e}", file=sys.stderr)
         return 2
     except StuckError as e:

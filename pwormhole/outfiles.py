@@ -170,4 +170,14 @@ def existing(folder: str, names) -> list[str]:
 
 
 __all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error",
-           "check_folder_writable", "check_file_writable", "check_output_name", "existing"]
+           "check_folder_writable", "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
+
+
+def discard_out_dir(out_dir: str | None) -> None:
+    """Remove ``out_dir`` if it is empty (a folder ``report.writer.prepare_out_dir`` made for a run whose
+    inputs were then refused: nothing is left behind)."""
+    if out_dir:
+        try:
+            os.rmdir(out_dir)
+        except OSError:  # not empty, or gone: leave it
+            pass

@@ -68,6 +68,9 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     name, _, rest = text.partition(":")
     if name not in BUILDERS or os.path.exists(text):
         from .inputs import TOPOLOGY_FORMATS, load_topology
+        if not os.path.exists(text) and "=" in rest:  # a builder's name misspelt, not a file
+            raise InputError(f"--topology {text}: no such file, and {name!r} is not a builder "
+                             f"(known: {', '.join(BUILDERS)})")
         return load_topology(text, fmt if fmt in TOPOLOGY_FORMATS else None)
     kv: dict[str, str] = {}
     for item in filter(None, rest.split(",")):
@@ -79,7 +82,8 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     def take(key, conv, default=None):
         if key not in kv:
             if default is None:
-                raise InputError(f"--topology {text}: {name} needs {key}=...")
+                unknown = f" (unknown: {', '.join(sorted(kv))})" if kv else ""
+                raise InputError(f"--topology {text}: {name} needs {key}=...{unknown}")
             return default
         v = kv.pop(key)
         try:

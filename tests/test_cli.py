@@ -69,7 +69,21 @@ def test_bad_input_is_one_line_exit_2(tmp_path, name, transform, needle):
     assert len(lines) == 1 and lines[0].startswith("pwormhole: error:"), r.stderr
     assert "Traceback" not in r.stderr
     assert needle in lines[0]
-    assert not (out / "fct.txt").exists()
+    assert not out.exists()  # the folder made for the run is removed again: nothing left behind
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--mode", "wormhol"], "argument --mode: invalid choice: 'wormhol'"),
+    (["--topology", "rail-optimised:gpus=8"], "'rail-optimised' is not a builder (known: rail-optimized, fat-tree"),
+    (["--topology", "rail-optimized:gpu=8"], "rail-optimized needs gpus=... (unknown: gpu)"),
+])
+def test_option_mistakes_are_one_line_and_leave_no_folder(tmp_path, args, needle):
+    out = tmp_path / "out"
+    r = cli("run", "--model", "gpt-350m", "--gpus", "8", *args, "--out", out)
+    assert r.returncode == 2 and r.stderr.startswith("pwormhole: error:") and r.stderr.count("\n") == 1, r.stderr
+    assert needle in r.stderr and not out.exists()
+    out.mkdir()  # a folder that was there before stays
+    assert cli("run", "--model", "gpt-350m", "--gpus", "8", *args, "--out", out).returncode == 2 and out.is_dir()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; covered by the file-as-folder case")

@@ -23,8 +23,10 @@ from .summary import write_json_atomic
 from .training import plot_timeline, write_collectives_csv, write_timeline_csv
 
 
-def prepare_out_dir(out_dir: str) -> None:
-    """Create ``out_dir`` and check it is writable, before any simulation (InputError otherwise)."""
+def prepare_out_dir(out_dir: str) -> bool:
+    """Create ``out_dir`` and check it is writable, before any simulation (InputError otherwise);
+    True when it was made here (``outfiles.discard_out_dir`` removes it if the run then fails on its inputs)."""
+    made = not os.path.isdir(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
         probe = os.path.join(out_dir, f".pwormhole-write-test-{os.getpid()}")
@@ -32,6 +34,7 @@ def prepare_out_dir(out_dir: str) -> None:
         os.remove(probe)
     except OSError as e:
         raise InputError(f"cannot write output folder {out_dir!r}: {e.strerror or e}") from None
+    return made
 
 
 def output_names(scn, plot: bool = False) -> list[str]:
