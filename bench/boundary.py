@@ -12,7 +12,15 @@ the mean per window of each part and the run's wall and CPU time.
     python3 bench/boundary.py [--ranks 2] -- RUN_ARGS...
     (default RUN_ARGS: the full 64-GPU GPT-7B dist-opt DCQCN iteration, Wormhole mode)
 
-The barrier adds a few microseconds per window to the run; read ``wall`` of a plain run
+The collective is split in two: a barrier right before it (the wait for the other ranks'
+packing: imbalance, not boundary cost) and the collective itself. A rank's own work at the
+boundary is the rest; of it, the ``fct.txt`` lines of its completions (made where the flows
+finished: output work a 1-rank run does too) and Wormhole's boundary hook are shown apart.
+
+    python3 bench/boundary.py --floor [--ranks 2]
+    (the exchange of a window with nothing in it, on a stub LP: the fixed cost per boundary)
+
+The barriers add a few microseconds per window to the run; read ``wall`` of a plain run
 for speed.
 """
 
@@ -37,26 +45,66 @@ GPT7B_64 = ["--model", "gpt-7b", "--gpus", "64", "--tp", "8", "--pp", "2", "--di
 def child(report: str, argv: list[str]) -> int:
     """One rank: the CLI with the transport timed; its figures written to ``report.RANK``."""
     from pwormhole import cli
+    from pwormhole.accel import wormhole
     from pwormhole.sync import mpi
 
     parts = {"wait_s": 0.0, "exchange_s": 0.0, "hook_s": 0.0, "exchange_cpu_s": 0.0, "hook_cpu_s": 0.0,
-             "collective_s": 0.0,
+             "collective_s": 0.0, "peer_wait_s": 0.0, "lines_s": 0.0, "wormhole_s": 0.0,
              "windows": 0}
     state: dict = {"t_exchanged": None}
     cpu = time.thread_time
     orig_exchange = mpi.MpiTransport.exchange
     orig_run_until = mpi.MpiTransport.run_until
+    orig_hook = wormhole.Wormhole.on_boundary
+
+    class TimedComm:
+        """The rank's communicator, with a timed barrier before each window's collective."""
+
+        def __init__(self, comm):
+            self.comm = comm
+
+        def __getattr__(self, name):
+            return getattr(self.comm, name)
+
+        def _timed(self, fn, x):
+            t0 = time.perf_counter()
+            self.comm.Barrier()
+            t1 = time.perf_counter()
+            got = fn(x)
+            parts["peer_wait_s"] += t1 - t0
+            parts["collective_s"] += time.perf_counter() - t1
+            return got
+
+        def allgather(self, x):
+            return self._timed(self.comm.allgather, x)
+
+        def alltoall(self, x):
+            return self._timed(self.comm.alltoall, x)
+
+    def timed(key, fn):
+        def call(*args):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                parts[key] += time.perf_counter() - t0
+        return call
+
+    def hook(self, t, done, report):
+        return timed("wormhole_s", orig_hook)(self, t, done, report)
 
     def exchange(self, t_end, report_fn):
+        if not isinstance(self.comm, TimedComm):
+            self.comm = TimedComm(self.comm)
+            if self.format_finished is not None:
+                self.format_finished = timed("lines_s", self.format_finished)
         t0 = time.perf_counter()
         self.comm.Barrier()
         t1 = time.perf_counter()
         c1 = cpu()
-        sync0 = self.sync_s
         got = orig_exchange(self, t_end, report_fn)
         t2 = time.perf_counter()
         c2 = cpu()
-        parts["collective_s"] += self.sync_s - sync0
         parts["wait_s"] += t1 - t0
         parts["exchange_s"] += t2 - t1
         parts["exchange_cpu_s"] += c2 - c1
@@ -74,6 +122,7 @@ def child(report: str, argv: list[str]) -> int:
 
     mpi.MpiTransport.exchange = exchange
     mpi.MpiTransport.run_until = run_until
+    wormhole.Wormhole.on_boundary = hook
     rc = cli.main(argv)
     rank = os.environ.get("PMI_RANK", "0")
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -85,8 +134,13 @@ def child(report: str, argv: list[str]) -> int:
 def main() -> int:
     args = sys.argv[1:]
     ranks = 2
+    want_floor = args[:1] == ["--floor"]
+    if want_floor:
+        args = args[1:]
     if args[:1] == ["--ranks"]:
         ranks, args = int(args[1]), args[2:]
+    if want_floor:
+        return floor(ranks)
     if args[:1] == ["--"]:
         args = args[1:]
     run_args = args or GPT7B_64
@@ -110,13 +164,51 @@ def main() -> int:
                   f" ({us['exchange_cpu_s']:5.1f}) us  hook {us['hook_s']:6.1f} ({us['hook_cpu_s']:5.1f}) us  boundary "
                   f"{us['exchange_s'] + us['hook_s']:6.1f} ({us['exchange_cpu_s'] + us['hook_cpu_s']:5.1f}) us"
                   f"   process CPU {p['cpu_s']:.1f} s")
-            code = us["exchange_s"] - us["collective_s"] + us["hook_s"]
-            print(f"          the collective {us['collective_s']:6.1f} us; the rest of the boundary (packing, "
-                  f"unpacking, merging, hook) {code:6.1f} us")
+            own = us["exchange_s"] - us["peer_wait_s"] - us["collective_s"] + us["hook_s"]
+            print(f"          waiting for the peers' packing {us['peer_wait_s']:6.1f} us, the collective "
+                  f"{us['collective_s']:5.1f} us; own work {own:6.1f} us, of which fct.txt lines "
+                  f"{us['lines_s']:5.1f} us and Wormhole's hook {us['wormhole_s']:5.1f} us")
+    return 0
+
+
+def floor(ranks: int, rounds: int = 20000) -> int:
+    """The exchange of windows with nothing in them (a stub LP), ``rounds`` times on ``ranks`` ranks."""
+    mpiexec = shutil.which("mpiexec", path=str(BIN)) or shutil.which("mpiexec")
+    return subprocess.run([mpiexec, "-n", str(ranks), sys.executable, __file__, "--floor-child", str(rounds)],
+                          cwd=ROOT).returncode
+
+
+def floor_child(rounds: int) -> int:
+    from types import SimpleNamespace
+
+    from mpi4py import MPI
+
+    from pwormhole.accel.sampling import merge_reports
+    from pwormhole.sync.mpi import MpiTransport
+
+    comm = MPI.COMM_WORLD
+    lp = SimpleNamespace(outboxes={p: [] for p in range(comm.size) if p != comm.rank}, finished=[], op_log=[],
+                         pfc_log=[], heap=None, next_time=lambda: 10**12)
+    transport = MpiTransport(lp, comm, {}, merge_reports)
+
+    def report(t):
+        return [], []  # no flow started, no samples due
+
+    for _ in range(rounds // 10):
+        transport.exchange(0, report)
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        transport.exchange(0, report)
+    us = (time.perf_counter() - t0) / rounds * 1e6
+    if comm.rank == 0:
+        print(f"ranks {comm.size}: an empty window's exchange {us:.1f} us ({rounds} windows)")
     return 0
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         sys.exit(child(sys.argv[2], sys.argv[3:]))
+    if sys.argv[1:2] == ["--floor-child"]:
+        sys.exit(floor_child(int(sys.argv[2])))
     sys.exit(main())
