@@ -70,6 +70,10 @@ FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows sh
                         "data; their FCTs are approximate (max-min rates, not DCQCN's unequal shares: 1.9% to 23% "
                         "per flow on small patterns; TP rings and symmetric patterns on one NVSwitch are within 0.4%)")
 
+HANDED_OVER_WARNING = ("{} of {} servers ran their NVLink flows as packets, the first from {:.3f} ms on: a "
+                       "collective's flows there would not share the NVSwitch ports max-min (as when its members "
+                       "start apart); exact, but Wormhole skips none of those packets ({} NVLink flows)")
+
 CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while {} or more flows left their NIC; their FCTs may be "
                         "far off packet mode (p99 over 100% measured with 3 or more DP rings on one NIC; iteration "
                         "times within 0.1%): for exact per-flow FCTs run --mode packet")
@@ -618,12 +622,17 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         handed_fids = [f for d in wh.fluid_domains.values() for f in d.packet_fids if f in sim.finish_ps]
         handed = len(handed_fids)
         handed_bytes = sum(scn.flows[f].size_bytes for f in handed_fids)
+        handed_at = [d.handed_ps for d in wh.fluid_domains.values() if d.handed_ps is not None]  # (its own rank's)
         if comm is not None:
             shared = allreduce_sum(comm, shared)
             handed = allreduce_sum(comm, handed)
             handed_bytes = allreduce_sum(comm, handed_bytes)
+            handed_at = [t for part in comm.allgather(handed_at) for t in part]
         if shared and rank0:
             print(f"pwormhole: warning: {FLUID_SHARED_WARNING.format(shared)}", file=sys.stderr)
+        if handed_at and rank0:
+            print("pwormhole: warning: " + HANDED_OVER_WARNING.format(
+                len(handed_at), len(wh.fluid_domains), min(handed_at) / 1e9, handed), file=sys.stderr)
         if st["hpcc_crowded_nic_flows"] and rank0:
             crowded = CROWDED_NIC_WARNING.format(st["hpcc_crowded_nic_flows"], HPCC_CROWDED_NIC)
             print(f"pwormhole: warning: {crowded}", file=sys.stderr)
@@ -631,6 +640,9 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
                                      sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,
                                      handed, wh.nvlink_model, wh.nvlink_packets_why))
+        if handed_at:
+            summary["nvlink_servers_by_packets"] = len(handed_at)
+            summary["nvlink_by_packets_from_ns"] = min(handed_at) // 1000
         if wh.cc_limits:
             summary["accel_cc_limits"] = wh.cc_limits
         rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes

@@ -11,7 +11,7 @@ from pwormhole.accel.solvers import max_min
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
-from pwormhole.run import Run
+from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.models import build_model
@@ -213,3 +213,17 @@ def test_a_ring_step_with_one_late_start_runs_as_packets():
     assert sum(len(d.packet_fids) for d in fast.accel.fluid_domains.values()) == 8
     for a, b in zip(fcts(ref, len(specs)), fcts(fast, len(specs))):
         assert abs(b - a) / a < 0.005
+
+
+def test_a_server_handed_over_to_packets_is_said(tmp_path, capsys):
+    """The late ring step above, run to its outputs: the summary says which servers ran their NVLink
+    flows as packets and from when (the 7 flows started at 0 ns), and so does one warning."""
+    specs = [(i, (i + 1) % 8, 262144, 31_000 if i == 0 else 0) for i in range(8)]
+    topo, cfg = server("hpcc")
+    s = simulate(Scenario("t", topo, flows_of(specs), cfg), str(tmp_path), accel=FLUID, quiet=True)
+    assert s["nvlink_servers_by_packets"] == 1 and s["nvlink_by_packets_from_ns"] == 0
+    assert s["nvlink_packet_flows"] == 8 and s["fluid_flows"] == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "NVLink flows as packets" in ln]
+    assert warned == ["pwormhole: warning: 1 of 1 servers ran their NVLink flows as packets, the first from 0.000 "
+                      "ms on: a collective's flows there would not share the NVSwitch ports max-min (as when its "
+                      "members start apart); exact, but Wormhole skips none of those packets (8 NVLink flows)"]

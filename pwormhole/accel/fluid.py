@@ -100,6 +100,7 @@ class FluidDomain:
         self.nic_cc = net.cfg.nvlink_cc == NVLINK_CC_NIC  # opt-in rates under DCQCN: approximate, never handed over
         self.shared: set = set()  # (nic_cc) flows that shared an NVLink port with another flow's data
         self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
+        self.handed_ps: int | None = None  # when that happened
         self.packet_fids: set = set()  # flows handed over to packets, or started after
         self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min holds)
         # the monitors' hook: (port -> bytes its flows carried, t0_ps, d_ps) as the flows advance (no packets)
@@ -318,6 +319,7 @@ class FluidDomain:
         the bytes it sent so far (whole packets, acknowledged and received), flows that sent
         their last byte finish as planned, and later flows start as QPs."""
         self.by_packets = True
+        self.handed_ps = t
         nodes = self.net.nodes
         for fid in sorted(self.active):
             done = self.sent_bytes(fid, t) // self.mtu * self.mtu
