@@ -211,8 +211,9 @@ def _run_setup(args, comm):
     """
     from .report.writer import prepare_out_dir
 
-    if args.out and prepare_out_dir(args.out):  # before any work: a bad folder is reported at once
-        args.made_out = args.out  # removed again if the inputs are refused (main)
+    made = prepare_out_dir(args.out) if args.out else None  # before any work: a bad folder is reported at once
+    if made is not None:
+        args.made_out = (args.out, made)  # removed again if the inputs are refused (main)
     _check_memo_cache(args)
     scn = _load_scenario(args)
     if comm is None or comm.rank == 0:
@@ -373,8 +374,9 @@ def _compare(args) -> int:
 
     if args.mode is not None:
         raise InputError("compare runs both modes; drop --mode")
-    if args.out and prepare_out_dir(args.out):
-        args.made_out = args.out
+    made = prepare_out_dir(args.out) if args.out else None
+    if made is not None:
+        args.made_out = (args.out, made)
     _check_memo_cache(args)
     scn = _load_scenario(args)
     for w in scn.warnings:

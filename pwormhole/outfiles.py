@@ -173,11 +173,18 @@ __all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure"
            "check_folder_writable", "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
 
 
-def discard_out_dir(out_dir: str | None) -> None:
-    """Remove ``out_dir`` if it is empty (a folder ``report.writer.prepare_out_dir`` made for a run whose
-    inputs were then refused: nothing is left behind)."""
-    if out_dir:
+def discard_out_dir(made: tuple[str, str] | None) -> None:
+    """``made``: ``(output folder, the outermost folder made for it)`` by ``report.writer.prepare_out_dir``
+    for a run whose inputs were then refused: each of those folders is removed if empty, from the
+    output folder up, so nothing is left behind."""
+    if not made:
+        return
+    p, top = os.path.abspath(made[0]), made[1]
+    while True:
         try:
-            os.rmdir(out_dir)
-        except OSError:  # not empty, or gone: leave it
-            pass
+            os.rmdir(p)
+        except OSError:  # not empty, or gone: leave it and its parents
+            return
+        if p == top:
+            return
+        p = os.path.dirname(p)

@@ -78,11 +78,11 @@ def test_bad_input_is_one_line_exit_2(tmp_path, name, transform, needle):
     (["--topology", "rail-optimized:gpu=8"], "rail-optimized needs gpus=... (unknown: gpu)"),
 ])
 def test_option_mistakes_are_one_line_and_leave_no_folder(tmp_path, args, needle):
-    out = tmp_path / "out"
+    out = tmp_path / "new" / "out"
     r = cli("run", "--model", "gpt-350m", "--gpus", "8", *args, "--out", out)
     assert r.returncode == 2 and r.stderr.startswith("pwormhole: error:") and r.stderr.count("\n") == 1, r.stderr
-    assert needle in r.stderr and not out.exists()
-    out.mkdir()  # a folder that was there before stays
+    assert needle in r.stderr and not (tmp_path / "new").exists()  # the folders made for the run, removed
+    out.mkdir(parents=True)  # folders that were there before stay
     assert cli("run", "--model", "gpt-350m", "--gpus", "8", *args, "--out", out).returncode == 2 and out.is_dir()
 
 

@@ -23,10 +23,14 @@ from .summary import write_json_atomic
 from .training import plot_timeline, write_collectives_csv, write_timeline_csv
 
 
-def prepare_out_dir(out_dir: str) -> bool:
-    """Create ``out_dir`` and check it is writable, before any simulation (InputError otherwise);
-    True when it was made here (``outfiles.discard_out_dir`` removes it if the run then fails on its inputs)."""
-    made = not os.path.isdir(out_dir)
+def prepare_out_dir(out_dir: str) -> str | None:
+    """Create ``out_dir`` and check it is writable, before any simulation (InputError otherwise).
+    Returns the outermost folder made here (None: ``out_dir`` was there), which
+    ``outfiles.discard_out_dir`` removes again if the run then fails on its inputs."""
+    made = None
+    p = os.path.abspath(out_dir)
+    while not os.path.exists(p):
+        made, p = p, os.path.dirname(p)
     try:
         os.makedirs(out_dir, exist_ok=True)
         probe = os.path.join(out_dir, f".pwormhole-write-test-{os.getpid()}")
