@@ -14,8 +14,9 @@ the mean per window of each part and the run's wall and CPU time.
 
 The collective is split in two: a barrier right before it (the wait for the other ranks'
 packing: imbalance, not boundary cost) and the collective itself. A rank's own work at the
-boundary is the rest; of it, the ``fct.txt`` lines of its completions (made where the flows
-finished: output work a 1-rank run does too) and Wormhole's boundary hook are shown apart.
+boundary is the rest (with the ``allreduce`` after a wake, which waits for the peers too); of
+it, the ``fct.txt`` lines of its completions (made where the flows finished: output work a
+1-rank run does too) and Wormhole's boundary hook are shown apart.
 
     python3 bench/boundary.py --floor [--ranks 2]
     (the exchange of a window with nothing in it, on a stub LP: the fixed cost per boundary)
@@ -134,11 +135,12 @@ def child(report: str, argv: list[str]) -> int:
 def main() -> int:
     args = sys.argv[1:]
     ranks = 2
-    want_floor = args[:1] == ["--floor"]
-    if want_floor:
-        args = args[1:]
-    if args[:1] == ["--ranks"]:
-        ranks, args = int(args[1]), args[2:]
+    want_floor = False
+    while args[:1] in (["--floor"], ["--ranks"]):
+        if args[0] == "--floor":
+            want_floor, args = True, args[1:]
+        else:
+            ranks, args = int(args[1]), args[2:]
     if want_floor:
         return floor(ranks)
     if args[:1] == ["--"]:

@@ -69,12 +69,12 @@ def simulate(progress: bool = False, quiet: bool = True, **options) -> Result:
     args.argv = argv
     try:
         scn, out, until_ps, owner, accel = cli._run_setup(args, None)
+        run_scenario(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner, progress=progress,
+                     quiet=quiet, plot=args.plot, accel=accel, memo_cache=args.memo_cache,
+                     report=args.report)
     except InputError:
         discard_out_dir(getattr(args, "made_out", None))
         raise
-    run_scenario(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner, progress=progress,
-                 quiet=quiet, plot=args.plot, accel=accel, memo_cache=args.memo_cache,
-                 report=args.report)
     return load(out)
 
 

@@ -204,6 +204,16 @@ def _wants_report(args) -> bool:
     return args.report or (not any(inputs) and args.scenario == DEFAULT_SCENARIO)
 
 
+def _until_ps(args) -> int | None:
+    """``--until`` in ps (None: not given); InputError for a bad time."""
+    if not args.until:
+        return None
+    try:
+        return parse_time_ps(args.until)
+    except ValueError as e:
+        raise InputError(f"--until: {e}") from None
+
+
 def _run_setup(args, comm):
     """Read and check the inputs of ``run`` (InputError on a mistake, before any simulation).
 
@@ -221,12 +231,7 @@ def _run_setup(args, comm):
             print(f"pwormhole: warning: {w}", file=sys.stderr)
         if compiled.warning():
             print(f"pwormhole: {compiled.warning()}", file=sys.stderr)
-    until_ps = None
-    if args.until:
-        try:
-            until_ps = parse_time_ps(args.until)
-        except ValueError as e:
-            raise InputError(f"--until: {e}") from None
+    until_ps = _until_ps(args)
     out = args.out or os.path.join("pwormhole-out", scn.name)
     if comm is not None and args.lps != 1:
         raise InputError("--lps is for in-process LPs; under mpirun the rank count sets the LPs")
@@ -340,6 +345,8 @@ def _run_mpi(comm, args) -> int:
         return 3
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
         msg = str(e) if isinstance(e, (InputError, OutputError)) else f"{type(e).__name__}: {e}"
+        if isinstance(e, InputError):
+            discard_out_dir(getattr(args, "made_out", None))
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
         abort(comm, 2 if isinstance(e, InputError) else 4 if isinstance(e, OutputError) else 1)
     if comm.rank == 0:
@@ -383,7 +390,7 @@ def _compare(args) -> int:
         print(f"pwormhole: warning: {w}", file=sys.stderr)
     args.mode = "wormhole"
     accel = _accel_config(args, None)
-    until_ps = parse_time_ps(args.until) if args.until else None
+    until_ps = _until_ps(args)
     out = args.out or os.path.join("pwormhole-out", scn.name + "-compare")
     compare(lambda: _load_scenario(args), out, accel, until_ps=until_ps, seed=args.seed, n_lps=args.lps,
             memo_cache=args.memo_cache, first=scn)

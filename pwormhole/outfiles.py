@@ -169,10 +169,6 @@ def existing(folder: str, names) -> list[str]:
     return [n for n in names if os.path.lexists(os.path.join(folder, n))]
 
 
-__all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error",
-           "check_folder_writable", "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
-
-
 def discard_out_dir(made: tuple[str, str] | None) -> None:
     """``made``: ``(output folder, the outermost folder made for it)`` by ``report.writer.prepare_out_dir``
     for a run whose inputs were then refused: each of those folders is removed if empty, from the
@@ -188,3 +184,8 @@ def discard_out_dir(made: tuple[str, str] | None) -> None:
         if p == top:
             return
         p = os.path.dirname(p)
+
+
+__all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error",
+           "check_folder_writable", "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
+

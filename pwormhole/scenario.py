@@ -48,6 +48,10 @@ def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warni
 
 
 BUILDERS = ("rail-optimized", "fat-tree", "leaf-spine")
+BUILDER_KEYS = {"rail-optimized": {"gpus", "gpus_per_server", "nic", "delay", "oversub", "nvlink", "nvswitches",
+                                   "spines", "uplink"},
+                "fat-tree": {"k", "rate", "delay"},
+                "leaf-spine": {"hosts", "leaves", "spines", "rate", "oversub", "delay"}}
 
 
 def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
@@ -82,7 +86,8 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     def take(key, conv, default=None):
         if key not in kv:
             if default is None:
-                unknown = f" (unknown: {', '.join(sorted(kv))})" if kv else ""
+                odd = sorted(set(kv) - BUILDER_KEYS[name])
+                unknown = f" (unknown: {', '.join(odd)})" if odd else ""
                 raise InputError(f"--topology {text}: {name} needs {key}=...{unknown}")
             return default
         v = kv.pop(key)

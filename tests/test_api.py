@@ -54,3 +54,7 @@ def test_simulate_errors_are_input_errors(tmp_path):
         simulate(out=str(tmp_path / "x"), colour="blue")
     with pytest.raises(InputError, match="invalid choice: 'fast'"):
         simulate(out=str(tmp_path / "x"), mode="fast")
+    out = tmp_path / "new" / "out"  # refused once the outputs are named: the folders made for it go again
+    with pytest.raises(InputError, match="is the run's output"):
+        simulate(out=str(out), model="gpt-350m", gpus=8, memo_cache=str(out / "fct.txt"))
+    assert not (tmp_path / "new").exists() and not (tmp_path / "x").exists()
