@@ -539,8 +539,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pwormhole",
-                                description="Packet-level RDMA network simulation of training traffic.")
+    p = _Parser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="simulate a scenario (default: one GPT-7B iteration on 64 GPUs)",
                        description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "

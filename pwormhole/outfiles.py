@@ -188,4 +188,3 @@ def discard_out_dir(made: tuple[str, str] | None) -> None:
 
 __all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error",
            "check_folder_writable", "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
-
