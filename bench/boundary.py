@@ -183,12 +183,10 @@ def floor(ranks: int, rounds: int = 20000) -> int:
 def floor_child(rounds: int) -> int:
     from types import SimpleNamespace
 
-    from mpi4py import MPI
-
     from pwormhole.accel.sampling import merge_reports
-    from pwormhole.sync.mpi import MpiTransport
+    from pwormhole.sync.mpi import MpiTransport, world
 
-    comm = MPI.COMM_WORLD
+    comm = world()  # (mpi4py is imported by pwormhole.sync.mpi alone)
     lp = SimpleNamespace(outboxes={p: [] for p in range(comm.size) if p != comm.rank}, finished=[], op_log=[],
                          pfc_log=[], heap=None, next_time=lambda: 10**12)
     transport = MpiTransport(lp, comm, {}, merge_reports)
