@@ -9,6 +9,10 @@ cdef class Handler:
     cpdef handle(self, target, arg, long long t_ps)
 
 
+cdef class EventFilter:
+    cpdef bint owns(self, long long kind, target, arg)
+
+
 @cython.final
 cdef class ArrayQueue:
     cdef long long[::1] heap, kinds, free
@@ -22,10 +26,14 @@ cdef class ArrayQueue:
     cpdef push(self, long long t_ps, long long key, long long kind, target, arg)
     @cython.locals(parent=cython.Py_ssize_t, pt=cython.longlong, i=cython.Py_ssize_t, j=cython.Py_ssize_t)
     cdef void _sift_up(self, Py_ssize_t pos, long long t_ps, long long key, long long slot) noexcept
-    @cython.locals(n=cython.Py_ssize_t, pos=cython.Py_ssize_t, child=cython.Py_ssize_t, end=cython.Py_ssize_t,
-                   best=cython.Py_ssize_t, j=cython.Py_ssize_t, t_ps=cython.longlong, key=cython.longlong,
-                   slot=cython.longlong, ct=cython.longlong, bt=cython.longlong, bk=cython.longlong)
+    @cython.locals(n=cython.Py_ssize_t)
     cdef void _remove_first(self) noexcept
+    @cython.locals(n=cython.Py_ssize_t, child=cython.Py_ssize_t, end=cython.Py_ssize_t, best=cython.Py_ssize_t,
+                   j=cython.Py_ssize_t, ct=cython.longlong, bt=cython.longlong, bk=cython.longlong)
+    cdef inline void _sift_down(self, Py_ssize_t pos, long long t_ps, long long key, long long slot) noexcept
+    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, pos=cython.Py_ssize_t, slot=cython.longlong,
+                   out=list)
+    cpdef list take(self, EventFilter owner)
     @cython.locals(slot=cython.longlong)
     cpdef tuple pop(self)
     cdef void _release(self, long long slot) noexcept

@@ -4,7 +4,7 @@
 An event is ``(t_ps, key, kind, target, arg)``; keys are unique (DESIGN.md invariant 2),
 so the order is that of ``(t_ps, key)`` and any correct priority queue pops the same
 sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``run``,
-``events``, ``replace``, ``len``):
+``events``, ``replace``, ``take``, ``len``):
 
 * :class:`HeapqQueue`, the pure-Python engine's: ``heapq`` on event tuples;
 * :class:`ArrayQueue`, the compiled engine's (:mod:`pwormhole.compiled`): a 4-ary heap of
@@ -41,6 +41,16 @@ class Handler:
         self.handle(target, arg, t_ps)
 
 
+class EventFilter:
+    """Which pending events a queue's ``take`` removes: those ``owns(kind, target, arg)`` holds
+    for (a subclass says; compiled, the queue calls it in C). This one owns none."""
+
+    __slots__ = ()
+
+    def owns(self, kind: int, target, arg) -> bool:
+        return False
+
+
 class HeapqQueue:
     """``heapq`` on event tuples."""
 
@@ -72,6 +82,17 @@ class HeapqQueue:
         """Make ``events`` the pending events."""
         self.heap[:] = list(events)
         heapify(self.heap)
+
+    def take(self, owner: EventFilter) -> list[tuple]:
+        """Remove the pending events ``owner`` owns and return them (in no particular order)."""
+        out = []
+        keep = []
+        for ev in self.heap:
+            (out if owner.owns(ev[2], ev[3], ev[4]) else keep).append(ev)
+        if out:
+            self.heap[:] = keep
+            heapify(self.heap)
+        return out
 
     def run(self, end_ps: int, handlers: tuple) -> int:
         """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""
@@ -159,10 +180,12 @@ class ArrayQueue:
         self.n = n
         if n == 0:
             return
-        t_ps = self.heap[3 * n]
-        key = self.heap[3 * n + 1]
-        slot = self.heap[3 * n + 2]
-        pos = 0
+        self._sift_down(0, self.heap[3 * n], self.heap[3 * n + 1], self.heap[3 * n + 2])
+
+    def _sift_down(self, pos: int, t_ps: int, key: int, slot: int) -> None:
+        """Put ``(t_ps, key, slot)`` at entry ``pos`` or below it, moving smaller children up
+        (entries ``pos`` to ``n - 1`` below it are a heap)."""
+        n = self.n
         while True:
             child = 4 * pos + 1
             if child >= n:
@@ -231,6 +254,30 @@ class ArrayQueue:
             self.n -= 1
         for ev in events:
             self.push(ev[0], ev[1], ev[2], ev[3], ev[4])
+
+    def take(self, owner: EventFilter) -> list[tuple]:
+        """Remove the pending events ``owner`` owns and return them (in no particular order):
+        one pass over the entries, the kept ones moved down in place, then the heap remade
+        (Floyd's, bottom-up); no tuple is made for a kept event."""
+        out = []
+        j = 0
+        for i in range(self.n):
+            slot = self.heap[3 * i + 2]
+            if owner.owns(self.kinds[slot], self.targets[slot], self.args[slot]):
+                out.append((self.heap[3 * i], self.heap[3 * i + 1], self.kinds[slot], self.targets[slot],
+                            self.args[slot]))
+                self._release(slot)
+            else:
+                if j != i:
+                    self.heap[3 * j] = self.heap[3 * i]
+                    self.heap[3 * j + 1] = self.heap[3 * i + 1]
+                    self.heap[3 * j + 2] = slot
+                j += 1
+        if j != self.n:
+            self.n = j
+            for pos in range((j - 2) // 4, -1, -1):  # every entry with a child, the last first
+                self._sift_down(pos, self.heap[3 * pos], self.heap[3 * pos + 1], self.heap[3 * pos + 2])
+        return out
 
     def run(self, end_ps: int, handlers: tuple) -> int:
         """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""

@@ -84,9 +84,19 @@ def test_payload_limit_keeps_serialization_in_64_bits(tmp_path):
         read_hpcc_config(str(cfg))
 
 
+class KindsOf(events.EventFilter):
+    """Owns the events of some kinds."""
+
+    def __init__(self, kinds):
+        self.kinds = kinds
+
+    def owns(self, kind, target, arg):
+        return kind in self.kinds
+
+
 @pytest.mark.parametrize("queue", [events.ArrayQueue, events.HeapqQueue])
 def test_event_queue_pops_in_time_and_key_order(queue):
-    """Both queues pop what heapq on event tuples pops, through growth, replace and events()."""
+    """Both queues pop what heapq on event tuples pops, through growth, replace, take and events()."""
     rng = random.Random(7)
     for _ in range(40):
         ref: list = []
@@ -101,6 +111,12 @@ def test_event_queue_pops_in_time_and_key_order(queue):
                 keep = [ev for ev in ref if ev[1] % 3]
                 got.replace(keep)
                 ref = keep
+                heapq.heapify(ref)
+            elif r < 0.44:  # take the events of some kinds: the rest stay a heap
+                kinds = set(rng.sample(range(10), rng.randint(1, 9)))
+                taken = got.take(KindsOf(kinds))
+                assert sorted(taken) == sorted(ev for ev in ref if ev[2] in kinds)
+                ref = [ev for ev in ref if ev[2] not in kinds]
                 heapq.heapify(ref)
             else:
                 key += 1

@@ -4,7 +4,7 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
-from pwormhole.events cimport ArrayQueue, Handler  # the compiled EventQueue: push is a C call
+from pwormhole.events cimport ArrayQueue, EventFilter, Handler  # the compiled EventQueue: push is a C call
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
@@ -24,7 +24,14 @@ cdef unsigned long long MIX_HI, MIX_LO, LOW32
 cpdef unsigned long long ecmp_index(unsigned long long h, unsigned long long salt, unsigned long long n)
 cdef class QueueWatch
 
-@cython.locals(evs=list, wired=list, out=list, keep=list, kind=cython.int, own=cython.bint, pkt=Packet, port=Port)
+cdef class GroupEvents(EventFilter):
+    cdef public object ports, flows
+
+    @cython.locals(pkt=Packet)
+    cpdef bint owns(self, long long kind, target, arg)
+
+
+@cython.locals(owner=GroupEvents, out=list, kind=cython.int, pkt=Packet, port=Port)
 cpdef list take_events(heap, ports, flows)
 
 

@@ -35,7 +35,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..events import EventQueue, Handler
+from ..events import EventFilter, EventQueue, Handler
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -1163,42 +1163,49 @@ def unwire(heap) -> None:
     heap.replace(keep)
 
 
-def take_events(heap, ports, flows) -> list:
-    """Unwire ``heap`` (an EventQueue; :func:`unwire`) and take out the pending events of
-    ``ports`` (a set of Port) and ``flows`` (a set of flow ids): the ports' serializer and NIC
-    wakes, the flows' packets and timers, and PFC frames arriving at the ports. Returns them
-    (in no particular order); the others stay pending."""
-    evs = heap.events()
-    wired = [ev[3] for ev in evs if ev[2] == EV_WIRE]
-    if wired:
-        evs = [ev for ev in evs if ev[2] != EV_WIRE]
-        for port in wired:
-            kind = port.arrive_kind
-            for pkt in port.wire:
-                evs.append((pkt.arrive_ps, pkt.arrive_key, kind, port.peer, pkt))
-            port.wire.clear()
-    out = []
-    keep = []
-    for ev in evs:
-        kind = ev[2]
+class GroupEvents(EventFilter):
+    """The pending events of a set of ``ports`` (Port) and ``flows`` (flow ids): the ports'
+    serializer and NIC wakes, the flows' packets and timers, and PFC frames arriving at the
+    ports; also every wire's first-packet event (:func:`take_events` unwires them)."""
+
+    __slots__ = ("ports", "flows")
+
+    def __init__(self, ports, flows) -> None:
+        self.ports = ports
+        self.flows = flows
+
+    def owns(self, kind: int, target, arg) -> bool:
         if kind == EV_TX_DONE or kind == EV_NIC_WAKE:
-            own = ev[3] in ports
-        elif kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
-            pkt = ev[4]
+            return target in self.ports
+        if kind == EV_ARRIVE_HOST or kind == EV_ARRIVE_SWITCH:
+            pkt = arg
             if pkt.kind == T_PFC:
-                own = ev[3].ports[pkt.inport] in ports
-            else:
-                own = pkt.fid in flows
-        elif kind == EV_TIMER:
-            own = ev[4][0].fid in flows
-        else:
-            own = False
-        if own:
+                return target.ports[pkt.inport] in self.ports
+            return pkt.fid in self.flows
+        if kind == EV_TIMER:
+            return arg[0].fid in self.flows
+        return kind == EV_WIRE
+
+
+def take_events(heap, ports, flows) -> list:
+    """Take out of ``heap`` (an EventQueue) the pending events of ``ports`` and ``flows``
+    (:class:`GroupEvents`) and return them (in no particular order); the others stay pending.
+    Packets on wires get arrival events of their own (as :func:`unwire`), taken or left pending
+    by the same rule."""
+    owner = GroupEvents(ports, flows)
+    out = []
+    for ev in heap.take(owner):
+        if ev[2] != EV_WIRE:
             out.append(ev)
-        else:
-            keep.append(ev)
-    if out or wired:
-        heap.replace(keep)
+            continue
+        port = ev[3]
+        kind = port.arrive_kind
+        for pkt in port.wire:
+            if owner.owns(kind, port.peer, pkt):
+                out.append((pkt.arrive_ps, pkt.arrive_key, kind, port.peer, pkt))
+            else:
+                heap.push(pkt.arrive_ps, pkt.arrive_key, kind, port.peer, pkt)
+        port.wire.clear()
     return out
 
 
