@@ -85,8 +85,8 @@ class HeapqQueue:
 
     def take(self, owner: EventFilter) -> list[tuple]:
         """Remove the pending events ``owner`` owns and return them (in no particular order)."""
-        out = []
-        keep = []
+        out: list[tuple] = []
+        keep: list[tuple] = []
         for ev in self.heap:
             (out if owner.owns(ev[2], ev[3], ev[4]) else keep).append(ev)
         if out:
@@ -259,6 +259,8 @@ class ArrayQueue:
         """Remove the pending events ``owner`` owns and return them (in no particular order):
         one pass over the entries, the kept ones moved down in place, then the heap remade
         (Floyd's, bottom-up); no tuple is made for a kept event."""
+        if owner is None:  # (compiled, a None owner would not be caught)
+            raise TypeError("take needs an EventFilter")
         out = []
         j = 0
         for i in range(self.n):
