@@ -85,6 +85,8 @@ class HeapqQueue:
 
     def take(self, owner: EventFilter) -> list[tuple]:
         """Remove the pending events ``owner`` owns and return them (in no particular order)."""
+        if owner is None:
+            raise TypeError("take needs an EventFilter")
         out: list[tuple] = []
         keep: list[tuple] = []
         for ev in self.heap:
