@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, field, replace
+from difflib import get_close_matches
 
 from .config import CC_BY_NAME, CC_DCQCN, ModelConfig
 from .errors import InputError
@@ -72,7 +73,8 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     name, _, rest = text.partition(":")
     if name not in BUILDERS or os.path.exists(text):
         from .inputs import TOPOLOGY_FORMATS, load_topology
-        if not os.path.exists(text) and "=" in rest:  # a builder's name misspelt, not a file
+        if not os.path.exists(text) and ("=" in rest or get_close_matches(name, BUILDERS, 1)):
+            # a builder's name misspelt, not a file
             raise InputError(f"--topology {text}: no such file, and {name!r} is not a builder "
                              f"(known: {', '.join(BUILDERS)})")
         return load_topology(text, fmt if fmt in TOPOLOGY_FORMATS else None)
