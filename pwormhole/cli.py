@@ -214,16 +214,22 @@ def _until_ps(args) -> int | None:
         raise InputError(f"--until: {e}") from None
 
 
+def _prepare_out(args) -> None:
+    """Create and check ``--out``; what it made is kept in ``args.made_out``, removed again if
+    the inputs are then refused (``outfiles.discard_out_dir``)."""
+    from .report.writer import prepare_out_dir
+
+    made = prepare_out_dir(args.out) if args.out else None
+    if made is not None:
+        args.made_out = (args.out, made)
+
+
 def _run_setup(args, comm):
     """Read and check the inputs of ``run`` (InputError on a mistake, before any simulation).
 
     Returns ``(scenario, out folder, until_ps, owner, accel config)``.
     """
-    from .report.writer import prepare_out_dir
-
-    made = prepare_out_dir(args.out) if args.out else None  # before any work: a bad folder is reported at once
-    if made is not None:
-        args.made_out = (args.out, made)  # removed again if the inputs are refused (main)
+    _prepare_out(args)  # before any work: a bad folder is reported at once
     _check_memo_cache(args)
     scn = _load_scenario(args)
     if comm is None or comm.rank == 0:
@@ -377,13 +383,10 @@ def _give_up(comm, signum: int) -> None:
 
 def _compare(args) -> int:
     from .compare import compare
-    from .report.writer import prepare_out_dir
 
     if args.mode is not None:
         raise InputError("compare runs both modes; drop --mode")
-    made = prepare_out_dir(args.out) if args.out else None
-    if made is not None:
-        args.made_out = (args.out, made)
+    _prepare_out(args)
     _check_memo_cache(args)
     scn = _load_scenario(args)
     for w in scn.warnings:

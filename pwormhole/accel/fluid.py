@@ -99,8 +99,7 @@ class FluidDomain:
         self.dirty = False  # a ("rates", 0) event is pending
         self.nic_cc = net.cfg.nvlink_cc == NVLINK_CC_NIC  # opt-in rates under DCQCN: approximate, never handed over
         self.shared: set = set()  # (nic_cc) flows that shared an NVLink port with another flow's data
-        self.by_packets = False  # max-min stopped holding here: the server's flows run as packets
-        self.handed_ps: int | None = None  # when that happened
+        self.handed_ps: int | None = None  # when max-min stopped holding here (the server's flows run as packets)
         self.packet_fids: set = set()  # flows handed over to packets, or started after
         self.rate_memo: dict = {}  # layout of the active flows' ports -> (rates, max-min holds)
         # the monitors' hook: (port -> bytes its flows carried, t0_ps, d_ps) as the flows advance (no packets)
@@ -109,7 +108,7 @@ class FluidDomain:
     # -- DAG / engine entry points ------------------------------------------------------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
-        if self.by_packets:
+        if self.handed_ps is not None:  # by packets
             self.packet_fids.add(fid)
             host.open_qp(fid, t, t, 0)
             return
@@ -318,7 +317,6 @@ class FluidDomain:
         """From ``t`` on, this server's flows run as packets: each active flow gets its QP at
         the bytes it sent so far (whole packets, acknowledged and received), flows that sent
         their last byte finish as planned, and later flows start as QPs."""
-        self.by_packets = True
         self.handed_ps = t
         nodes = self.net.nodes
         for fid in sorted(self.active):

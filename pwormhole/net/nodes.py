@@ -1148,19 +1148,14 @@ class Host(Node):
                 port.kick(t)
 
 
+_NONE: frozenset = frozenset()
+
+
 def unwire(heap) -> None:
     """Give every packet on a wire of ``heap``'s ports (an EventQueue) its own arrival event
-    (the form in which whoever scans or edits the pending events finds them); the wires empty."""
-    evs = heap.events()
-    ports = [ev[3] for ev in evs if ev[2] == EV_WIRE]
-    if not ports:
-        return
-    keep = [ev for ev in evs if ev[2] != EV_WIRE]
-    for port in ports:
-        kind, peer = port.arrive_kind, port.peer
-        keep.extend((pkt.arrive_ps, pkt.arrive_key, kind, peer, pkt) for pkt in port.wire)
-        port.wire.clear()
-    heap.replace(keep)
+    (the form in which whoever scans or edits the pending events finds them); the wires empty.
+    :func:`take_events` of no port and no flow."""
+    take_events(heap, _NONE, _NONE)
 
 
 class GroupEvents(EventFilter):
@@ -1190,8 +1185,7 @@ class GroupEvents(EventFilter):
 def take_events(heap, ports, flows) -> list:
     """Take out of ``heap`` (an EventQueue) the pending events of ``ports`` and ``flows``
     (:class:`GroupEvents`) and return them (in no particular order); the others stay pending.
-    Packets on wires get arrival events of their own (as :func:`unwire`), taken or left pending
-    by the same rule."""
+    Packets on wires get arrival events of their own, taken or left pending by the same rule."""
     owner = GroupEvents(ports, flows)
     out = []
     for ev in heap.take(owner):
