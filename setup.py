@@ -17,7 +17,7 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 # = compiled.COMPILED_MODULES
 MODULES = ("pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine",
-           "pwormhole.sync.codec")
+           "pwormhole.sync.codec", "pwormhole.accel.fluid")
 MANIFEST = "_compiled.json"  # = compiled.MANIFEST
 DIRECTIVES = {"language_level": 3, "annotation_typing": False}
 

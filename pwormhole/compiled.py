@@ -22,7 +22,7 @@ from pathlib import Path
 
 COMPILED_MODULES = (
     "pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine",
-    "pwormhole.sync.codec",
+    "pwormhole.sync.codec", "pwormhole.accel.fluid",
 )
 MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from
 PACKAGE_DIR = Path(__file__).resolve().parent

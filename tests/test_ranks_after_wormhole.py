@@ -147,34 +147,25 @@ def test_bad_record_is_an_input_error(tmp_path):
 
 def test_rate_memo_gives_the_rates_of_a_fresh_solve(tmp_path, monkeypatch):
     spec = build_model("gpt-350m", 8, tp=8, layers=1)
+    solves = {"n": 0}
+    max_min = fluid.max_min
+
+    def counted(*args):
+        solves["n"] += 1
+        return max_min(*args)
 
     def run(out):
+        solves["n"] = 0
         scn = training_scenario(spec, topology_from_arg("rail-optimized:gpus=8"))
         simulate(scn, str(tmp_path / out), quiet=True, accel=AccelConfig())
-        return (tmp_path / out / "fct.txt").read_bytes()
+        return (tmp_path / out / "fct.txt").read_bytes(), solves["n"]
 
-    calls = {"rates": 0, "solve": 0}
-    rates, solve = fluid.FluidDomain._rates, fluid.FluidDomain._solve
-
-    def counted_rates(self):
-        calls["rates"] += 1
-        return rates(self)
-
-    def counted_solve(self, fids):
-        calls["solve"] += 1
-        return solve(self, fids)
-
-    monkeypatch.setattr(fluid.FluidDomain, "_rates", counted_rates)
-    monkeypatch.setattr(fluid.FluidDomain, "_solve", counted_solve)
-    memo = run("memo")
-    assert calls["rates"] > 10 * calls["solve"] > 0  # ring steps repeat a handful of layouts
-
-    def fresh_rates(self):
-        self.rate_memo.clear()
-        return rates(self)
-
-    monkeypatch.setattr(fluid.FluidDomain, "_rates", fresh_rates)
-    assert run("fresh") == memo
+    monkeypatch.setattr(fluid, "max_min", counted)  # (a module global: patched in the compiled module too)
+    memo, with_memo = run("memo")
+    monkeypatch.setattr(fluid, "RATE_MEMO_LAYOUTS", 0)  # no memo: every recomputation solves
+    fresh, without = run("fresh")
+    assert without > 10 * with_memo > 0  # ring steps repeat a handful of layouts
+    assert fresh == memo
 
 
 def test_the_completions_that_travel_are_those_wormhole_saw_start(monkeypatch):

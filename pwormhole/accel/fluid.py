@@ -45,15 +45,21 @@ from collections.abc import Callable
 
 from ..config import NVLINK_CC_NIC
 from ..errors import InputError
-from ..net.nodes import Port
+from ..events import Handler
 from ..net.packet import EV_MODEL
-from ..units import serialization_ps as _tx_ps
+from ..units import PS_PER_S
 from .config import NVLINK_FLUID, NVLINK_PACKET
 from .nvlink import nvlink_flows, rates_refused
 from .solvers import max_min, max_min_holds
 
 EV_FLUID = EV_MODEL  # the event kind of the fluid model (its handler: FluidDomain.on_event)
-RATE_MEMO_LAYOUTS = 4096  # port layouts kept per domain (the memo starts over when full)
+RATE_MEMO_LAYOUTS = 4096  # port layouts kept per domain (the memo starts over when full; 0: no memo)
+_PS_PER_S = PS_PER_S  # (compiled: a C integer)
+
+
+def _tx_ps(size_bytes: int, rate_bps: int) -> int:
+    """:func:`~pwormhole.units.serialization_ps` of one packet or ACK (compiled: C integers)."""
+    return -((-size_bytes * 8 * _PS_PER_S) // rate_bps)
 
 
 class FluidFlow:
@@ -86,6 +92,8 @@ class FluidDomain:
     def __init__(self, nvswitch, net) -> None:
         self.nvs = nvswitch  # the server's lowest-numbered NVSwitch: its heap and key counter
         self.net = net
+        self.flows = net.flows  # (the network's lists, read per event)
+        self.nodes = net.nodes
         nic = next(p.peer.ports[p.peer_idx] for p in nvswitch.ports if not p.peer.is_switch)  # an NVLink NIC port
         self.mtu = net.cfg.packet_payload_bytes
         self.hdr_bytes = nic.hdr_bytes
@@ -112,11 +120,11 @@ class FluidDomain:
             self.packet_fids.add(fid)
             host.open_qp(fid, t, t, 0)
             return
-        flow = self.net.flows[fid]
+        flow = self.flows[fid]
         h = host.flow_hash[fid]
         up = host.pick_port(flow.dst, h)  # host -> NVSwitch (the ECMP choice of its packets)
         down = up.peer.pick_port(flow.dst, h)  # NVSwitch -> destination
-        ack_up = self.net.nodes[flow.dst].pick_port(flow.src, h)  # the ACKs may cross another NVSwitch
+        ack_up = self.nodes[flow.dst].pick_port(flow.src, h)  # the ACKs may cross another NVSwitch
         ack_down = ack_up.peer.pick_port(flow.src, h)
         packets = -(-flow.size_bytes // self.mtu)
         wire = flow.size_bytes + packets * self.hdr_bytes
@@ -133,39 +141,40 @@ class FluidDomain:
         the current rates), ``("rates", 0)`` (flows started at ``t``: recompute once),
         ``("recv", fid)`` (last byte delivered) or ``("ack", fid)`` (last ACK back: complete)."""
         what, x = arg
-        if what == "next" or what == "rates":
-            if what == "next" and x != self.version:
-                return  # superseded by a later start or finish
-            if what == "rates":
-                self.dirty = False
-            self._advance(t)
-            done = sorted(fid for fid, st in self.active.items() if st.left_wire_bytes <= 0.5)
-            acks: dict[Port, set[int]] = {}  # port -> flows whose ACKs cross it, before any of the done flows leaves
-            for fid, st in self.active.items():
-                for p in st.ack_ports:
-                    acks.setdefault(p, set()).add(fid)
-            for fid in done:
-                self._last_byte_sent(fid, t, acks)
-            self._reschedule(t)
-        elif what == "recv":
-            flow = self.net.flows[x]
-            dst = self.net.nodes[flow.dst]
+        if what == "recv":
+            flow = self.flows[x]
+            dst = self.nodes[flow.dst]
             dst.bytes_delivered += flow.size_bytes
             if dst.dag is not None:
                 dst.flow_received(x, t)  # may start the next ring step here, now
             self._post(self._ack_arrival(x, t), ("ack", x))
-        else:
-            flow = self.net.flows[x]
-            src = self.net.nodes[flow.src]
+        elif what == "ack":
+            flow = self.flows[x]
+            src = self.nodes[flow.src]
             src.finished.append((x, t, self.start_ps.pop(x)))
             if src.dag is not None:
                 ch = src.dag.at_src[src.dag.flow_op[x]]
                 if ch:
                     src.dag_satisfy(ch, t)
+        else:  # "next" or "rates"
+            if what == "next" and x != self.version:
+                return  # superseded by a later start or finish
+            if what == "rates":
+                self.dirty = False
+            self._advance(t)
+            active = self.active
+            done = sorted([fid for fid, st in active.items() if st.left_wire_bytes <= 0.5])
+            if done:
+                # the ports some flow's ACKs cross, before any of the done flows leaves (a flow's own
+                # ACKs never cross its data ports: they leave and reach the other host)
+                acked = {p for st in active.values() for p in st.ack_ports}
+                for fid in done:
+                    self._last_byte_sent(fid, t, acked)
+            self._reschedule(t)
 
     def sent_bytes(self, fid: int, t: int) -> int:
         """Payload bytes of a flow on the wire by ``t`` (its size once its last byte left)."""
-        size = self.net.flows[fid].size_bytes
+        size = self.flows[fid].size_bytes
         st = self.active.get(fid)
         if st is None:
             return size
@@ -178,13 +187,13 @@ class FluidDomain:
         """Count the bytes of unfinished flows sent and delivered by ``t``, for a run that stops
         at ``t`` (a flow's bytes are otherwise counted at its last byte and its delivery)."""
         for fid, st in self.active.items():
-            flow = self.net.flows[fid]
+            flow = self.flows[fid]
             up, down = st.data_ports
-            self.net.nodes[flow.src].bytes_sent += self.sent_bytes(fid, t)
-            self.net.nodes[flow.dst].bytes_delivered += self.sent_bytes(fid, t - up.delay_ps - down.delay_ps)
+            self.nodes[flow.src].bytes_sent += self.sent_bytes(fid, t)
+            self.nodes[flow.dst].bytes_delivered += self.sent_bytes(fid, t - up.delay_ps - down.delay_ps)
         for fid in self.ack_ports:  # last byte sent, not yet delivered: one packet's flight from it
-            flow = self.net.flows[fid]
-            self.net.nodes[flow.dst].bytes_delivered += flow.size_bytes
+            flow = self.flows[fid]
+            self.nodes[flow.dst].bytes_delivered += flow.size_bytes
 
     # -- model -------------------------------------------------------------------------
     def _post(self, t: int, arg) -> None:
@@ -196,7 +205,7 @@ class FluidDomain:
         d = t - self.last_ps
         if d > 0:
             for st in self.active.values():
-                st.left_wire_bytes -= st.rate * d
+                st.left_wire_bytes = st.left_wire_bytes - st.rate * d
             if self.on_carried is not None:
                 self._tell_monitors(self.last_ps, d)
         self.last_ps = t
@@ -221,9 +230,9 @@ class FluidDomain:
         if carried and self.on_carried is not None:
             self.on_carried(carried, t0, d, False)
 
-    def _last_byte_sent(self, fid: int, t: int, acks: dict) -> None:
+    def _last_byte_sent(self, fid: int, t: int, acked: set) -> None:
         st = self.active.pop(fid)
-        flow = self.net.flows[fid]
+        flow = self.flows[fid]
         up, down = st.data_ports
         packets = -(-flow.size_bytes // self.mtu)
         last_wire = flow.size_bytes - (packets - 1) * self.mtu + self.hdr_bytes
@@ -231,13 +240,13 @@ class FluidDomain:
         # arrived and the packet before it has left; a shorter last packet waits for that one when
         # nothing else shares the ports (measured: a lone 262 KB flow 857.7 ns, 855.2 without the
         # wait); with another flow's ACKs on them (a ring step) it does not (890.4 ns, 892.6 with it)
-        if packets > 1 and not (acks.get(up, set()) - {fid} or acks.get(down, set()) - {fid}):
+        if packets > 1 and up not in acked and down not in acked:
             at_nvs = max(at_nvs, t - _tx_ps(last_wire, up.rate_bps) + up.delay_ps
                          + _tx_ps(self.mtu + self.hdr_bytes, down.rate_bps))
         t_recv = at_nvs + _tx_ps(last_wire, down.rate_bps) + down.delay_ps
         self.start_ps[fid] = st.start_ps
         self.ack_ports[fid] = st.ack_ports
-        self.net.nodes[flow.src].bytes_sent += flow.size_bytes  # all on the wire now (packet mode counts
+        self.nodes[flow.src].bytes_sent += flow.size_bytes  # all on the wire now (packet mode counts
         # as it sends; a run stopped mid-flow counts nothing of a fluid flow before this)
         self._post(t_recv, ("recv", fid))
 
@@ -291,7 +300,7 @@ class FluidDomain:
             for ps in self._users()[0].values():
                 if len(ps) > 1:  # DCQCN's sharing between them is not max-min: approximate
                     self.shared.update(ps)
-        known = self.rate_memo.get(layout)
+        known = self.rate_memo.get(layout) if RATE_MEMO_LAYOUTS else None
         if known is None:
             known = self._solve(fids)
             if len(self.rate_memo) >= RATE_MEMO_LAYOUTS:
@@ -318,11 +327,11 @@ class FluidDomain:
         the bytes it sent so far (whole packets, acknowledged and received), flows that sent
         their last byte finish as planned, and later flows start as QPs."""
         self.handed_ps = t
-        nodes = self.net.nodes
+        nodes = self.nodes
         for fid in sorted(self.active):
             done = self.sent_bytes(fid, t) // self.mtu * self.mtu
             st = self.active.pop(fid)
-            flow = self.net.flows[fid]
+            flow = self.flows[fid]
             nodes[flow.dst].advance_rx(fid, done, t, 0)
             nodes[flow.src].open_qp(fid, t, st.start_ps, done)
             self.packet_fids.add(fid)
@@ -337,12 +346,24 @@ class FluidDomain:
             return
         nxt = None
         for st in self.active.values():
-            if st.rate > 0:
-                done = t + max(1, int(-(-st.left_wire_bytes // st.rate)))
+            rate = st.rate  # (compiled: Python floats here, so that // rounds as in pure Python)
+            if rate > 0:
+                left = st.left_wire_bytes
+                done = t + max(1, int(-(-left // rate)))
                 if nxt is None or done < nxt:
                     nxt = done
         if nxt is not None:
             self._post(nxt, ("next", self.version))
+
+
+class FluidEvents(Handler):
+    """The ``EV_FLUID`` handler: compiled, the event loop calls :meth:`FluidDomain.on_event` in C."""
+
+    __slots__ = ()
+
+    def handle(self, target, arg, t_ps: int) -> None:
+        dom = target
+        dom.on_event(arg, t_ps)
 
 
 def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:
@@ -377,5 +398,5 @@ def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:
                 host.flow_models = {}
             host.flow_models[fid] = domains[anchor]
     for lp in lps:
-        lp.set_handler(EV_FLUID, FluidDomain.on_event)
+        lp.set_handler(EV_FLUID, FluidEvents(FluidDomain.on_event))
     return domains, set(inside), nvlink_fids, None
