@@ -24,8 +24,7 @@ from pwormhole.accel.wormhole import (
     Wormhole,
 )
 from pwormhole.net import cc
-from pwormhole.net.build import route_path
-from pwormhole.net.nodes import take_events
+from pwormhole.net.nodes import route_path, take_events
 from pwormhole.net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, EV_WIRE, T_PFC
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections import Counter, deque
 
 from ..lp.engine import INF_PS
-from ..net.build import route_path
-from ..net.nodes import SwitchPort
+from ..net.nodes import SwitchPort, route_path
 from .config import BACKOFF_MIN_FLOWS
 
 __all__ = ["FlowState", "FlowTable", "Group", "components", "route_path"]

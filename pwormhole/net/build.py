@@ -35,20 +35,6 @@ from .packet import (
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 
 
-def route_path(nodes, src: int, dst: int, h: int) -> list:
-    """The egress ports a packet of ECMP hash ``h`` crosses from node ``src`` to ``dst``
-    (the choices the per-packet path makes)."""
-    node = nodes[src]
-    out = []
-    while node.node_id != dst:
-        port = node.route_port(dst, h)
-        out.append(port)
-        node = port.peer
-        if len(out) > 64:
-            raise RuntimeError(f"routing loop from {src} to {dst}")
-    return out
-
-
 class OnePortRoutes(dict):
     """Route table of a host with a single port: every destination leaves by
     that port, so nothing is stored per destination (a full table on every

@@ -35,6 +35,10 @@ cdef class GroupEvents(EventFilter):
 cpdef list take_events(heap, ports, flows)
 
 
+@cython.locals(node=Node, port=Port, out=list)
+cpdef list route_path(nodes, long long src, long long dst, long long h)
+
+
 cdef class Port:
     cdef public Node node
     cdef public long long idx, rate_bps, delay_ps, peer_idx, tx_bytes, qbytes

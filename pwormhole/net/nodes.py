@@ -710,10 +710,6 @@ class Node:
     def on_arrive(self, pkt, t: int) -> None:  # pragma: no cover - overridden
         raise AssertionError("abstract")
 
-    def route_port(self, dst: int, h: int):
-        """The egress port a packet of hash ``h`` to ``dst`` takes here (same choice as the per-packet path)."""
-        return self.pick_port(dst, h)
-
     def pick_port(self, dst: int, h: int):
         if self.sole_port is not None:
             return self.sole_port
@@ -1180,6 +1176,20 @@ class GroupEvents(EventFilter):
         if kind == EV_TIMER:
             return arg[0].fid in self.flows
         return kind == EV_WIRE
+
+
+def route_path(nodes, src: int, dst: int, h: int) -> list:
+    """The egress ports a packet of ECMP hash ``h`` crosses from node ``src`` to ``dst``
+    (the choices the per-packet path makes)."""
+    node = nodes[src]
+    out = []
+    while node.node_id != dst:
+        port = node.pick_port(dst, h)
+        out.append(port)
+        node = port.peer
+        if len(out) > 64:
+            raise RuntimeError(f"routing loop from {src} to {dst}")
+    return out
 
 
 def take_events(heap, ports, flows) -> list:
