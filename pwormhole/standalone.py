@@ -24,8 +24,8 @@ from dataclasses import replace
 
 from .config import CC_DCQCN
 from .lp.engine import LogicalProcess
-from .net.build import Network, route_path
-from .net.nodes import handler_table
+from .net.build import Network
+from .net.nodes import handler_table, route_path
 from .topology.model import Link, Topology
 from .workload.flows import Flow
 
@@ -62,7 +62,14 @@ class StandaloneFct:
             keys.append(key)
             n = -(-f.size_bytes // self.mtu)
             self._longest[key] = max(self._longest.get(key, 0), n)
-        return [(self.fct_ps(key, f.size_bytes) + 500) // 1000 for key, f in zip(keys, flows)]
+        known: dict = {}  # (route key, size) -> ns: flows alike (a collective's steps) are one lone flow
+        out = []
+        for key, f in zip(keys, flows):
+            ns = known.get((key, f.size_bytes))
+            if ns is None:
+                ns = known[(key, f.size_bytes)] = (self.fct_ps(key, f.size_bytes) + 500) // 1000
+            out.append(ns)
+        return out
 
     def fct_ps(self, key, size_bytes: int) -> int:
         n = -(-size_bytes // self.mtu)
