@@ -294,8 +294,9 @@ class FluidDomain:
         Both depend only on the ports of the active flows in flow id order (no size, no
         byte left), so they are kept per such layout (:attr:`rate_memo`): a ring step
         repeats its predecessor's layout and reuses its rates, bit for bit."""
-        fids = sorted(self.active)
-        layout = tuple(self.active[f].data_ports + self.active[f].ack_ports for f in fids)
+        active = self.active
+        fids = sorted(active)
+        layout = tuple([active[f].data_ports + active[f].ack_ports for f in fids])
         if self.nic_cc:
             for ps in self._users()[0].values():
                 if len(ps) > 1:  # DCQCN's sharing between them is not max-min: approximate
@@ -356,8 +357,12 @@ class FluidDomain:
             self._post(nxt, ("next", self.version))
 
 
+COMPILED = not __file__.endswith(".py")  # this module was built by Cython
+
+
 class FluidEvents(Handler):
-    """The ``EV_FLUID`` handler: compiled, the event loop calls :meth:`FluidDomain.on_event` in C."""
+    """The ``EV_FLUID`` handler of the compiled engine: the event loop calls :meth:`FluidDomain.on_event`
+    in C (the pure engine calls the method itself: an object would add a Python call per event)."""
 
     __slots__ = ()
 
@@ -398,5 +403,5 @@ def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:
                 host.flow_models = {}
             host.flow_models[fid] = domains[anchor]
     for lp in lps:
-        lp.set_handler(EV_FLUID, FluidEvents(FluidDomain.on_event))
+        lp.set_handler(EV_FLUID, FluidEvents(None) if COMPILED else FluidDomain.__dict__["on_event"])
     return domains, set(inside), nvlink_fids, None

@@ -169,6 +169,17 @@ cdef class Host(Node):
     @cython.locals(qp=SendQP, seq=cython.longlong, port=HostPort)
     cpdef receive_ack(self, Packet pkt, long long t)
     cpdef complete(self, SendQP qp, long long t)
+    cpdef on_flow_start(self, long long fid, long long t)
+    cpdef post(self, long long t, Node target, int kind, arg)
+    @cython.locals(rem=list, c=cython.Py_ssize_t, n=cython.longlong)
+    cpdef dag_satisfy(self, tuple children, long long t)
+    @cython.locals(nb=cython.longlong, kind=cython.longlong, start=cython.longlong, end=cython.longlong)
+    cpdef on_op_start(self, long long op, long long t)
+    @cython.locals(h=cython.longlong, delay=cython.longlong)
+    cpdef on_op_done(self, long long op, long long t)
+    cpdef on_notify(self, long long op, long long t)
+    @cython.locals(op=cython.longlong, h=cython.longlong, delay=cython.longlong)
+    cpdef flow_received(self, long long fid, long long t)
 
 
 cdef class NetHandler(Handler):

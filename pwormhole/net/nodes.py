@@ -933,8 +933,9 @@ class Host(Node):
         """One dependency of each of ``children`` (ops on this host) is met at ``t``."""
         rem = self.dag.remaining
         for c in children:
-            rem[c] -= 1
-            if rem[c] == 0:
+            n = rem[c] - 1
+            rem[c] = n
+            if n == 0:
                 self.on_op_start(c, t)
 
     def on_op_start(self, op: int, t: int) -> None:
@@ -1241,6 +1242,18 @@ class NetHandler(Handler):
         elif kind == EV_NIC_WAKE:
             hp = target
             hp.on_wake(arg, t_ps)
+        elif kind == EV_OP_START:
+            host = target
+            host.on_op_start(arg, t_ps)
+        elif kind == EV_FLOW_START:
+            host = target
+            host.on_flow_start(arg, t_ps)
+        elif kind == EV_OP_DONE:
+            host = target
+            host.on_op_done(arg, t_ps)
+        elif kind == EV_NOTIFY:
+            host = target
+            host.on_notify(arg, t_ps)
         else:
             self.method(target, arg, t_ps)
 
