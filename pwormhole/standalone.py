@@ -35,10 +35,17 @@ GAP_PACKETS = 64
 STEADY_PACKETS = 256
 
 
-def route_links(net: Network, flow: Flow) -> list:
-    """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses."""
-    ports = route_path(net.nodes, flow.src, flow.dst, net.nodes[flow.src].flow_hash[flow.flow_id])
-    return [(p.rate_bps, p.delay_ps, p.peer.node_id in net.topo.nvswitches) for p in ports]
+def route_links(net: Network, flow: Flow, known: dict | None = None) -> tuple:
+    """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses;
+    ``known``: route (its ports) -> its links, filled as routes are met."""
+    ports = tuple(route_path(net.nodes, flow.src, flow.dst, net.nodes[flow.src].flow_hash[flow.flow_id]))
+    links = known.get(ports) if known is not None else None
+    if links is None:
+        nvs = net.topo.nvswitches
+        links = tuple([(p.rate_bps, p.delay_ps, p.peer.node_id in nvs) for p in ports])
+        if known is not None:
+            known[ports] = links
+    return links
 
 
 class StandaloneFct:
@@ -57,8 +64,9 @@ class StandaloneFct:
     def all_ns(self, flows) -> list[int]:
         """Standalone FCT (ns, rounded) of each flow, in order."""
         keys = []
+        links_of: dict = {}
         for f in flows:
-            key = (tuple(route_links(self.net, f)), self.net.qp_window(f))
+            key = (route_links(self.net, f, links_of), self.net.qp_window(f))
             keys.append(key)
             n = -(-f.size_bytes // self.mtu)
             self._longest[key] = max(self._longest.get(key, 0), n)
