@@ -15,7 +15,7 @@ and unpacking of the events it sends other ranks and receives from them (recorde
 pair of units; ``SEND_US`` and ``RECV_US`` an event), the hook
 (completions, acceleration decisions, the rest of the writer) runs on every rank, and
 ``exchange(R)`` is the window's exchange (packing, the collective, unpacking): ``exchange_us``
-at 2 ranks (a ``sendrecv``), growing as ``log2(R)`` (MPICH's small-message all-to-all, used from
+at 2 ranks (an ``allgather``), growing as ``log2(R)`` (MPICH's small-message all-to-all, used from
 3 ranks on, takes ``log2 R`` rounds), 0 on one rank. The heaps' seconds are shared equally: a
 rank's share really follows the size of its heap, and a group's ports are held and released on
 every rank.

@@ -1,7 +1,7 @@
 """MPI transport of the window loop (:mod:`pwormhole.sync.windows`); mpi4py is imported only here.
 
 One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
-exchange (``alltoall``; between two ranks ``sendrecv``): to every peer a rank sends the events
+exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time (its heap and everything it sends:
 all known before the exchange, so the global minimum needs no second
@@ -116,7 +116,7 @@ def abort(comm, code: int) -> None:
 class MpiTransport:
     """One LP per rank (``lp``, on ``comm``); ``nodes``: every node by id (events travel with node ids).
 
-    :meth:`exchange` is the window's one collective (``alltoall``, ``sendrecv`` for two ranks); the ranks'
+    :meth:`exchange` is the window's one collective (``alltoall``, ``allgather`` for two ranks); the ranks'
     acceleration reports are merged with ``merge_reports`` (every rank then
     holds the same). :meth:`next_min` adds an ``allreduce`` only when the
     boundary put events back. ``sync_s``: seconds spent in collectives.
@@ -204,10 +204,11 @@ class MpiTransport:
         mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
         to0 = (pfc, batch)
         t0 = time.perf_counter()
-        if size == 2:  # a swap: half of allgather's cost, a third of alltoall's (sizes, then alltoallv)
+        if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
             peer = 1 - me
+            blob = pickle.dumps((out[peer], to0 if peer == 0 else None, mine), pickle.HIGHEST_PROTOCOL)
             parts: list = [None, None]
-            parts[peer] = comm.sendrecv((out[peer], to0 if peer == 0 else None, mine), dest=peer, source=peer)
+            parts[peer] = pickle.loads(comm.allgather(blob)[peer])
             self.sync_s += time.perf_counter() - t0
         else:
             common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
