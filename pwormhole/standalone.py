@@ -70,12 +70,12 @@ class StandaloneFct:
             keys.append(key)
             n = -(-f.size_bytes // self.mtu)
             self._longest[key] = max(self._longest.get(key, 0), n)
-        known: dict = {}  # (route key, size) -> ns: flows alike (a collective's steps) are one lone flow
+        fct_ns_of: dict = {}  # (route key, size) -> ns: flows alike (a collective's steps) are one lone flow
         out = []
         for key, f in zip(keys, flows):
-            ns = known.get((key, f.size_bytes))
+            ns = fct_ns_of.get((key, f.size_bytes))
             if ns is None:
-                ns = known[(key, f.size_bytes)] = (self.fct_ps(key, f.size_bytes) + 500) // 1000
+                ns = fct_ns_of[(key, f.size_bytes)] = (self.fct_ps(key, f.size_bytes) + 500) // 1000
             out.append(ns)
         return out
 

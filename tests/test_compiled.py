@@ -238,6 +238,10 @@ CASES = {
     "gpt-packet-hpcc": lambda d: GPT + ["--mode", "packet", "--cc", "hpcc"],
     "gpt-wormhole": lambda d: GPT + ["--mode", "wormhole"],
     "gpt-dopt-nvlink-packets": lambda d: GPT + ["--dist-opt", "--nvlink", "packet"],
+    # NVLink by rates (accel/fluid.py): servers handed over to packets at 28 us, stopped mid-flow
+    "gpt-nvlink-handover": lambda d: GPT + ["--topology", "rail-optimized:gpus=16,nvswitches=2", "--until", "0.00005"],
+    "gpt-nvlink-nic-rates": lambda d: GPT + ["--nvlink-cc", "nic", "--nvlink", "fluid", "--until", "0.0003",
+                                             "--monitor"],
     "s2-timely-rate-only": lambda d: _s2_as(d, 7, "HAS_WIN 0\n"),
     "s2-dctcp-rate-only": lambda d: _s2_as(d, 8, "HAS_WIN 0\n"),
     "gpt-wormhole-timely": lambda d: GPT + ["--mode", "wormhole", "--cc", "timely"],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MPIEXEC, needs_mpi
+from helpers import MPIEXEC, config, flows_of, needs_mpi
 
 from pwormhole.accel import fluid
 from pwormhole.accel.wormhole import AccelConfig, Wormhole
@@ -16,7 +16,7 @@ from pwormhole.errors import InputError
 from pwormhole.partition.plan import make_plan_from_record
 from pwormhole.partition.record import WindowRecord, exchange_s, predict, refine
 from pwormhole.run import Run, simulate
-from pwormhole.scenario import topology_from_arg, training_scenario
+from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.workload.models import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,8 +145,20 @@ def test_bad_record_is_an_input_error(tmp_path):
         WindowRecord.load(str(p))
 
 
+def _incast_twice() -> Scenario:
+    """Three flows into GPU 0 beside two pairs of other sizes, all inside one server, the same again
+    2 ms later (unequal rates, several port layouts as flows leave, each met twice), then four
+    disjoint pairs: as many flows as a layout met before, on other ports."""
+    topo = topology_from_arg("rail-optimized:gpus=8")
+    cfg = config("dcqcn")
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    wave = [(1, 0, 1_000_000), (2, 0, 1_000_000), (3, 0, 1_000_000), (4, 5, 1_500_000), (6, 7, 500_000)]
+    specs = [(s, d, size, t) for t in (0, 2_000_000_000) for s, d, size in wave]
+    specs += [(s, (s + 1) % 8, 1_000_000, 4_000_000_000) for s in (1, 3, 5, 7)]
+    return Scenario("incast-twice", topo, flows_of(specs), cfg)
+
+
 def test_rate_memo_gives_the_rates_of_a_fresh_solve(tmp_path, monkeypatch):
-    spec = build_model("gpt-350m", 8, tp=8, layers=1)
     solves = {"n": 0}
     max_min = fluid.max_min
 
@@ -154,18 +166,32 @@ def test_rate_memo_gives_the_rates_of_a_fresh_solve(tmp_path, monkeypatch):
         solves["n"] += 1
         return max_min(*args)
 
-    def run(out):
-        solves["n"] = 0
+    def ring_step(out):  # one layout repeated by every ring step: the memo's common case
+        spec = build_model("gpt-350m", 8, tp=8, layers=1)
         scn = training_scenario(spec, topology_from_arg("rail-optimized:gpus=8"))
         simulate(scn, str(tmp_path / out), quiet=True, accel=AccelConfig())
-        return (tmp_path / out / "fct.txt").read_bytes(), solves["n"]
+        return (tmp_path / out / "fct.txt").read_bytes()
+
+    def incast():  # several layouts, each met twice: a memo that mixed them up would move the finish times
+        sim = Run(_incast_twice(), accel=AccelConfig()).run()
+        assert not any(d.packet_fids for d in sim.accel.fluid_domains.values())  # all by rates
+        return sorted(sim.finish_ps.items())
+
+    def solved(fn, arg=None):
+        solves["n"] = 0
+        got = fn(arg) if arg is not None else fn()
+        return got, solves["n"]
 
     monkeypatch.setattr(fluid, "max_min", counted)  # (a module global: patched in the compiled module too)
-    memo, with_memo = run("memo")
+    memo_ring, solves_memo_ring = solved(ring_step, "memo")
+    memo_incast, solves_memo_incast = solved(incast)
     monkeypatch.setattr(fluid, "RATE_MEMO_LAYOUTS", 0)  # no memo: every recomputation solves
-    fresh, without = run("fresh")
-    assert without > 10 * with_memo > 0  # ring steps repeat a handful of layouts
-    assert fresh == memo
+    fresh_ring, solves_fresh_ring = solved(ring_step, "fresh")
+    fresh_incast, solves_fresh_incast = solved(incast)
+    assert solves_fresh_ring > 10 * solves_memo_ring > 0  # the ring steps share one layout
+    assert solves_fresh_incast > solves_memo_incast > 0
+    assert fresh_ring == memo_ring
+    assert fresh_incast == memo_incast
 
 
 def test_the_completions_that_travel_are_those_wormhole_saw_start(monkeypatch):

@@ -146,7 +146,7 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
             nodes[fs.dst].advance_rx(fid, b, t0, d)
     seen_int: set = set()
     stamped = net.cfg.cc_mode == CC_TIMELY  # packets carry their send time (Packet.sent_ps)
-    hop_adv: dict = {}  # fid -> the bytes each hop of its data path moved by
+    hop_adv_bytes: dict = {}  # fid -> the bytes each hop of its data path moved by
 
     def shift_pkt(pkt):
         if pkt.kind == T_PFC:
@@ -158,9 +158,9 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
         hops = pkt.int_hops
         if hops and id(hops) not in seen_int:
             seen_int.add(id(hops))
-            adv = hop_adv.get(fid)
+            adv = hop_adv_bytes.get(fid)
             if adv is None:
-                adv = hop_adv[fid] = [port_adv.get(p, 0) for p in flows[fid].data_hops]
+                adv = hop_adv_bytes[fid] = [port_adv.get(p, 0) for p in flows[fid].data_hops]
             hops[:] = cc.hpcc_shift_int(hops, d, adv)
 
     for _lp, evs in fz.events:

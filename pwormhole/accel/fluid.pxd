@@ -1,7 +1,7 @@
 # C types for fluid.py when it is compiled (fluid.py stays the model and the pure-Python
 # fallback; the rules of net/nodes.pxd). Rates and bytes left are C doubles: +, -, * and
-# comparisons give the bits Python floats give; the one floor division (_reschedule) is
-# done on Python floats.
+# comparisons give the bits Python floats give (setup.py compiles without fused multiply-add);
+# the one floor division (_reschedule) is done on Python floats.
 import cython
 
 from pwormhole.events cimport Handler
@@ -46,7 +46,7 @@ cdef class FluidDomain:
     @cython.locals(ack_up=Port, ack_down=Port, up=Port, down=Port, st=FluidFlow, data_wire=cython.longlong,
                    a=cython.longlong, first_out=cython.longlong, busy_until=cython.longlong)
     cdef long long _ack_arrival(self, long long fid, long long t) except *
-    @cython.locals(st=FluidFlow, rate=object, left=object)
+    @cython.locals(st=FluidFlow, rate=object, left_wire_bytes=object)
     cpdef _reschedule(self, long long t)
 
 

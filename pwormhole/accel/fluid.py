@@ -349,8 +349,8 @@ class FluidDomain:
         for st in self.active.values():
             rate = st.rate  # (compiled: Python floats here, so that // rounds as in pure Python)
             if rate > 0:
-                left = st.left_wire_bytes
-                done = t + max(1, int(-(-left // rate)))
+                left_wire_bytes = st.left_wire_bytes
+                done = t + max(1, int(-(-left_wire_bytes // rate)))
                 if nxt is None or done < nxt:
                     nxt = done
         if nxt is not None:
@@ -403,5 +403,6 @@ def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:
                 host.flow_models = {}
             host.flow_models[fid] = domains[anchor]
     for lp in lps:
+        # (the pure method through __dict__: compiled, FluidDomain.on_event would name the C function)
         lp.set_handler(EV_FLUID, FluidEvents(None) if COMPILED else FluidDomain.__dict__["on_event"])
     return domains, set(inside), nvlink_fids, None

@@ -12,6 +12,9 @@ Built once per run from the DAG and the topology, read by every host:
   after the path's propagation delay (DESIGN.md invariant 6);
 * ``remaining[op]``: dependencies not yet satisfied (mutable; each op's count
   is only touched by the heap serving its host).
+
+The children are tuples and ``remaining`` a list: the compiled hosts take them typed
+(``net/nodes.pxd``).
 """
 
 from __future__ import annotations
