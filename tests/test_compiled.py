@@ -238,7 +238,7 @@ CASES = {
     "gpt-packet-hpcc": lambda d: GPT + ["--mode", "packet", "--cc", "hpcc"],
     "gpt-wormhole": lambda d: GPT + ["--mode", "wormhole"],
     "gpt-dopt-nvlink-packets": lambda d: GPT + ["--dist-opt", "--nvlink", "packet"],
-    # NVLink by rates (accel/fluid.py): servers handed over to packets at 28 us, stopped mid-flow
+    # NVLink by rates (accel/fluid.py): servers handed over to packets, stopped mid-flow; opt-in rates under DCQCN
     "gpt-nvlink-handover": lambda d: GPT + ["--topology", "rail-optimized:gpus=16,nvswitches=2", "--until", "0.00005"],
     "gpt-nvlink-nic-rates": lambda d: GPT + ["--nvlink-cc", "nic", "--nvlink", "fluid", "--until", "0.0003",
                                              "--monitor"],
@@ -257,6 +257,10 @@ def test_compiled_output_identical_to_pure(case, tmp_path):
     got = _run(args, tmp_path / "compiled", pure=False)
     assert got == _run(args, tmp_path / "pure", pure=True)
     assert got["events"] > 0
+    if case == "gpt-nvlink-handover":  # the case covers what it says
+        assert got["nvlink_servers_by_packets"] >= 1 and got["nvlink_by_packets_from_ns"] < 50_000
+    if case == "gpt-nvlink-nic-rates":
+        assert got["nvlink_model"] == "rates" and got["fluid_flows"] > 0
 
 
 @needs_compiled

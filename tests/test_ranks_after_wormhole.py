@@ -148,13 +148,15 @@ def test_bad_record_is_an_input_error(tmp_path):
 def _incast_twice() -> Scenario:
     """Three flows into GPU 0 beside two pairs of other sizes, all inside one server, the same again
     2 ms later (unequal rates, several port layouts as flows leave, each met twice), then four
-    disjoint pairs: as many flows as a layout met before, on other ports."""
+    disjoint pairs (as many flows as a layout met before, on other ports), then the first wave
+    with its flows numbered in another order (the same ports, the rates in another order)."""
     topo = topology_from_arg("rail-optimized:gpus=8")
     cfg = config("dcqcn")
     cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
     wave = [(1, 0, 1_000_000), (2, 0, 1_000_000), (3, 0, 1_000_000), (4, 5, 1_500_000), (6, 7, 500_000)]
     specs = [(s, d, size, t) for t in (0, 2_000_000_000) for s, d, size in wave]
     specs += [(s, (s + 1) % 8, 1_000_000, 4_000_000_000) for s in (1, 3, 5, 7)]
+    specs += [(s, d, size, 6_000_000_000) for s, d, size in wave[::-1]]
     return Scenario("incast-twice", topo, flows_of(specs), cfg)
 
 

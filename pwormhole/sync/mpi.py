@@ -204,7 +204,9 @@ class MpiTransport:
         mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
         to0 = (pfc, batch)
         t0 = time.perf_counter()
-        if size == 2:  # what each sends the other, gathered: a third of alltoall's cost (sizes, then alltoallv)
+        # two ranks: one allgather of what each sends the other (alltoall exchanges sizes first; sendrecv
+        # cannot be interrupted by the stop watchdog: test_stuck_rank_does_not_hang_the_job)
+        if size == 2:
             peer = 1 - me
             blob = pickle.dumps((out[peer], to0 if peer == 0 else None, mine), pickle.HIGHEST_PROTOCOL)
             parts: list = [None, None]
