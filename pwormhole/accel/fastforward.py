@@ -17,13 +17,8 @@ from bisect import bisect_left
 
 from ..config import CC_TIMELY
 from ..net import cc
-from ..net.nodes import take_events
-from ..net.packet import (
-    EV_ARRIVE_HOST,
-    EV_ARRIVE_SWITCH,
-    EV_TIMER,
-    T_PFC,
-)
+from ..net.nodes import shift_packets, take_events
+from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_TIMER
 from .config import BPS_PER_BYTE_PS
 from .groups import route_path
 
@@ -136,43 +131,23 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
         p.tx_bytes += a
     t0 = fz.t0
     nodes = net.nodes
+    hop_adv_bytes = {fid: [port_adv.get(p, 0) for p in fs.data_hops] for fid, fs in flows.items()}  # per INT hop
     for fid, fs in flows.items():
         b = advance_bytes.get(fid, 0)
         if fs.src in local:
             qp = nodes[fs.src].sqp.get(fid)
             if qp is not None:
-                qp.advance(b, t0, d, alpha_decay, [port_adv.get(p, 0) for p in fs.data_hops] if qp.hops else None)
+                qp.advance(b, t0, d, alpha_decay, hop_adv_bytes[fid] if qp.hops else None)
         if fs.dst in local:
             nodes[fs.dst].advance_rx(fid, b, t0, d)
-    seen_int: set = set()
-    stamped = net.cfg.cc_mode == CC_TIMELY  # packets carry their send time (Packet.sent_ps)
-    hop_adv_bytes: dict = {}  # fid -> the bytes each hop of its data path moved by
-
-    def shift_pkt(pkt):
-        if pkt.kind == T_PFC:
-            return
-        fid = pkt.fid
-        pkt.seq += advance_bytes.get(fid, 0)
-        if stamped:  # its send time: it was sent d later in the skipped run
-            pkt.sent_ps += d
-        hops = pkt.int_hops
-        if hops and id(hops) not in seen_int:
-            seen_int.add(id(hops))
-            adv = hop_adv_bytes.get(fid)
-            if adv is None:
-                adv = hop_adv_bytes[fid] = [port_adv.get(p, 0) for p in flows[fid].data_hops]
-            hops[:] = cc.hpcc_shift_int(hops, d, adv)
-
-    for _lp, evs in fz.events:
-        for ev in evs:
-            if ev[EV_KIND] == EV_ARRIVE_HOST or ev[EV_KIND] == EV_ARRIVE_SWITCH:
-                shift_pkt(ev[EV_ARG])
+    packets = [ev[EV_ARG] for _lp, evs in fz.events for ev in evs
+               if ev[EV_KIND] == EV_ARRIVE_HOST or ev[EV_KIND] == EV_ARRIVE_SWITCH]
     for p in ports:
         if p.node.node_id not in local:
             continue
-        for pkt in p.queued():
-            shift_pkt(pkt)
+        packets.extend(p.queued())
         p.skip_time(t0, d)
+    shift_packets(packets, advance_bytes, d, net.cfg.cc_mode == CC_TIMELY, hop_adv_bytes)
     return port_adv
 
 

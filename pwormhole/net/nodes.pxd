@@ -39,6 +39,10 @@ cpdef list take_events(heap, ports, flows)
 cpdef list route_path(nodes, long long src, long long dst, long long h)
 
 
+@cython.locals(pkt=Packet, fid=cython.longlong, hops=list, seen_int=set)
+cpdef shift_packets(list packets, dict advance_bytes, long long d_ps, bint stamped, dict hop_adv_bytes)
+
+
 cdef class Port:
     cdef public Node node
     cdef public long long idx, rate_bps, delay_ps, peer_idx, tx_bytes, qbytes

@@ -1193,6 +1193,24 @@ def route_path(nodes, src: int, dst: int, h: int) -> list:
     return out
 
 
+def shift_packets(packets: list, advance_bytes: dict, d_ps: int, stamped: bool, hop_adv_bytes: dict) -> None:
+    """Packets of flows fast-forwarded by ``d_ps`` (a wake): each but PFC frames moves by its flow's
+    ``advance_bytes``, its send time by ``d_ps`` when ``stamped`` (TIMELY), and each list of INT records,
+    once, to ``d_ps`` later with its hops ``hop_adv_bytes[fid]`` bytes further (:func:`cc.hpcc_shift_int`)."""
+    seen_int: set = set()
+    for pkt in packets:
+        if pkt.kind == T_PFC:
+            continue
+        fid = pkt.fid
+        pkt.seq += advance_bytes.get(fid, 0)
+        if stamped:  # its send time: it was sent d later in the skipped run
+            pkt.sent_ps += d_ps
+        hops = pkt.int_hops
+        if hops and id(hops) not in seen_int:
+            seen_int.add(id(hops))
+            hops[:] = cc.hpcc_shift_int(hops, d_ps, hop_adv_bytes[fid])
+
+
 def take_events(heap, ports, flows) -> list:
     """Take out of ``heap`` (an EventQueue) the pending events of ``ports`` and ``flows``
     (:class:`GroupEvents`) and return them (in no particular order); the others stay pending.
