@@ -35,16 +35,14 @@ GAP_PACKETS = 64
 STEADY_PACKETS = 256
 
 
-def route_links(net: Network, flow: Flow, known: dict | None = None) -> tuple:
+def route_links(net: Network, flow: Flow, known: dict) -> tuple:
     """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses;
     ``known``: route (its ports) -> its links, filled as routes are met."""
     ports = tuple(route_path(net.nodes, flow.src, flow.dst, net.nodes[flow.src].flow_hash[flow.flow_id]))
-    links = known.get(ports) if known is not None else None
+    links = known.get(ports)
     if links is None:
         nvs = net.topo.nvswitches
-        links = tuple([(p.rate_bps, p.delay_ps, p.peer.node_id in nvs) for p in ports])
-        if known is not None:
-            known[ports] = links
+        links = known[ports] = tuple([(p.rate_bps, p.delay_ps, p.peer.node_id in nvs) for p in ports])
     return links
 
 
