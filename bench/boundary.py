@@ -188,7 +188,7 @@ def floor_child(rounds: int) -> int:
 
     comm = world()  # (mpi4py is imported by pwormhole.sync.mpi alone)
     lp = SimpleNamespace(outboxes={p: [] for p in range(comm.size) if p != comm.rank}, finished=[], op_log=[],
-                         pfc_log=[], heap=None, next_time=lambda: 10**12)
+                         pfc_log=[], heap=None, next_time=lambda: 10**12, horizon_ps=lambda: 10**12, lead=None)
     transport = MpiTransport(lp, comm, {}, merge_reports)
 
     def report(t):

@@ -13,6 +13,10 @@ cdef class EventFilter:
     cpdef bint owns(self, long long kind, target, arg)
 
 
+cdef class Lead:
+    cpdef long long lead_ps(self, long long kind, target, arg) except *
+
+
 @cython.final
 cdef class ArrayQueue:
     cdef long long[::1] heap, kinds, free
@@ -38,6 +42,9 @@ cdef class ArrayQueue:
     cpdef tuple pop(self)
     cdef void _release(self, long long slot) noexcept
     cpdef long long next_time(self)
+    @cython.locals(t=cython.longlong, slot=cython.longlong, best=cython.longlong, x=cython.longlong,
+                   i=cython.Py_ssize_t)
+    cpdef long long horizon(self, Lead lead) except *
     @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong, hd=Handler)
     cpdef Py_ssize_t run(self, long long end_ps, tuple handlers) except -1
 

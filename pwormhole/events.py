@@ -3,7 +3,7 @@
 
 An event is ``(t_ps, key, kind, target, arg)``; keys are unique (DESIGN.md invariant 2),
 so the order is that of ``(t_ps, key)`` and any correct priority queue pops the same
-sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``run``,
+sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``horizon``, ``run``,
 ``events``, ``replace``, ``take``, ``len``):
 
 * :class:`HeapqQueue`, the pure-Python engine's: ``heapq`` on event tuples;
@@ -51,6 +51,18 @@ class EventFilter:
         return False
 
 
+class Lead:
+    """A lower bound, per pending event, on how long after its time it can lead to an event the
+    window loop must stop for (one another LP or the boundary hook sees): ``lead_ps(kind, target,
+    arg)``, in ps, ``>= 0``, at most ``INF_PS`` (never). A model says (a subclass; compiled, the queue
+    calls it in C); this one says 0 for every event."""
+
+    __slots__ = ()
+
+    def lead_ps(self, kind: int, target, arg) -> int:
+        return 0
+
+
 class HeapqQueue:
     """``heapq`` on event tuples."""
 
@@ -70,6 +82,27 @@ class HeapqQueue:
     def next_time(self) -> int:
         """Time of the first event, or ``INF_PS``."""
         return self.heap[0][0] if self.heap else INF_PS
+
+    def horizon(self, lead: Lead) -> int:
+        """The earliest ``t_ps + lead.lead_ps(event)`` of the pending events (``INF_PS``: none); a
+        subtree of the heap whose root is not earlier than the best so far is passed over."""
+        heap = self.heap
+        best = INF_PS
+        stack = [0] if heap else []
+        while stack:
+            i = stack.pop()
+            ev = heap[i]
+            if ev[0] >= best:
+                continue
+            x = ev[0] + lead.lead_ps(ev[2], ev[3], ev[4])
+            if x < best:
+                best = x
+            j = 2 * i + 1
+            if j < len(heap):
+                stack.append(j)
+                if j + 1 < len(heap):
+                    stack.append(j + 1)
+        return best if best < INF_PS else INF_PS
 
     def __len__(self) -> int:
         return len(self.heap)
@@ -236,6 +269,25 @@ class ArrayQueue:
     def next_time(self) -> int:
         """Time of the first event, or ``INF_PS``."""
         return self.heap[0] if self.n else INF_PS
+
+    def horizon(self, lead: Lead) -> int:
+        """The earliest ``t_ps + lead.lead_ps(event)`` of the pending events (``INF_PS``: none): the
+        first entry, and when its lead is not 0, every entry earlier than the best so far."""
+        if self.n == 0:
+            return INF_PS
+        t = self.heap[0]
+        slot = self.heap[2]
+        best = t + lead.lead_ps(self.kinds[slot], self.targets[slot], self.args[slot])
+        if best == t:
+            return t
+        for i in range(1, self.n):
+            t = self.heap[3 * i]
+            if t < best:
+                slot = self.heap[3 * i + 2]
+                x = t + lead.lead_ps(self.kinds[slot], self.targets[slot], self.args[slot])
+                if x < best:
+                    best = x
+        return best if best < INF_PS else INF_PS
 
     def __len__(self) -> int:
         return self.n

@@ -145,7 +145,8 @@ class Run:
     :meth:`run`. ``owner``: node id -> LP (default: the units of the window
     ``grid`` dealt round robin); ``comm``: an MPI communicator (one LP per rank);
     ``grid``: the topology's window grid (default: computed here; a partition
-    plan carries it).
+    plan carries it); ``leads``: windows end at the horizon of :mod:`pwormhole.sync.windows` (False:
+    each window is one grid cell; the same answer in packet mode).
     Completed flows are handed to ``on_flows(records)`` at window boundaries as
     ``(flow_id, finish_ps, start_ps)`` sorted by ``(finish_ps, flow_id)`` (under MPI, on rank 0
     only, every few windows as int64 rows, and with ``format_finished`` set as ``on_flows(records,
@@ -160,7 +161,7 @@ class Run:
     """
 
     def __init__(self, scn: Scenario, seed: int = 1, n_lps: int = 1, owner: list[int] | None = None, comm=None,
-                 accel=None, memo=None, grid: WindowGrid | None = None, recorder=None):
+                 accel=None, memo=None, grid: WindowGrid | None = None, recorder=None, leads: bool = True):
         self.scn = scn
         self.recorder = recorder
         # completions -> their fct.txt lines (under MPI each rank makes those of its own)
@@ -189,6 +190,10 @@ class Run:
         self._monitors_done = False
         self.n_lps = n_lps
         self.accel = Wormhole(self.net, self.lps, accel, memo) if accel is not None else None
+        if leads:  # the window loop's horizon (sync.windows); False: every window one grid cell
+            lead = self.net.horizon_lead(self.accel.fluid_fids if self.accel is not None else ())
+            for lp in self.lps:
+                lp.lead = lead
         if self.accel is not None and mon is not None:
             self.accel.on_carried = self._carried
             for dom in self.accel.fluid_domains.values():

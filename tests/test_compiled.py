@@ -271,3 +271,34 @@ def test_compiled_two_ranks_identical_to_pure(tmp_path):
     got = _run(args, tmp_path / "compiled", pure=False, ranks=2)
     assert got["ranks"] == 2
     assert got == _run(args, tmp_path / "pure", pure=True, ranks=2)
+
+
+class KindLead(events.Lead):
+    """Leads by event kind."""
+
+    def __init__(self, leads):
+        self.leads = leads
+
+    def lead_ps(self, kind, target, arg):
+        return self.leads[kind]
+
+
+@pytest.mark.parametrize("queue", [events.ArrayQueue, events.HeapqQueue])
+def test_event_queue_horizon_is_the_least_time_plus_lead(queue):
+    """horizon() is the least ``t + lead`` over every pending event (its pruned walk misses none),
+    INF_PS when every lead is INF_PS; with 0 leads, the next event time."""
+    rng = random.Random(11)
+    inf = events.INF_PS
+    for _ in range(300):
+        leads = [rng.choice([0, 3, 50, 400, inf]) for _ in range(10)]
+        q = queue()
+        ref: list = []
+        for key in range(rng.randint(0, 80)):
+            ev = (rng.randint(0, 300), key, rng.randint(0, 9), None, None)
+            q.push(*ev)
+            heapq.heappush(ref, ev)
+        for _ in range(rng.randint(0, len(ref))):  # popped entries leave stale slots behind
+            assert q.pop() == heapq.heappop(ref)
+        want = min((min(t + leads[k], inf) for t, _, k, _, _ in ref), default=inf)
+        assert q.horizon(KindLead(leads)) == want
+        assert q.horizon(events.Lead()) == q.next_time()

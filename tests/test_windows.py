@@ -4,11 +4,16 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.errors import InputError
+from pwormhole.events import INF_PS
+from pwormhole.net.dagrun import DagRuntime
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
-from pwormhole.scenario import Scenario
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.scenario import Scenario, from_dag, topology_from_arg, training_scenario
+from pwormhole.workload.models import build_model
 from pwormhole.sync import mpi as mpi_transport
 from pwormhole.topology.model import Link, Topology
+from pwormhole.workload.dag import Dag
 
 
 def two_servers():
@@ -86,6 +91,62 @@ def test_mpi_transport_one_collective_per_window_same_answer_as_local(monkeypatc
     assert [r for b in batches for r in b] == local_done and len(local_done) == 4
     assert len(batches) == hand_ons, [len(b) for b in batches]
     assert comm.alltoalls == mpi.windows  # one exchange per window
-    assert comm.allgathers == 1  # the completions held on the rank, at the end
-    assert comm.allreduces == 1  # the first minimum only: no boundary put events back
+    assert comm.allgathers == 2  # the first minimum and horizon, and the completions held on the rank at the end
+    assert comm.allreduces == 0  # no boundary put events back or took some out
     assert comm.barriers == 1  # every rank built, before the clock starts
+
+
+def test_dag_leads_hand_computed():
+    """Compute 5 us on host 0 -> a flow 0 -> 1 -> compute 3 us on host 1 -> a flow 1 -> 2 -> a mark on 2.
+    With the first flow carried by a model, the chain reaches a flow by packets 3 us after that
+    flow starts, 8 us after the first compute starts; by packets, at once and 5 us. A dependency
+    on another host is a notification: 0 from the op's end."""
+    dag = Dag()
+    c0 = dag.compute(0, 5 * US)
+    f1 = dag.flow(0, 1, 1000, [c0])
+    c2 = dag.compute(1, 3 * US, [f1])
+    f3 = dag.flow(1, 2, 1000, [c2])
+    m4 = dag.mark(2, [f3])
+    rt = DagRuntime(dag, lambda a, b: 1000)
+    start, end, flow_end = rt.leads({0})
+    assert start == [8 * US, 3 * US, 3 * US, 0, INF_PS]
+    assert end == [3 * US, 3 * US, 0, INF_PS, INF_PS]
+    assert flow_end == [end[f1], end[f3]] == [3 * US, INF_PS] and m4 == 4
+    start, end, _ = rt.leads(set())
+    assert start[:4] == [5 * US, 0, 3 * US, 0] and end[c0] == 0
+    dag.compute(3, US, [c0])  # host 3 waits for c0: notified when c0 ends
+    start, end, _ = DagRuntime(dag, lambda a, b: 1000).leads({0})
+    assert end[c0] == 0 and start[c0] == 5 * US and start[f1] == 3 * US
+
+
+def _relay(rounds=8):
+    """Hosts 0-3 of a star in turn: compute, then a 200 KB flow to the next host; a third host
+    waits for each flow (a notification from its destination)."""
+    dag = Dag()
+    prev = None
+    for r in range(rounds):
+        h, nxt = r % 4, (r + 1) % 4
+        c = dag.compute(h, (20 + 3 * r) * US, [prev] if prev is not None else [])
+        prev = dag.flow(h, nxt, 200_000, [c])
+        dag.compute((r + 2) % 4, 2 * US, [prev])
+    return from_dag("relay", star_topo(4), dag, config("dcqcn"))
+
+
+def _training():
+    spec = build_model("gpt-350m", 16, tp=8, pp=2, layers=2)
+    return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"))
+
+
+@pytest.mark.parametrize("make,accel,fewer", [(_relay, None, 1), (_training, AccelConfig(), 2)])
+def test_windows_to_the_horizon_same_answer_fewer_windows(make, accel, fewer):
+    """Windows that run to the horizon (compute ops, and in Wormhole mode NVLink flows by rates,
+    in one window) give the answer of one grid cell a window, on 1 and 3 in-process LPs (flows and
+    notifications cross LPs), with fewer windows (in packet mode only where a window's last events
+    are a compute op's: an empty window was skipped already)."""
+    cell = Run(make(), accel=accel, n_lps=3, leads=False).run()
+    assert cell.complete
+    for n_lps in (1, 3):
+        sim = Run(make(), accel=accel, n_lps=n_lps).run()
+        assert sim.complete and sim.finish_ps == cell.finish_ps and sim.op_times == cell.op_times
+        assert sim.events == cell.events
+        assert sim.windows * fewer < cell.windows, (sim.windows, cell.windows)

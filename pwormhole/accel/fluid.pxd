@@ -36,6 +36,8 @@ cdef class FluidDomain:
     cpdef start(self, Host host, long long fid, long long t)
     @cython.locals(dst=Host, src=Host, st=FluidFlow, active=dict, done=list, acked=set)
     cpdef on_event(self, arg, long long t)
+    @cython.locals(best=cython.longlong)
+    cpdef long long lead_ps(self, list flow_end_ps) except *
     @cython.locals(nvs=Switch)
     cdef _post(self, long long t, arg)
     @cython.locals(d=cython.longlong, st=FluidFlow)

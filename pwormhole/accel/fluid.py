@@ -45,7 +45,7 @@ from collections.abc import Callable
 
 from ..config import NVLINK_CC_NIC
 from ..errors import InputError
-from ..events import Handler
+from ..events import INF_PS, Handler
 from ..net.packet import EV_MODEL
 from ..units import PS_PER_S
 from .config import NVLINK_FLUID, NVLINK_PACKET
@@ -171,6 +171,18 @@ class FluidDomain:
                 for fid in done:
                     self._last_byte_sent(fid, t, acked)
             self._reschedule(t)
+
+    def lead_ps(self, flow_end_ps: list) -> int:
+        """The lead of an event of this domain (:class:`~pwormhole.net.nodes.DagLead`): the least
+        ``flow_end_ps[fid]`` of its flows not yet complete (an event may end any of them)."""
+        best = INF_PS
+        for fid in self.active:
+            if flow_end_ps[fid] < best:
+                best = flow_end_ps[fid]
+        for fid in self.start_ps:
+            if flow_end_ps[fid] < best:
+                best = flow_end_ps[fid]
+        return best
 
     def sent_bytes(self, fid: int, t: int) -> int:
         """Payload bytes of a flow on the wire by ``t`` (its size once its last byte left)."""

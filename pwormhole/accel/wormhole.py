@@ -108,7 +108,8 @@ class Wormhole:
         self.lp_work_s = 0.0
         self.crowded: set = set()  # HPCC: flows frozen in a group with HPCC_CROWDED_NIC flows on one NIC
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
-        self.woke = False  # a group woke at this boundary (the MPI loop then recomputes the next event time)
+        self.heaps_changed = False  # a group woke or froze at this boundary (the MPI loop then recomputes the
+        # next event time and horizon)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
         # the monitors' hook, called at each wake with (port -> bytes its counter moved by, t0_ps, d_ps)
         self.on_carried: Callable[[dict, int, int], None] | None = None
@@ -342,6 +343,7 @@ class Wormhole:
                 inflight0: dict | None = None) -> None:
         c0 = thread_time()
         events, busy = ff.freeze(self.lps, g.ports, g.flows)
+        self.heaps_changed = True
         self.lp_work_s += thread_time() - c0
         if una0 is None:
             una0 = {fid: self.flows[fid].una() for fid in g.flows}
@@ -358,7 +360,7 @@ class Wormhole:
         fz = g.frozen
         g.frozen = None
         self.frozen.discard(g)
-        self.woke = True
+        self.heaps_changed = True
         d = t - fz.t0
         self.skipped_ps += d
         self.skipped_flow_ps += d * len(g.flows)

@@ -9,7 +9,7 @@ driven by :mod:`pwormhole.sync`.
 
 from __future__ import annotations
 
-from ..events import INF_PS, EventQueue
+from ..events import INF_PS, EventQueue, Lead
 
 
 def next_due_ps(event_ps: int, wake_ps: int) -> int:
@@ -35,6 +35,7 @@ class LogicalProcess:
         op_log: ``(op id, start_ps, end_ps)`` of DAG compute ops and marks ended since the last boundary.
         flow_start_log: flow ids whose QP started since the last boundary.
         events: events processed so far.
+        lead: the :class:`~pwormhole.events.Lead` of its events (:meth:`horizon_ps`; set by the runner).
     """
 
     def __init__(self, lp_id: int, nodes, initial_events, owner: list[int], handlers: tuple):
@@ -48,6 +49,7 @@ class LogicalProcess:
         self.pfc_log: list[tuple] = []  # PFC frames received, drained at boundaries
         self.events = 0
         self.handlers = handlers
+        self.lead = Lead()
         remote_boxes: dict[int, list[tuple]] = {}
         for node_id, peer_lp in enumerate(owner):
             if peer_lp != lp_id:
@@ -85,6 +87,11 @@ class LogicalProcess:
     def next_time(self) -> int:
         """Time of the earliest pending event, or ``INF_PS``."""
         return self.heap.next_time()
+
+    def horizon_ps(self) -> int:
+        """The earliest time one of its pending events can lead to an event another LP or the
+        boundary hook sees (``t_ps + lead``; ``INF_PS``: none)."""
+        return self.heap.horizon(self.lead)
 
     def run_until(self, end_ps: int) -> int:
         """Process every event with ``t < end_ps``; returns how many."""

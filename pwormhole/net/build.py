@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from ..config import NVLINK_CC_NONE, ModelConfig
 from ..errors import InputError
+from ..events import Lead
 from ..hpcc_config import check_k_maps
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.dag import Dag
 from ..workload.flows import Flow
 from .dagrun import DagRuntime
-from .nodes import DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
+from .nodes import DagLead, DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
 from .packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
@@ -366,6 +367,15 @@ class Network:
         return rtt, bdp
 
     # -- scheduling -----------------------------------------------------------
+    def horizon_lead(self, model_fids) -> Lead:
+        """The leads of this network's events for the window loop's horizon: a
+        :class:`~pwormhole.net.nodes.DagLead` with a DAG (``model_fids``: the flows a flow model
+        carries, not packets), else 0 for every event."""
+        if self.dag_rt is None:
+            return Lead()
+        rt = self.dag_rt
+        return DagLead(*rt.leads(model_fids), rt.remote_children)
+
     def initial_events(self) -> list[tuple]:
         """Flow-start events (or, with a DAG, the start of its root ops), keyed
         by the host's counter in flow (op) order."""

@@ -13,13 +13,18 @@ Built once per run from the DAG and the topology, read by every host:
 * ``remaining[op]``: dependencies not yet satisfied (mutable; each op's count
   is only touched by the heap serving its host).
 
+:meth:`DagRuntime.leads` bounds how soon an op leads to a network event (a flow's start over
+the network, a notification to another host), for the window loop's horizon
+(:class:`~pwormhole.net.nodes.DagLead`).
+
 The children are tuples and ``remaining`` a list: the compiled hosts take them typed
 (``net/nodes.pxd``).
 """
 
 from __future__ import annotations
 
-from ..workload.dag import OP_FLOW, Dag
+from ..events import INF_PS
+from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
 
 
 class DagRuntime:
@@ -65,3 +70,33 @@ class DagRuntime:
                 for h, cs in other.items():
                     self.remote_children[(op, h)] = tuple(cs)
         self.roots = [op for op in range(n) if not dag.deps[op]]
+
+    def leads(self, model_fids) -> tuple[list[int], list[int], list[int]]:
+        """Lower bounds ``(start_ps, end_ps, flow_end_ps)``: per op, from its start and from its end,
+        and per flow, from its end, to the first event it leads to that is not a compute op, a mark
+        or a flow carried by a flow model (``model_fids``: those flows, e.g. NVLink by rates):
+        a flow started as packets (0), a notification sent to another host (0). A compute op
+        adds its duration; a carried flow and a wait for the GPU or ``not_before_ps`` add nothing
+        (lower bounds); ``INF_PS``: nothing follows. One pass from the last op (dependencies
+        are earlier ops; a child that is not counts as 0)."""
+        n = len(self.kind)
+        kind = self.kind
+        arg = self.arg
+        start = [0] * n
+        end = [INF_PS] * n
+        for op in range(n - 1, -1, -1):
+            e = 0 if self.remote[op] else INF_PS
+            for c in self.at_end[op] + self.at_src[op]:
+                s = start[c] if c > op else 0
+                if s < e:
+                    e = s
+            end[op] = e
+            k = kind[op]
+            if k == OP_COMPUTE:
+                start[op] = min(arg[op] + e, INF_PS)
+            elif k == OP_FLOW and arg[op] not in model_fids:
+                start[op] = 0
+            else:
+                start[op] = e
+        flow_end = [end[op] for op in self.flow_op]
+        return start, end, flow_end

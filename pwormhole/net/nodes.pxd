@@ -4,13 +4,13 @@
 # or that mixes with floats, stays a Python object so that both paths compute the same bits.
 import cython
 
-from pwormhole.events cimport ArrayQueue, EventFilter, Handler  # the compiled EventQueue: push is a C call
+from pwormhole.events cimport ArrayQueue, EventFilter, Handler, Lead  # the compiled EventQueue: push is a C call
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
 cdef long long RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE
 cdef int EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE
-cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, EV_WIRE, N_EVENT_KINDS, N_PRIORITIES
+cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, EV_WIRE, EV_MODEL, N_EVENT_KINDS, N_PRIORITIES
 cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
@@ -29,6 +29,14 @@ cdef class GroupEvents(EventFilter):
 
     @cython.locals(pkt=Packet)
     cpdef bint owns(self, long long kind, target, arg)
+
+
+cdef class DagLead(Lead):
+    cdef public list start_ps, end_ps, flow_end_ps
+    cdef public dict remote_children
+
+    @cython.locals(best=cython.longlong)
+    cpdef long long lead_ps(self, long long kind, target, arg) except *
 
 
 @cython.locals(owner=GroupEvents, out=list, kind=cython.int, pkt=Packet, port=Port)

@@ -35,12 +35,13 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ..events import EventFilter, EventQueue, Handler
+from ..events import INF_PS, EventFilter, EventQueue, Handler, Lead
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
     EV_FLOW_START,
+    EV_MODEL,
     EV_NIC_WAKE,
     EV_NOTIFY,
     EV_OP_DONE,
@@ -1177,6 +1178,37 @@ class GroupEvents(EventFilter):
         if kind == EV_TIMER:
             return arg[0].fid in self.flows
         return kind == EV_WIRE
+
+
+class DagLead(Lead):
+    """The leads (:class:`~pwormhole.events.Lead`) of a DAG run's events, from
+    :meth:`~pwormhole.net.dagrun.DagRuntime.leads`: an op's start (``EV_OP_START``) or end
+    (``EV_OP_DONE``), a notification (its children's starts), a flow model's event (the model's
+    ``lead_ps(flow_end_ps)``: the ends of the flows it carries); 0 for packets, QP timers and
+    flow starts."""
+
+    __slots__ = ("start_ps", "end_ps", "flow_end_ps", "remote_children")
+
+    def __init__(self, start_ps: list, end_ps: list, flow_end_ps: list, remote_children: dict) -> None:
+        self.start_ps = start_ps
+        self.end_ps = end_ps
+        self.flow_end_ps = flow_end_ps
+        self.remote_children = remote_children
+
+    def lead_ps(self, kind: int, target, arg) -> int:
+        if kind == EV_OP_START:
+            return self.start_ps[arg]
+        if kind == EV_OP_DONE:
+            return self.end_ps[arg]
+        if kind == EV_MODEL:
+            return target.lead_ps(self.flow_end_ps)
+        if kind == EV_NOTIFY:
+            best = INF_PS
+            for c in self.remote_children[(arg, target.node_id)]:
+                if self.start_ps[c] < best:
+                    best = self.start_ps[c]
+            return best
+        return 0
 
 
 def route_path(nodes, src: int, dst: int, h: int) -> list:

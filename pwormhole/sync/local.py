@@ -2,8 +2,8 @@
 
 At a boundary the outboxes are delivered into the peers' heaps (each event
 keeps its key) and the LPs' records are merged in a fixed order, so the
-result does not depend on the number of LPs. The global minimum is read from
-the heaps after every boundary (it costs nothing here).
+result does not depend on the number of LPs. The global minimum and horizon are read
+from the heaps after every boundary (they cost little here).
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ class LocalTransport:
     def ready(self) -> float:
         return 0.0  # the LPs of one process are built together
 
-    def first_min(self) -> int:
-        return min(lp.next_time() for lp in self.lps)
+    def first_min(self) -> tuple[int, int]:
+        """``(earliest event time, horizon)`` of the LPs."""
+        return min(lp.next_time() for lp in self.lps), min(lp.horizon_ps() for lp in self.lps)
 
     def run_until(self, t_end: int) -> None:
         rec = self.recorder
@@ -96,13 +97,13 @@ class LocalTransport:
                         if box:
                             self.recorder.crossing(lp.lp_id, peer, len(box))
             exchange(lps)
-        got = Exchanged(self.first_min(), drain_finished([lp.finished for lp in lps]),
+        got = Exchanged(min(lp.next_time() for lp in lps), drain_finished([lp.finished for lp in lps]),
                         drain([lp.pfc_log for lp in lps]), drain([lp.op_log for lp in lps]), None, 0)
         if self.recorder is not None and self._events_end is not None:
             self._events_end += time.thread_time() - t0  # delivery between LPs of one process: not a rank's work
         return got._replace(report=report(t_end) if report is not None else None)
 
-    def next_min(self, got: Exchanged, put_back: bool) -> int:
+    def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
         return self.first_min()  # read after the boundary hook: exact whatever it did
 
     def close(self) -> None:

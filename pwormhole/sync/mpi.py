@@ -3,8 +3,8 @@
 One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
 exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; packets as integer
-arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time (its heap and everything it sends:
-all known before the exchange, so the global minimum needs no second
+arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time and horizon (its heap
+and everything it sends: all known before the exchange, so the global ones need no second
 collective), the counts of the window's flow completions and DAG op records and the
 completions the acceleration tracks, its acceleration report and, to rank 0, its PFC
 records (and, every ``FLUSH_WINDOWS`` windows or ``FLUSH_S`` seconds, its held completions and
@@ -118,8 +118,8 @@ class MpiTransport:
 
     :meth:`exchange` is the window's one collective (``alltoall``, ``allgather`` for two ranks); the ranks'
     acceleration reports are merged with ``merge_reports`` (every rank then
-    holds the same). :meth:`next_min` adds an ``allreduce`` only when the
-    boundary put events back. ``sync_s``: seconds spent in collectives.
+    holds the same). :meth:`next_min` adds an ``allgather`` only when the
+    boundary put events back or took some out. ``sync_s``: seconds spent in collectives.
 
     Completions and op records stay on the rank where they happened; only their counts travel
     every window, with the completions the boundary hook needs at once (``tracked(flow id)``,
@@ -152,16 +152,18 @@ class MpiTransport:
         self.comm.Barrier()
         return time.perf_counter() - t0
 
-    def first_min(self) -> int:
-        return self._allreduce_min(self.lp.next_time())
+    def first_min(self) -> tuple[int, int]:
+        """``(earliest event time, horizon)`` of every rank."""
+        return self._min_pair(self.lp.next_time(), self.lp.horizon_ps())
 
     def run_until(self, t_end: int) -> None:
         self.lp.run_until(t_end)
 
     def exchange(self, t_end: int, report) -> Exchanged:
-        """To every peer: the events bound for its nodes, this rank's minimum next event time (its
-        heap and everything it sends), the window's counts of completions and op records, the
-        completions the hook tracks, its report and its signal; to rank 0 also its PFC records
+        """To every peer: the events bound for its nodes, this rank's minimum next event time and
+        horizon (its heap and everything it sends, each event with the lead its receiver will see),
+        the window's counts of completions and op records, the completions the hook tracks, its
+        report and its signal; to rank 0 also its PFC records
         (and every ``FLUSH_WINDOWS`` windows the held records and lines). A rank's own part is
         used as it is; what every peer gets alike is pickled once."""
         lp = self.lp
@@ -169,13 +171,19 @@ class MpiTransport:
         size = comm.size
         me = comm.rank
         local_min = lp.next_time()
+        local_hz = lp.horizon_ps()
         rep = report(t_end) if report is not None else None
         out: list = [None] * size
+        lead = lp.lead
         for peer, box in lp.outboxes.items():
             if box:
                 for ev in box:
                     if ev[0] < local_min:
                         local_min = ev[0]
+                    if ev[0] < local_hz:
+                        hz = ev[0] + lead.lead_ps(ev[2], ev[3], ev[4])
+                        if hz < local_hz:
+                            local_hz = hz
                 out[peer] = pack_events(box)
                 box.clear()
         fin = lp.finished
@@ -201,7 +209,7 @@ class MpiTransport:
                 self.flushed = (self.windows, time.perf_counter())
             flush_next = (self.windows - self.flushed[0] >= FLUSH_WINDOWS - 1
                           or time.perf_counter() - self.flushed[1] >= FLUSH_S)
-        mine = (local_min, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
+        mine = (local_min, local_hz, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
         to0 = (pfc, batch)
         t0 = time.perf_counter()
         # two ranks: one allgather of what each sends the other (alltoall exchanges sizes first; sendrecv
@@ -220,7 +228,7 @@ class MpiTransport:
             parts = [None if p == me else (g[0], g[1], pickle.loads(g[2])) for p, g in enumerate(got)]
         heap = lp.heap
         nodes = self.nodes
-        t_min = INF_PS
+        t_min = hz_min = INF_PS
         sig = 0
         recs: list = pfc if me == 0 else []
         tracked_all: list = []
@@ -229,11 +237,12 @@ class MpiTransport:
         batches = []  # rank 0: every rank's held records, in rank order
         for p in range(size):
             if p == me:
-                peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush = mine
+                peer_min, peer_hz, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush = mine
                 if batch is not None and me == 0:
                     batches.append(batch)
             else:
-                evs, peer_to0, (peer_min, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig, peer_flush) = parts[p]
+                evs, peer_to0, (peer_min, peer_hz, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig,
+                                peer_flush) = parts[p]
                 if evs is not None:
                     unpack_events(evs[0], evs[1], evs[2], nodes, heap)
                 if peer_to0 is not None:
@@ -247,6 +256,8 @@ class MpiTransport:
                 sig = peer_sig
             if peer_min < t_min:
                 t_min = peer_min
+            if peer_hz < hz_min:
+                hz_min = peer_hz
             if peer_tracked:
                 tracked_all.extend(peer_tracked)
             n_fin += peer_fin
@@ -257,7 +268,7 @@ class MpiTransport:
             recs.sort()
         done, lines, ops = self._merge(batches) if batches else (_NO_ROWS, None, _NO_ROWS)
         merged = self.merge_reports(reps) if report is not None else None
-        return Exchanged(t_min, done, recs, ops, merged, sig, lines, tracked_all, (n_fin, n_ops))
+        return Exchanged(t_min, done, recs, ops, merged, sig, lines, tracked_all, (n_fin, n_ops), hz_min)
 
     def close(self) -> Exchanged | None:
         """Every rank leaves the loop here: rank 0 gets the records still held, the other ranks
@@ -278,24 +289,29 @@ class MpiTransport:
         done, out_lines, ops = self._merge(batches)
         return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
 
-    def next_min(self, got: Exchanged, put_back: bool) -> int:
-        """The exchanged minimum; a new one (``allreduce``) when the boundary put events back
-        (a link failure; woken groups, which also kick ports)."""
-        if not put_back:
-            return got.next_ps
+    def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
+        """The exchanged minimum and horizon; new ones (``allgather``) when the boundary put events
+        back or took some out (a link failure; woken groups, which also kick ports; frozen groups)."""
+        if not put_back and got.horizon_ps is not None:
+            return got.next_ps, got.horizon_ps
         lp = self.lp
         mine = lp.next_time()
+        hz = lp.horizon_ps()
+        lead = lp.lead
         for box in lp.outboxes.values():
             for ev in box:
                 if ev[0] < mine:
                     mine = ev[0]
-        return self._allreduce_min(mine)
+                if ev[0] < hz:
+                    hz = min(hz, ev[0] + lead.lead_ps(ev[2], ev[3], ev[4]))
+        return self._min_pair(mine, hz)
 
-    def _allreduce_min(self, value: int) -> int:
+    def _min_pair(self, t_ps: int, horizon_ps: int) -> tuple[int, int]:
+        """The least of every rank's ``t_ps`` and of every rank's ``horizon_ps`` (one ``allgather``)."""
         t0 = time.perf_counter()
-        got = self.comm.allreduce(value, op=_min_op())
+        got = self.comm.allgather((t_ps, horizon_ps))
         self.sync_s += time.perf_counter() - t0
-        return got
+        return min(g[0] for g in got), min(g[1] for g in got)
 
     def _batch(self) -> tuple:
         """The held records as int64 arrays ``(completions, op records)`` (kept: every rank gets
@@ -326,11 +342,6 @@ class MpiTransport:
 
 def _by_finish(rec):
     return rec[1], rec[0]
-
-
-def _min_op():
-    from mpi4py import MPI
-    return MPI.MIN
 
 
 def allreduce_sum(comm, value):

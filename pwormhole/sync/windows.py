@@ -1,25 +1,30 @@
 """The window loop of DESIGN.md invariant 3, over a transport.
 
-With ``L`` the window, every LP processes its events with ``t < (k+1)L``; then,
-at the boundary, in this order: the transport exchanges what the LPs produced
-(outboxes, each event keeping its key; the minimum next event time; flow
-completions, PFC and op records; acceleration reports; a signal), the boundary
-hook runs, and the next window is found. Empty windows are skipped by jumping
-to the window holding the global minimum next event time, or the window before
-a frozen group's wake. Keys are deterministic and cross-LP packets land in a
-later window, so the result does not depend on the number of LPs.
+With ``L`` the window, every LP processes its events with ``t < t_end``, ``t_end`` a multiple
+of ``L``; then, at the boundary, in this order: the transport exchanges what the LPs produced
+(outboxes, each event keeping its key; the minimum next event time and horizon; flow
+completions, PFC and op records; acceleration reports; a signal), the boundary hook runs, and
+the next window is found. A window ends at the grid line after the global *horizon*: the
+earliest time a pending event can lead to one that another LP or the boundary hook sees
+(``LogicalProcess.horizon_ps``; with a workload DAG, compute ops and flows carried by a flow
+model lead to one no sooner than the DAG allows, so their stretches run as one window;
+otherwise the horizon is the next event time and a window is one grid cell). Empty windows are
+skipped, and a window ends before a frozen group's wake. Keys are deterministic, cross-LP events land
+in a later window, and the horizon depends on the events alone, so the result does not depend
+on the number of LPs.
 
 Transports: :class:`pwormhole.sync.local.LocalTransport` (N LPs in one
 process) and :class:`pwormhole.sync.mpi.MpiTransport` (one LP per rank, one
 collective per window in the common case). A transport offers ``ready()``
 (every rank built: the run's clock starts after it; returns the seconds waited),
 ``first_min()``, ``run_until(t_end)``, ``exchange(t_end, report) ->
-Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum after the
-boundary hook; ``put_back``: the hook put events back, so the minimum
-exchanged before it may be stale), ``close()`` (returns the records still held back, as an
-``Exchanged``, or None) and ``sync_s``. Under MPI the completions and op records reach the
-outputs in batches (:class:`~pwormhole.sync.mpi.MpiTransport`); only their counts, and the
-completions the boundary hook tracks, travel every window.
+Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum and horizon after the
+boundary hook, as a ``(t_ps, horizon_ps)`` pair like ``first_min()``; ``put_back``: the hook put
+events back or took some out, so those exchanged before it may be stale), ``close()`` (returns
+the records still held back, as an ``Exchanged``, or None) and ``sync_s``. Under MPI the
+completions and op records reach the outputs in batches
+(:class:`~pwormhole.sync.mpi.MpiTransport`); only their counts, and the completions the
+boundary hook tracks, travel every window.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class Exchanged(NamedTuple):
     lines: list | None = None  # output lines of ``finished``, in its order, made where each flow finished (MPI)
     tracked: list | None = None  # the window's completions the boundary hook needs now, sorted (None: ``finished``)
     counts: tuple[int, int] | None = None  # the window's completions and op records (None: len of finished, ops)
+    horizon_ps: int | None = None  # global horizon before the boundary hook (None: not exchanged)
 
 
 def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=(),
@@ -54,8 +60,8 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
 
     ``accel`` (optional, a :class:`~pwormhole.accel.wormhole.Wormhole`): its
     ``local_report`` travels in the exchange, its frozen groups' wakes
-    (``next_wake_ps``) count as pending events, and a wake at a boundary
-    (``woke``) puts events back. ``cut_ps``: times that must be boundaries (a
+    (``next_wake_ps``) count as pending events, and a wake or freeze at a boundary
+    (``heaps_changed``) puts events back or takes some out. ``cut_ps``: times that must be boundaries (a
     link failure): the window holding one ends there (shorter windows keep the
     conservative rule), and the boundary puts events back.
 
@@ -69,14 +75,16 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
     cuts = sorted(set(cut_ps))
     windows = 0
     t_end = 0
-    t_min = transport.first_min()
+    t_min, horizon = transport.first_min()
     while True:
         if accel is not None:
-            t_min = next_due_ps(t_min, accel.next_wake_ps())  # a frozen group's wake (same on every rank)
+            wake_ps = accel.next_wake_ps()  # a frozen group's wake (same on every rank)
+            t_min = next_due_ps(t_min, wake_ps)
+            horizon = next_due_ps(horizon, wake_ps)
         if t_min >= stop_ps or t_min >= INF_PS:
             _close(transport, on_rest)
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
-        t_end = (t_min // window_ps + 1) * window_ps
+        t_end = (horizon // window_ps + 1) * window_ps  # (horizon >= t_min)
         cut = bool(cuts) and cuts[0] <= t_end
         if cut:
             t_end = cuts.pop(0)
@@ -85,16 +93,19 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
         transport.run_until(t_end)
         got = transport.exchange(t_end, report)
         windows += 1
+        if got.next_ps < t_end:  # an event crossed into a window already run: the answer would be wrong
+            raise RuntimeError(f"an event at {got.next_ps} ps reached an LP after its window ended at {t_end} ps "
+                               "(a lead or cut link shorter than assumed)")
         if on_boundary(t_end, got):
             _close(transport, on_rest)
             return t_end, windows
         if got.signal:  # some rank was signalled: every rank stops here
             _close(transport, on_rest)
             raise interrupt.exception_for(got.signal)
-        put_back = cut or (accel is not None and accel.woke)  # the same on every rank
+        put_back = cut or (accel is not None and accel.heaps_changed)  # the same on every rank
         if put_back and accel is not None:
-            accel.woke = False
-        t_min = transport.next_min(got, put_back)
+            accel.heaps_changed = False
+        t_min, horizon = transport.next_min(got, put_back)
 
 
 def _close(transport, on_rest) -> None:
