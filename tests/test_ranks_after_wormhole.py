@@ -45,7 +45,7 @@ def _answer(out):
 @needs_mpi
 def test_wormhole_training_identical_at_1_2_4_8_ranks(tmp_path):
     """8 ranks on this machine are oversubscribed; the answer may not depend on it, nor on the plan
-    (the 2-rank run takes a plan balanced from a recorded run)."""
+    (the 2-rank run takes a plan balanced from a recorded run), nor may the windows."""
     one = _run(tmp_path / "r1", "--record-windows")
     assert one["complete"] and one["fluid_flows"] > 0 and one["skips"] > 0
     plan = subprocess.run([sys.executable, "-m", "pwormhole", "partition", "--from-run", tmp_path / "r1", "--parts",
@@ -61,6 +61,7 @@ def test_wormhole_training_identical_at_1_2_4_8_ranks(tmp_path):
         assert s["ranks"] == ranks and len(s["events_by_rank"]) == ranks
         assert s["ready_wait_s"] >= 0  # the wait for the other ranks' set-up, kept out of wall_s
         assert sum(s["events_by_rank"]) == one["events"]
+        assert s["windows"] == one["windows"]  # the same boundaries: the hook decides at the same times
         assert _answer(tmp_path / f"r{ranks}") == ref, f"{ranks} ranks differ from 1"
 
 

@@ -3,17 +3,16 @@
 import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
+from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.errors import InputError
-from pwormhole.events import INF_PS
 from pwormhole.net.dagrun import DagRuntime
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
-from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.scenario import Scenario, from_dag, topology_from_arg, training_scenario
-from pwormhole.workload.models import build_model
 from pwormhole.sync import mpi as mpi_transport
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.dag import Dag
+from pwormhole.workload.models import build_model
 
 
 def two_servers():
@@ -100,7 +99,8 @@ def test_dag_leads_hand_computed():
     """Compute 5 us on host 0 -> a flow 0 -> 1 -> compute 3 us on host 1 -> a flow 1 -> 2 -> a mark on 2.
     With the first flow carried by a model, the chain reaches a flow by packets 3 us after that
     flow starts, 8 us after the first compute starts; by packets, at once and 5 us. A dependency
-    on another host is a notification: 0 from the op's end."""
+    on another host is a notification: 0 from the op's end; so is the end of an op nothing
+    depends on."""
     dag = Dag()
     c0 = dag.compute(0, 5 * US)
     f1 = dag.flow(0, 1, 1000, [c0])
@@ -109,27 +109,37 @@ def test_dag_leads_hand_computed():
     m4 = dag.mark(2, [f3])
     rt = DagRuntime(dag, lambda a, b: 1000)
     start, end, flow_end = rt.leads({0})
-    assert start == [8 * US, 3 * US, 3 * US, 0, INF_PS]
-    assert end == [3 * US, 3 * US, 0, INF_PS, INF_PS]
-    assert flow_end == [end[f1], end[f3]] == [3 * US, INF_PS] and m4 == 4
+    assert start == [8 * US, 3 * US, 3 * US, 0, 0]
+    assert end == [3 * US, 3 * US, 0, 0, 0]  # the mark: nothing depends on it (the run's end)
+    assert flow_end == [end[f1], end[f3]] == [3 * US, 0] and m4 == 4
     start, end, _ = rt.leads(set())
     assert start[:4] == [5 * US, 0, 3 * US, 0] and end[c0] == 0
-    dag.compute(3, US, [c0])  # host 3 waits for c0: notified when c0 ends
+    dag.compute(3, 2 * US, [c0])  # host 3 waits for c0: notified when c0 ends
     start, end, _ = DagRuntime(dag, lambda a, b: 1000).leads({0})
-    assert end[c0] == 0 and start[c0] == 5 * US and start[f1] == 3 * US
+    assert end[c0] == 0 and start[c0] == 5 * US and start[f1] == 3 * US and start[5] == 2 * US
 
 
 def _relay(rounds=8):
     """Hosts 0-3 of a star in turn: compute, then a 200 KB flow to the next host; a third host
-    waits for each flow (a notification from its destination)."""
+    waits for each flow (a notification from its destination), computes and sends 20 KB on."""
     dag = Dag()
     prev = None
     for r in range(rounds):
-        h, nxt = r % 4, (r + 1) % 4
+        h, nxt, third = r % 4, (r + 1) % 4, (r + 2) % 4
         c = dag.compute(h, (20 + 3 * r) * US, [prev] if prev is not None else [])
         prev = dag.flow(h, nxt, 200_000, [c])
-        dag.compute((r + 2) % 4, 2 * US, [prev])
+        dag.flow(third, h, 20_000, [dag.compute(third, 2 * US, [prev])])
     return from_dag("relay", star_topo(4), dag, config("dcqcn"))
+
+
+def _notified():
+    """Host 2 waits for host 0's compute op (a notification), computes, then sends by packets;
+    meanwhile host 1 computes for 40 us, then sends (the horizon while the notification flies)."""
+    dag = Dag()
+    c2 = dag.compute(2, 3 * US, [dag.compute(0, 5 * US)])
+    dag.flow(2, 3, 10_000, [c2])
+    dag.flow(1, 0, 10_000, [dag.compute(1, 40 * US)])
+    return from_dag("notified", star_topo(4), dag, config("dcqcn"))
 
 
 def _training():
@@ -137,7 +147,7 @@ def _training():
     return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"))
 
 
-@pytest.mark.parametrize("make,accel,fewer", [(_relay, None, 1), (_training, AccelConfig(), 2)])
+@pytest.mark.parametrize("make,accel,fewer", [(_relay, None, 1), (_notified, None, 0), (_training, AccelConfig(), 2)])
 def test_windows_to_the_horizon_same_answer_fewer_windows(make, accel, fewer):
     """Windows that run to the horizon (compute ops, and in Wormhole mode NVLink flows by rates,
     in one window) give the answer of one grid cell a window, on 1 and 3 in-process LPs (flows and
@@ -149,4 +159,33 @@ def test_windows_to_the_horizon_same_answer_fewer_windows(make, accel, fewer):
         sim = Run(make(), accel=accel, n_lps=n_lps).run()
         assert sim.complete and sim.finish_ps == cell.finish_ps and sim.op_times == cell.op_times
         assert sim.events == cell.events
-        assert sim.windows * fewer < cell.windows, (sim.windows, cell.windows)
+        assert sim.windows * fewer < cell.windows or fewer == 0 and sim.windows <= cell.windows, (sim.windows,
+                                                                                                  cell.windows)
+
+
+def test_a_lead_too_long_is_caught(monkeypatch):
+    """Leads 30 us longer than the DAG allows: host 2's packets reach host 3's LP after its window
+    ended, and the run raises rather than answer."""
+    leads = DagRuntime.leads
+    monkeypatch.setattr(DagRuntime, "leads", lambda rt, fids: tuple([x + 30 * US for x in lst]
+                                                                     for lst in leads(rt, fids)))
+    with pytest.raises(RuntimeError, match="reached an LP after its window ended"):
+        Run(_notified(), n_lps=3).run()
+
+
+def test_run_ends_at_its_last_event_when_nothing_leads_on():
+    """The last ops lead to nothing (no flow, no notification after them): the run still ends, and
+    a stuck run stops, at the grid cell of its last event, not at the stop time."""
+    dag = Dag()
+    dag.compute(1, 7 * US, [dag.compute(0, 3 * US)])  # host 0, then host 1 (notified), then nothing
+    sim = Run(from_dag("leaves", star_topo(2), dag, config("dcqcn")), n_lps=2).run()
+    assert sim.complete and sim.op_times[1][1] == 10 * US + 2 * US and sim.t_end_ps == 13 * US
+    topo = Topology(5, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US),
+                                           Link(4, 2, G100, US)])
+    cfg = config("dcqcn")
+    cfg.link_down = (20 * US, 0, 2)
+    dag = Dag()
+    dag.flow(0, 1, 1_000_000, [])  # loses its path at 20 us
+    dag.compute(4, 100 * US)  # host 4 computes; nothing follows
+    sim = Run(from_dag("stuck", topo, dag, cfg)).run()
+    assert not sim.complete and sim.stuck is not None and sim.stuck["at_ps"] == 101 * US

@@ -75,18 +75,19 @@ class DagRuntime:
         """Lower bounds ``(start_ps, end_ps, flow_end_ps)``: per op, from its start and from its end,
         and per flow, from its end, to the first event it leads to that is not a compute op, a mark
         or a flow carried by a flow model (``model_fids``: those flows, e.g. NVLink by rates):
-        a flow started as packets (0), a notification sent to another host (0). A compute op
-        adds its duration; a carried flow and a wait for the GPU or ``not_before_ps`` add nothing
-        (lower bounds); ``INF_PS``: nothing follows. One pass from the last op (dependencies
-        are earlier ops; a child that is not counts as 0)."""
+        a flow started as packets (0), a notification sent to another host (0), the end of an op
+        nothing depends on (0: the run ends when every op has). A compute op adds its duration;
+        a carried flow and a wait for the GPU or ``not_before_ps`` add nothing (lower bounds).
+        One pass from the last op (dependencies are earlier ops; a child that is not counts as 0)."""
         n = len(self.kind)
         kind = self.kind
         arg = self.arg
         start = [0] * n
         end = [INF_PS] * n
         for op in range(n - 1, -1, -1):
-            e = 0 if self.remote[op] else INF_PS
-            for c in self.at_end[op] + self.at_src[op]:
+            here = self.at_end[op] + self.at_src[op]
+            e = 0 if self.remote[op] or not here else INF_PS
+            for c in here:
                 s = start[c] if c > op else 0
                 if s < e:
                     e = s

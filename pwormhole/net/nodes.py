@@ -19,7 +19,8 @@ High-Precision-Congestion-Control, ``simulation/src/point-to-point/model``):
   RED/ECN marking at dequeue from the egress bytes of the queue; INT push at
   dequeue under HPCC.
 
-Handlers only: nothing here knows about windows, ranks or acceleration.
+Handlers, and how soon their events lead to others (:class:`DagLead`): nothing here knows about
+windows, ranks or acceleration.
 Events go into ``node.heap`` (an :class:`~pwormhole.events.EventQueue`) or, for a node served by another heap, into the
 outbox given for it (the port's ``remote``; a host's ``remote_boxes``), like
 ns-3's remote point-to-point channel. Whoever runs the nodes wires both with

@@ -8,7 +8,8 @@ the next window is found. A window ends at the grid line after the global *horiz
 earliest time a pending event can lead to one that another LP or the boundary hook sees
 (``LogicalProcess.horizon_ps``; with a workload DAG, compute ops and flows carried by a flow
 model lead to one no sooner than the DAG allows, so their stretches run as one window;
-otherwise the horizon is the next event time and a window is one grid cell). Empty windows are
+otherwise the horizon is the next event time and a window is one grid cell; when no pending
+event leads to one at all, a window is one grid cell too, so the run ends where it did). Empty windows are
 skipped, and a window ends before a frozen group's wake. Keys are deterministic, cross-LP events land
 in a later window, and the horizon depends on the events alone, so the result does not depend
 on the number of LPs.
@@ -84,6 +85,8 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
         if t_min >= stop_ps or t_min >= INF_PS:
             _close(transport, on_rest)
             return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
+        if horizon >= INF_PS:  # nothing pending leads to an event others see: a grid cell at a time, so that
+            horizon = t_min  # the run ends (and a stuck run stops) at the cell of its last event, as before
         t_end = (horizon // window_ps + 1) * window_ps  # (horizon >= t_min)
         cut = bool(cuts) and cuts[0] <= t_end
         if cut:
