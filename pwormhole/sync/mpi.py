@@ -1,6 +1,6 @@
 """MPI transport of the window loop (:mod:`pwormhole.sync.windows`); mpi4py is imported only here.
 
-One rank runs one LP. After each window ``[kL, (k+1)L)`` the ranks make one
+One rank runs one LP. After each window (:mod:`.windows`) the ranks make one
 exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time and horizon (its heap
