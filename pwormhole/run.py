@@ -266,15 +266,16 @@ class Run:
         if self.comm is not None and self.comm.rank != 0:
             on_flows = None  # the outputs are rank 0's; the others get every completion at the end
 
+        rows: tuple[list, list] = ([], [])  # (under MPI) int64 rows of completions and op records, for after the loop
+
         def take_records(got) -> None:
             """Completions, PFC and op records handed on (under MPI, completions and op records in batches;
-            on ranks other than 0, all at the end as int64 rows)."""
+            on ranks other than 0, all at the end as int64 rows: into ``finish``, ``start`` and ``op_times``
+            after the loop, off every window's path)."""
             done = got.finished
             if isinstance(done, np.ndarray):  # (under MPI) int64 rows
                 if len(done):
-                    fids = done[:, 0].tolist()
-                    finish.update(zip(fids, done[:, 1].tolist()))
-                    start.update(zip(fids, done[:, 2].tolist()))
+                    rows[0].append(done)
             elif done:
                 for fid, t_fin, t_start in done:
                     finish[fid] = t_fin
@@ -289,7 +290,7 @@ class Run:
             ops = got.ops
             if isinstance(ops, np.ndarray):
                 if len(ops):
-                    op_times.update(zip(ops[:, 0].tolist(), zip(ops[:, 1].tolist(), ops[:, 2].tolist())))
+                    rows[1].append(ops)
             else:
                 for op, t0, t1 in ops:
                     op_times[op] = (t0, t1)
@@ -334,6 +335,12 @@ class Run:
                                                           accel, [f[0] for f in failures], take_records)
             self.sync_wall_s = transport.sync_s
         finally:
+            for done in rows[0]:
+                fids = done[:, 0].tolist()
+                finish.update(zip(fids, done[:, 1].tolist()))
+                start.update(zip(fids, done[:, 2].tolist()))
+            for ops in rows[1]:
+                op_times.update(zip(ops[:, 0].tolist(), zip(ops[:, 1].tolist(), ops[:, 2].tolist())))
             bar.close()
             self.wall_s = time.perf_counter() - wall0
             self.cpu_s = time.process_time() - cpu0
