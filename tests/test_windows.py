@@ -5,6 +5,7 @@ from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.errors import InputError
+from pwormhole.events import INF_PS
 from pwormhole.net.dagrun import DagRuntime
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
@@ -171,6 +172,19 @@ def test_a_lead_too_long_is_caught(monkeypatch):
                                                                      for lst in leads(rt, fids)))
     with pytest.raises(RuntimeError, match="reached an LP after its window ended"):
         Run(_notified(), n_lps=3).run()
+
+
+def test_a_horizon_of_never_runs_a_grid_cell_at_a_time(monkeypatch):
+    """Every lead INF (no pending event ever leads to one others see): windows are grid cells
+    again and the run ends at its last event's cell, as with leads off."""
+    leads = DagRuntime.leads
+    monkeypatch.setattr(DagRuntime, "leads", lambda rt, fids: tuple([INF_PS] * len(lst) for lst in leads(rt, fids)))
+    dag = Dag()
+    dag.compute(1, 7 * US, [dag.compute(0, 3 * US)])
+    scn = lambda: from_dag("never", star_topo(2), dag, config("dcqcn"))  # noqa: E731
+    cell = Run(scn(), n_lps=2, leads=False).run()
+    sim = Run(scn(), n_lps=2).run()
+    assert sim.complete and sim.t_end_ps == cell.t_end_ps == 13 * US and sim.windows == cell.windows
 
 
 def test_run_ends_at_its_last_event_when_nothing_leads_on():

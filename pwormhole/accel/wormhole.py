@@ -108,8 +108,7 @@ class Wormhole:
         self.lp_work_s = 0.0
         self.crowded: set = set()  # HPCC: flows frozen in a group with HPCC_CROWDED_NIC flows on one NIC
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
-        self.heaps_changed = False  # a group woke or froze at this boundary (the MPI loop then recomputes the
-        # next event time and horizon)
+        self.heaps_changed = False  # a group woke or froze here (MPI then gathers the minimum and horizon again)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
         # the monitors' hook, called at each wake with (port -> bytes its counter moved by, t0_ps, d_ps)
         self.on_carried: Callable[[dict, int, int], None] | None = None

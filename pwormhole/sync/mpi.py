@@ -170,20 +170,11 @@ class MpiTransport:
         comm = self.comm
         size = comm.size
         me = comm.rank
-        local_min = lp.next_time()
-        local_hz = lp.horizon_ps()
+        local_min, local_hz = _pending(lp)
         rep = report(t_end) if report is not None else None
         out: list = [None] * size
-        lead = lp.lead
         for peer, box in lp.outboxes.items():
             if box:
-                for ev in box:
-                    if ev[0] < local_min:
-                        local_min = ev[0]
-                    if ev[0] < local_hz:
-                        hz = ev[0] + lead.lead_ps(ev[2], ev[3], ev[4])
-                        if hz < local_hz:
-                            local_hz = hz
                 out[peer] = pack_events(box)
                 box.clear()
         fin = lp.finished
@@ -294,17 +285,7 @@ class MpiTransport:
         back or took some out (a link failure; woken groups, which also kick ports; frozen groups)."""
         if not put_back and got.horizon_ps is not None:
             return got.next_ps, got.horizon_ps
-        lp = self.lp
-        mine = lp.next_time()
-        hz = lp.horizon_ps()
-        lead = lp.lead
-        for box in lp.outboxes.values():
-            for ev in box:
-                if ev[0] < mine:
-                    mine = ev[0]
-                if ev[0] < hz:
-                    hz = min(hz, ev[0] + lead.lead_ps(ev[2], ev[3], ev[4]))
-        return self._min_pair(mine, hz)
+        return self._min_pair(*_pending(self.lp))
 
     def _min_pair(self, t_ps: int, horizon_ps: int) -> tuple[int, int]:
         """The least of every rank's ``t_ps`` and of every rank's ``horizon_ps`` (one ``allgather``)."""
@@ -338,6 +319,21 @@ class MpiTransport:
         lines = [every[i] for i in order.tolist()] if self.format_finished is not None else None
         ops = np.concatenate([b[1] for b in batches])
         return fin[order], lines, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))]
+
+
+def _pending(lp) -> tuple[int, int]:
+    """``(earliest time, horizon)`` of what rank ``lp`` holds: its heap and its outboxes (each event
+    with the lead its receiver will see)."""
+    t_min = lp.next_time()
+    horizon = lp.horizon_ps()
+    lead = lp.lead
+    for box in lp.outboxes.values():
+        for ev in box:
+            if ev[0] < t_min:
+                t_min = ev[0]
+            if ev[0] < horizon:
+                horizon = min(horizon, ev[0] + lead.lead_ps(ev[2], ev[3], ev[4]))
+    return t_min, horizon
 
 
 def _by_finish(rec):
