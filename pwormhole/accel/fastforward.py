@@ -18,7 +18,7 @@ from bisect import bisect_left
 from ..config import CC_TIMELY
 from ..net import cc
 from ..net.nodes import shift_packets, take_events
-from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_TIMER
+from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_TIMER, TM_RP
 from .config import BPS_PER_BYTE_PS
 from .groups import route_path
 
@@ -155,7 +155,7 @@ def thaw(fz: Frozen, t: int, d: int, local, rp_timer_ps: int) -> None:
     """Return the frozen events ``d`` later (DCQCN rate-increase timers at their own time) and
     release the ports, then kick the local ones that are free, in port order."""
     def retime(ev):
-        if ev[EV_KIND] == EV_TIMER and ev[EV_ARG][TIMER_KIND] == cc.TM_RP:
+        if ev[EV_KIND] == EV_TIMER and ev[EV_ARG][TIMER_KIND] == TM_RP:
             return cc.dcqcn_timer_after_skip(ev[EV_T], t, rp_timer_ps)
         return None
 

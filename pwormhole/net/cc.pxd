@@ -2,15 +2,17 @@
 # the rule of nodes.pxd: only sums and comparisons of integers in C, products as Python ints.
 import cython
 
-from pwormhole.net.nodes cimport SendQP
+from pwormhole.net.nodes cimport Host, SendQP
 from pwormhole.net.packet cimport Packet
+
+cdef int TM_ALPHA, TM_DECREASE, TM_RP
 
 
 @cython.locals(old=cython.longlong, last=cython.longlong)
 cpdef set_rate(SendQP qp, long long new_rate_bps)
-cpdef dcqcn_on_cnp(SendQP qp, host, long long t_ps)
-@cython.locals(line=cython.longlong)
-cpdef dcqcn_timer(SendQP qp, host, int kind, gen, long long t_ps)
+cpdef dcqcn_on_cnp(SendQP qp, Host host, long long t_ps)
+@cython.locals(line=cython.longlong, g=cython.double)
+cpdef dcqcn_timer(SendQP qp, Host host, int kind, gen, long long t_ps)
 cpdef hpcc_on_ack(SendQP qp, Packet pkt, cfg)
 cpdef assign_rate(SendQP qp, long long new_rate_bps)
 cpdef timely_on_ack(SendQP qp, Packet pkt, cfg, long long t_ps)

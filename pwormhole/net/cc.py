@@ -39,11 +39,7 @@ from __future__ import annotations
 
 from math import gcd
 
-# timer kinds (EV_TIMER arg[1])
-TM_ALPHA = 0
-TM_DECREASE = 1
-TM_RP = 2
-TM_RTO = 3
+from .packet import TM_ALPHA, TM_DECREASE, TM_RP
 
 
 def set_rate(qp, new_rate_bps: int) -> None:
@@ -141,14 +137,15 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
 
     Pinned with exact numbers by ``tests/test_faults.py::test_dcqcn_cnp_order``.
     """
-    cfg = host.cfg
     if kind == TM_ALPHA:
-        g = cfg.ewma_gain
+        g = host.ewma_gain
         qp.alpha = (1 - g) * qp.alpha + g if qp.alpha_cnp else (1 - g) * qp.alpha
         qp.alpha_cnp = False
-        host.timer(t_ps + cfg.alpha_resume_interval_ps, qp, TM_ALPHA, 0)
-    elif kind == TM_DECREASE:
-        host.timer(t_ps + cfg.rate_decrease_interval_ps, qp, TM_DECREASE, 0)
+        host.timer(t_ps + host.alpha_resume_interval_ps, qp, TM_ALPHA, 0)
+        return
+    cfg = host.cfg
+    if kind == TM_DECREASE:
+        host.timer(t_ps + host.rate_decrease_interval_ps, qp, TM_DECREASE, 0)
         if qp.decrease_cnp:
             if cfg.clamp_target_rate or qp.rp_stage != 0:
                 qp.target_rate_bps = qp.rate_bps

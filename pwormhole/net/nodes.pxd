@@ -5,12 +5,13 @@
 import cython
 
 from pwormhole.events cimport ArrayQueue, EventFilter, Handler, Lead  # the compiled EventQueue: push is a C call
+from pwormhole.net cimport cc  # the CC's QP timers: C calls (cc.pxd cimports this module's classes)
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS, KEY_NODE_SHIFT, RESERVE_BYTES, RESUME_OFFSET_BYTES
 cdef long long RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE
 cdef int EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_FLOW_START, EV_NIC_WAKE, EV_NOTIFY, EV_OP_DONE
-cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, EV_WIRE, EV_MODEL, N_EVENT_KINDS, N_PRIORITIES
+cdef int EV_OP_START, EV_TIMER, EV_TX_DONE, EV_WIRE, EV_MODEL, N_EVENT_KINDS, N_PRIORITIES, TM_RTO
 cdef long long PFC_FRAME_BYTES
 cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
@@ -171,10 +172,14 @@ cdef class Host(Node):
     cdef public bint hpcc, dcqcn, timely, dctcp, lossy
     cdef public long long hdr_bytes, ack_bytes, rto_ps, ack_interval, chunk, nack_interval_ps
     cdef public long long cnps_rx, nacks_tx, retx_bytes, bytes_delivered, bytes_sent, compute_free_ps
+    cdef public double ewma_gain
+    cdef public long long alpha_resume_interval_ps, rate_decrease_interval_ps
     cdef public dict sqp, parked, rx, flow_hash, op_start, remote_boxes
     cdef public list finished, op_log, flow_start_log
 
     cpdef timer(self, long long t, qp, int kind, gen)
+    @cython.locals(qp=SendQP, kind=cython.int)
+    cpdef on_timer(self, tuple arg, long long t)
     cpdef on_arrive(self, Packet pkt, long long t)
     @cython.locals(rx=list, seq=cython.longlong, exp=cython.longlong, typ=cython.int, port=HostPort)
     cpdef receive_data(self, Packet pkt, long long t)

@@ -51,6 +51,7 @@ from .packet import (
     EV_TX_DONE,
     EV_WIRE,
     INT_BYTES_BY_CC,
+    TM_RTO,
     N_EVENT_KINDS,
     N_PRIORITIES,
     PFC_FRAME_BYTES,
@@ -624,7 +625,7 @@ class SendQP:
         if host.lossy and not self.rto_armed:
             self.rto_armed = True
             self.rto_una = self.snd_una
-            host.timer(t + host.rto_ps, self, cc.TM_RTO, 0)
+            host.timer(t + host.rto_ps, self, TM_RTO, 0)
         return new_packet(T_DATA, self.fid, seq, wire, pay, self.pg, self.dst, self.hash, False,
                           [] if self.hpcc else None, 0, t if self.timely else 0, host.node_id)
 
@@ -848,6 +849,10 @@ class Host(Node):
         self.ack_interval = max(1, cfg.l2_ack_interval)
         self.chunk = cfg.l2_chunk_size
         self.nack_interval_ps = cfg.nack_interval_ps
+        # DCQCN's timers read these at every event (cc.dcqcn_timer): copied here, C fields when compiled
+        self.ewma_gain = cfg.ewma_gain
+        self.alpha_resume_interval_ps = cfg.alpha_resume_interval_ps
+        self.rate_decrease_interval_ps = cfg.rate_decrease_interval_ps
         self.cnps_rx = 0
         self.nacks_tx = 0
         self.retx_bytes = 0
@@ -990,7 +995,7 @@ class Host(Node):
         qp, kind, gen = arg
         if qp.done:
             return
-        if kind == cc.TM_RTO:
+        if kind == TM_RTO:
             self.on_rto(qp, t)
         else:
             cc.dcqcn_timer(qp, self, kind, gen, t)
@@ -1004,7 +1009,7 @@ class Host(Node):
                 qp.port.kick(t)
         if qp.snd_una < qp.size:
             qp.rto_una = qp.snd_una
-            self.timer(t + self.rto_ps, qp, cc.TM_RTO, 0)
+            self.timer(t + self.rto_ps, qp, TM_RTO, 0)
         else:
             qp.rto_armed = False
 
@@ -1140,7 +1145,7 @@ class Host(Node):
             if not qp.rto_armed:
                 qp.rto_armed = True
                 qp.rto_una = qp.snd_una
-                self.timer(t + self.rto_ps, qp, cc.TM_RTO, 0)
+                self.timer(t + self.rto_ps, qp, TM_RTO, 0)
         for i in sorted(moved):
             port = self.ports[i]
             if not port.busy:
@@ -1305,6 +1310,9 @@ class NetHandler(Handler):
         elif kind == EV_NOTIFY:
             host = target
             host.on_notify(arg, t_ps)
+        elif kind == EV_TIMER:
+            host = target
+            host.on_timer(arg, t_ps)
         else:
             self.method(target, arg, t_ps)
 

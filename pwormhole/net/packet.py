@@ -92,6 +92,12 @@ EV_MODEL = 9  # target and arg: those of a model that registers its handler (Log
 EV_WIRE = 10  # target: Port, arg: None (the first packet on its wire reaches the peer: Port.on_wire)
 N_EVENT_KINDS = 11
 
+# QP timer kinds (EV_TIMER's arg[1]): DCQCN's timers (net/cc.py) and the retransmission timer
+TM_ALPHA = 0
+TM_DECREASE = 1
+TM_RP = 2
+TM_RTO = 3
+
 N_PRIORITIES = 8  # HPCC qbb devices have 8 queues; queue 0 is strict priority
 
 DATA_HEADER_BYTES = 2 + 20 + 8 + 6
