@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from ..lp.engine import LogicalProcess
-from .windows import Exchanged
+from .windows import Exchanged, by_finish
 
 
 def exchange(lps: list[LogicalProcess]) -> None:
@@ -25,22 +25,21 @@ def exchange(lps: list[LogicalProcess]) -> None:
                 box.clear()
 
 
-def drain(lists) -> list:
-    """Concatenate and clear per-LP record lists, sorted (same order on any LP count)."""
-    out = [r for lst in lists for r in lst]
+def drain(lists, key=None) -> list:
+    """Concatenate and clear per-LP record lists, sorted by ``key`` (same order on any LP count)."""
+    out: list = []
     for lst in lists:
-        lst.clear()
-    out.sort()
+        if lst:
+            out.extend(lst)
+            lst.clear()
+    if len(out) > 1:
+        out.sort(key=key)
     return out
 
 
 def drain_finished(lists) -> list:
     """Flow completions of all LPs, sorted by ``(finish_ps, flow id)``, lists cleared."""
-    out = [r for lst in lists for r in lst]
-    for lst in lists:
-        lst.clear()
-    out.sort(key=lambda r: (r[1], r[0]))
-    return out
+    return drain(lists, by_finish)
 
 
 class LocalTransport:
@@ -62,7 +61,10 @@ class LocalTransport:
 
     def first_min(self) -> tuple[int, int]:
         """``(earliest event time, horizon)`` of the LPs."""
-        return min(lp.next_time() for lp in self.lps), min(lp.horizon_ps() for lp in self.lps)
+        lps = self.lps
+        if len(lps) == 1:
+            return lps[0].next_time(), lps[0].horizon_ps()
+        return min(lp.next_time() for lp in lps), min(lp.horizon_ps() for lp in lps)
 
     def run_until(self, t_end: int) -> None:
         rec = self.recorder
@@ -97,11 +99,13 @@ class LocalTransport:
                         if box:
                             self.recorder.crossing(lp.lp_id, peer, len(box))
             exchange(lps)
-        got = Exchanged(min(lp.next_time() for lp in lps), drain_finished([lp.finished for lp in lps]),
-                        drain([lp.pfc_log for lp in lps]), drain([lp.op_log for lp in lps]), None, 0)
+        next_ps = lps[0].next_time() if len(lps) == 1 else min(lp.next_time() for lp in lps)
+        finished = drain_finished([lp.finished for lp in lps])
+        pfc = drain([lp.pfc_log for lp in lps])
+        ops = drain([lp.op_log for lp in lps])
         if self.recorder is not None and self._events_end is not None:
             self._events_end += time.thread_time() - t0  # delivery between LPs of one process: not a rank's work
-        return got._replace(report=report(t_end) if report is not None else None)
+        return Exchanged(next_ps, finished, pfc, ops, report(t_end) if report is not None else None, 0)
 
     def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
         return self.first_min()  # read after the boundary hook: exact whatever it did

@@ -28,7 +28,7 @@ import numpy as np
 from ..lp.engine import INF_PS
 from . import interrupt
 from .codec import pack_events, unpack_events
-from .windows import Exchanged
+from .windows import Exchanged, by_finish
 
 FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records, at most
 FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
@@ -254,7 +254,7 @@ class MpiTransport:
             n_fin += peer_fin
             n_ops += peer_ops
         if len(tracked_all) > 1:
-            tracked_all.sort(key=_by_finish)
+            tracked_all.sort(key=by_finish)
         if len(recs) > 1:
             recs.sort()
         done, lines, ops = self._merge(batches) if batches else (_NO_ROWS, None, _NO_ROWS)
@@ -334,10 +334,6 @@ def _pending(lp) -> tuple[int, int]:
             if ev[0] < horizon:
                 horizon = min(horizon, ev[0] + lead.lead_ps(ev[2], ev[3], ev[4]))
     return t_min, horizon
-
-
-def _by_finish(rec):
-    return rec[1], rec[0]
 
 
 def allreduce_sum(comm, value):

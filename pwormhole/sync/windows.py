@@ -54,6 +54,11 @@ class Exchanged(NamedTuple):
     horizon_ps: int | None = None  # global horizon before the boundary hook (None: not exchanged)
 
 
+def by_finish(rec) -> tuple[int, int]:
+    """Sort key of a completion ``(flow id, finish_ps, start_ps)``: ``(finish_ps, flow id)``."""
+    return rec[1], rec[0]
+
+
 def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=(),
                 on_rest=None) -> tuple[int, int]:
     """Run window by window until no event is left before ``stop_ps`` or
