@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import random
 from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,8 +12,10 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel.config import BACKOFF_MAX_UNSETTLED, BACKOFF_UNSETTLED_CHECKS
-from pwormhole.accel.groups import FlowTable
-from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature
+from pwormhole.accel import groups
+from pwormhole.accel.groups import FlowTable, components
+from pwormhole.accel import memo as memo_mod
+from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature, wl_hash
 from pwormhole.accel.sampling import Sample, back_off
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue, goodput
 from pwormhole.accel.wormhole import (
@@ -824,6 +827,48 @@ def test_a_flow_joining_three_groups_merges_them_into_the_largest_renamed():
         ([0, 1], 5), ([2], 7), ([3], 2)]
     assert all(tab.port_cell[p][0] == x.gid for x in tab.groups.values() for p in x.ports)
     assert "s0" not in tab.port_cell
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_leaves_split_groups_as_connected_components_do(seed, monkeypatch):
+    """After every leave the table's groups are the connected components of the flows left
+    (by shared port), with exactly their ports: also where a port all remaining flows cross
+    keeps the group whole without a search (an incast's last hop: every flow of the even seeds)."""
+    searched = []
+    monkeypatch.setattr(groups, "components", lambda fids, flows: searched.append(len(fids)) or components(fids, flows))
+    rng = random.Random(seed)
+    tab = FlowTable()
+    ports = [f"p{i}" for i in range(12)]
+    live = {}
+    for fid in range(40):
+        shared = ["sink"] if seed % 2 == 0 or rng.random() < 0.5 else []
+        fs = SimpleNamespace(fid=fid, ports=set(rng.sample(ports, rng.randint(1, 3)) + shared), group_cell=[-1],
+                             start_ps=fid)
+        tab.add(fs, tab.touching(fs.ports), fid)
+        live[fid] = fs
+    for t, fid in enumerate(rng.sample(sorted(live), len(live)), start=100):
+        tab.remove(fid, t)
+        del live[fid]
+        want = sorted((sorted(c), sorted(p)) for c, p in components(set(live), live))
+        assert sorted((sorted(g.flows), sorted(g.ports)) for g in tab.groups.values()) == want
+        assert set(tab.port_cell) == {p for fs in live.values() for p in fs.ports}
+    assert (max(searched) == 0) == (seed % 2 == 0)  # an incast's groups are never searched
+
+
+def test_a_graph_that_missed_is_not_hashed_again(monkeypatch):
+    """Identical groups (rails) that miss the memo cache one after another are hashed once and get
+    the same key and graph; once their recording is in they hit (after one hit, without a graph)."""
+    hashed = []
+    monkeypatch.setattr(memo_mod, "wl_hash", lambda graph: hashed.append(1) or wl_hash(graph))
+    cache = MemoCache("t")
+    labels, edges = ["f3n/w0/g3", "f3n/w0/g3", "p100/1000"], {(0, 2): "d0", (1, 2): "d0"}
+    hit, key, graph = cache.lookup(labels, edges)
+    again = cache.lookup(labels, dict(edges))
+    assert hit is None and again == (None, key, graph) and len(hashed) == 1
+    cache.insert(key, graph, 5 * US, {0: {"bytes": 1}, 1: {"bytes": 1}})
+    (entry, mapping), hit_key, _ = cache.lookup(labels, dict(edges))
+    assert entry.convergence_ps == 5 * US and sorted(mapping) == [0, 1] and hit_key == key
+    assert cache.lookup(labels, dict(edges)) == ((entry, mapping), None, None) and len(hashed) == 1
 
 
 def test_take_events_takes_the_group_ports_and_flows_events_and_unwires():

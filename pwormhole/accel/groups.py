@@ -187,7 +187,12 @@ class FlowTable:
         g = self.groups.pop(fs.group_cell[0])
         for p in g.ports:
             del self.port_cell[p]
-        parts = components(g.flows - {fid}, self.flows)
+        flows = self.flows
+        rest = g.flows - {fid}
+        if rest and any(all(p in flows[f].ports for f in rest) for p in fs.ports):
+            parts = [(rest, set().union(*(flows[f].ports for f in rest)))]  # a port they all cross: one part
+        else:
+            parts = components(rest, flows)
         for comp, ports in parts:
             part = self.new_group(comp, ports, t)
             if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left backs off again sooner

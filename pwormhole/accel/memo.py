@@ -303,6 +303,7 @@ class MemoCache:
         self.entries: dict[str, list[Entry]] = {}
         self.matched: dict[tuple, tuple] = {}  # signature -> (entry, mapping) of earlier hits (not saved)
         self.held: set[tuple] = set()  # signatures of graphs known to match an entry (not saved)
+        self.keyed: dict[tuple, tuple] = {}  # signature -> (key, graph) of graphs looked up before (not saved)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
@@ -319,13 +320,17 @@ class MemoCache:
     def lookup(self, labels, edges):
         """``(hit, key, graph)`` for a group described by :func:`group_parts`: ``hit`` is
         :meth:`find`'s answer. A graph that hit before (same :func:`parts_signature`) is
-        answered from that hit without building it (``key`` and ``graph`` are then None)."""
+        answered from that hit without building it (``key`` and ``graph`` are then None); one that
+        missed before is not hashed again (identical rails miss together)."""
         sig = parts_signature(labels, edges)
         hit = self.matched.get(sig)
         if hit is not None:
             return hit, None, None
-        graph = parts_graph(labels, edges)
-        key = wl_hash(graph)
+        known = self.keyed.get(sig)
+        if known is None:
+            graph = parts_graph(labels, edges)
+            known = self.keyed[sig] = (wl_hash(graph), graph)
+        key, graph = known
         hit = self.find(key, graph)
         if hit is not None:
             self.matched[sig] = hit
