@@ -1,9 +1,9 @@
 """Wormhole acceleration against packet mode: skips, interrupts, memo hits, cache files, LP identity."""
 
 import json
+import random
 import subprocess
 import sys
-import random
 from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
-from pwormhole.accel.config import BACKOFF_MAX_UNSETTLED, BACKOFF_UNSETTLED_CHECKS
 from pwormhole.accel import groups
-from pwormhole.accel.groups import FlowTable, components
 from pwormhole.accel import memo as memo_mod
+from pwormhole.accel.config import BACKOFF_MAX_UNSETTLED, BACKOFF_UNSETTLED_CHECKS
+from pwormhole.accel.groups import FlowTable, components
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature, wl_hash
 from pwormhole.accel.sampling import Sample, back_off
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue, goodput
