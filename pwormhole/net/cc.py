@@ -104,11 +104,10 @@ def dcqcn_on_cnp(qp, host, t_ps: int) -> None:
     if qp.first_cnp:
         qp.alpha = 1.0
         qp.alpha_cnp = False
-        cfg = host.cfg
-        host.timer(t_ps + cfg.alpha_resume_interval_ps, qp, TM_ALPHA, 0)
+        host.timer(t_ps + host.alpha_resume_interval_ps, qp, TM_ALPHA, 0)
         # 1 ns later so that the alpha update runs first (ns-3 comment)
-        host.timer(t_ps + cfg.rate_decrease_interval_ps + 1000, qp, TM_DECREASE, 0)
-        rate = int(cfg.rate_on_first_cnp * qp.rate_bps)
+        host.timer(t_ps + host.rate_decrease_interval_ps + 1000, qp, TM_DECREASE, 0)
+        rate = int(host.cfg.rate_on_first_cnp * qp.rate_bps)
         qp.target_rate_bps = rate
         set_rate(qp, rate)
         qp.first_cnp = False
