@@ -22,6 +22,7 @@ cdef class ArrayQueue:
     cdef long long[::1] heap, kinds, free
     cdef list targets, args
     cdef public Py_ssize_t n, n_free, cap
+    cdef public long long last_ps
 
     @cython.locals(old=cython.Py_ssize_t, cap=cython.Py_ssize_t, s=cython.Py_ssize_t,
                    n_free=cython.Py_ssize_t, free="long long[::1]")

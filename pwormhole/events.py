@@ -66,11 +66,12 @@ class Lead:
 class HeapqQueue:
     """``heapq`` on event tuples."""
 
-    __slots__ = ("heap",)
+    __slots__ = ("heap", "last_ps")
 
     def __init__(self, events=()):
         self.heap: list[tuple] = list(events)
         heapify(self.heap)
+        self.last_ps = -1  # time of the last event run (-1: none yet)
 
     def push(self, t_ps: int, key: int, kind: int, target, arg) -> None:
         heappush(self.heap, (t_ps, key, kind, target, arg))
@@ -135,6 +136,7 @@ class HeapqQueue:
         n = 0
         while heap and heap[0][0] < end_ps:
             t, _, kind, target, arg = heappop(heap)
+            self.last_ps = t
             handlers[kind](target, arg, t)
             n += 1
         return n
@@ -147,9 +149,10 @@ class ArrayQueue:
     ``kinds[s]``, ``targets[s]``, ``args[s]``; ``free`` lists the unused slots. Capacities double
     as needed. The arrays are read through ``self`` (compiled: no reference counting of a local view)."""
 
-    __slots__ = ("heap", "kinds", "free", "targets", "args", "n", "n_free", "cap")
+    __slots__ = ("heap", "kinds", "free", "targets", "args", "n", "n_free", "cap", "last_ps")
 
     def __init__(self, events=()):
+        self.last_ps = -1  # time of the last event run (-1: none yet)
         self.n = 0
         self.cap = 0
         self.n_free = 0
@@ -348,6 +351,7 @@ class ArrayQueue:
             arg = self.args[slot]
             self._release(slot)
             self._remove_first()
+            self.last_ps = t
             h = handlers[kind]
             if isinstance(h, Handler):
                 hd = h

@@ -198,8 +198,12 @@ def test_run_ends_at_its_last_event_when_nothing_leads_on():
                                            Link(4, 2, G100, US)])
     cfg = config("dcqcn")
     cfg.link_down = (20 * US, 0, 2)
-    dag = Dag()
-    dag.flow(0, 1, 1_000_000, [])  # loses its path at 20 us
-    dag.compute(4, 100 * US)  # host 4 computes; nothing follows
-    sim = Run(from_dag("stuck", topo, dag, cfg)).run()
-    assert not sim.complete and sim.stuck is not None and sim.stuck["at_ps"] == 101 * US
+    for join in (False, True):
+        dag = Dag()
+        f = dag.flow(0, 1, 1_000_000, [])  # loses its path at 20 us
+        c = dag.compute(4, 100 * US)  # host 4 computes; nothing follows
+        if join:  # or a join follows that waits for the lost flow too: its lead sizes the last window
+            dag.compute(4, 5 * US, [c, f])
+        for n_lps, leads in ((1, True), (1, False), (2, True)):
+            sim = Run(from_dag("stuck", topo, dag, cfg), n_lps=n_lps, leads=leads).run()
+            assert not sim.complete and sim.stuck is not None and sim.stuck["at_ps"] == sim.t_end_ps == 101 * US

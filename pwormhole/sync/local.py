@@ -110,6 +110,10 @@ class LocalTransport:
     def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
         return self.first_min()  # read after the boundary hook: exact whatever it did
 
+    def last_event_ps(self) -> int:
+        """Time of the last event any LP ran (-1: none)."""
+        return max(lp.heap.last_ps for lp in self.lps)
+
     def close(self) -> None:
         """Nothing is held back here (every record was handed on at its boundary)."""
         if self.recorder is not None and self._events_end is not None:

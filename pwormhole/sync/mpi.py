@@ -287,6 +287,13 @@ class MpiTransport:
             return got.next_ps, got.horizon_ps
         return self._min_pair(*_pending(self.lp))
 
+    def last_event_ps(self) -> int:
+        """Time of the last event any rank ran (-1: none; one ``allgather``, called by every rank)."""
+        t0 = time.perf_counter()
+        got = self.comm.allgather(self.lp.heap.last_ps)
+        self.sync_s += time.perf_counter() - t0
+        return max(got)
+
     def _min_pair(self, t_ps: int, horizon_ps: int) -> tuple[int, int]:
         """The least of every rank's ``t_ps`` and of every rank's ``horizon_ps`` (one ``allgather``)."""
         t0 = time.perf_counter()

@@ -21,7 +21,8 @@ collective per window in the common case). A transport offers ``ready()``
 ``first_min()``, ``run_until(t_end)``, ``exchange(t_end, report) ->
 Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum and horizon after the
 boundary hook, as a ``(t_ps, horizon_ps)`` pair like ``first_min()``; ``put_back``: the hook put
-events back or took some out, so those exchanged before it may be stale), ``close()`` (returns
+events back or took some out, so those exchanged before it may be stale), ``last_event_ps()``
+(the time of the last event any LP ran; every rank calls it when nothing is left), ``close()`` (returns
 the records still held back, as an ``Exchanged``, or None) and ``sync_s``. Under MPI the
 completions and op records reach the outputs in batches
 (:class:`~pwormhole.sync.mpi.MpiTransport`); only their counts, and the completions the
@@ -75,12 +76,14 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
     that window's hook: :func:`~pwormhole.sync.interrupt.exception_for` it is raised.
     ``on_rest(exchanged)``: gets the records the transport still held back when the loop ends.
 
-    Returns ``(last boundary time, number of windows run)``.
+    Returns ``(end, number of windows run)``: ``end`` is the last boundary, or ``stop_ps``, or, when no
+    event is left, the grid line after the last event run (where one grid cell a window ends).
     """
     report = accel.local_report if accel is not None else None
     cuts = sorted(set(cut_ps))
     windows = 0
     t_end = 0
+    t_due = 0  # where the last window began: its earliest event or wake
     t_min, horizon = transport.first_min()
     while True:
         if accel is not None:
@@ -88,10 +91,15 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
             t_min = next_due_ps(t_min, wake_ps)
             horizon = next_due_ps(horizon, wake_ps)
         if t_min >= stop_ps or t_min >= INF_PS:
+            end = stop_ps
+            if t_min >= INF_PS:  # nothing left: the grid line after the last event run, as one cell a window gives
+                last = max(t_due, transport.last_event_ps())
+                end = min(t_end, stop_ps, (last // window_ps + 1) * window_ps)
             _close(transport, on_rest)
-            return (min(t_end, stop_ps) if t_min >= INF_PS else stop_ps), windows
+            return end, windows
         if horizon >= INF_PS:  # nothing pending leads to an event others see: a grid cell at a time, so that
             horizon = t_min  # the run ends (and a stuck run stops) at the cell of its last event, as before
+        t_due = t_min
         t_end = (horizon // window_ps + 1) * window_ps  # (horizon >= t_min)
         cut = bool(cuts) and cuts[0] <= t_end
         if cut:
