@@ -46,7 +46,8 @@ cdef class ArrayQueue:
     @cython.locals(t=cython.longlong, slot=cython.longlong, best=cython.longlong, x=cython.longlong,
                    i=cython.Py_ssize_t)
     cpdef long long horizon(self, Lead lead) except *
-    @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong, hd=Handler)
+    @cython.locals(n=cython.Py_ssize_t, t=cython.longlong, slot=cython.longlong, kind=cython.longlong, hd=Handler,
+                   last=cython.longlong)
     cpdef Py_ssize_t run(self, long long end_ps, tuple handlers) except -1
 
 

@@ -134,11 +134,13 @@ class HeapqQueue:
         """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""
         heap = self.heap
         n = 0
+        t = -1
         while heap and heap[0][0] < end_ps:
             t, _, kind, target, arg = heappop(heap)
-            self.last_ps = t
             handlers[kind](target, arg, t)
             n += 1
+        if n:
+            self.last_ps = t
         return n
 
 
@@ -341,6 +343,7 @@ class ArrayQueue:
     def run(self, end_ps: int, handlers: tuple) -> int:
         """The hot loop: pop and handle every event with ``t < end_ps``; returns how many."""
         n = 0
+        last = -1
         while self.n:
             t = self.heap[0]
             if t >= end_ps:
@@ -351,7 +354,7 @@ class ArrayQueue:
             arg = self.args[slot]
             self._release(slot)
             self._remove_first()
-            self.last_ps = t
+            last = t
             h = handlers[kind]
             if isinstance(h, Handler):
                 hd = h
@@ -359,6 +362,8 @@ class ArrayQueue:
             else:
                 h(target, arg, t)
             n += 1
+        if n:
+            self.last_ps = last
         return n
 
 
