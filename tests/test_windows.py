@@ -207,3 +207,20 @@ def test_run_ends_at_its_last_event_when_nothing_leads_on():
         for n_lps, leads in ((1, True), (1, False), (2, True)):
             sim = Run(from_dag("stuck", topo, dag, cfg), n_lps=n_lps, leads=leads).run()
             assert not sim.complete and sim.stuck is not None and sim.stuck["at_ps"] == sim.t_end_ps == 101 * US
+
+
+@pytest.mark.parametrize("down_ns", range(2000, 7001, 250))
+def test_a_stuck_run_ends_where_one_cell_a_window_ends(down_ns):
+    """A flow's one packet is on a 3 us wire when its link fails (or not yet sent, or delivered);
+    a join waits for it: wherever the failure falls, the run stops where one grid cell a window
+    stops it (at the failure while the packet is pending, else after the last event)."""
+    topo = Topology(5, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US),
+                                           Link(4, 2, G100, 3 * US)])
+    cfg = config("dcqcn")
+    cfg.link_down = (down_ns * 1000, 4, 2)
+    dag = Dag()
+    g = dag.flow(4, 1, 1000, [dag.compute(4, 2900 * 1000)])
+    dag.compute(0, 5 * US, [dag.compute(0, 3500 * 1000), g])
+    runs = [Run(from_dag("cut", topo, dag, cfg), n_lps=n, leads=leads).run() for n, leads in ((1, False), (1, True),
+                                                                                              (3, True))]
+    assert len({(r.complete, r.t_end_ps, r.stuck and r.stuck["at_ps"]) for r in runs}) == 1

@@ -77,13 +77,15 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
     ``on_rest(exchanged)``: gets the records the transport still held back when the loop ends.
 
     Returns ``(end, number of windows run)``: ``end`` is the last boundary, or ``stop_ps``, or, when no
-    event is left, the grid line after the last event run (where one grid cell a window ends).
+    event is left, where one grid cell a window would have ended: the grid line after the last event
+    run, or the last boundary such a loop reaches too (a wake; a link failure with events still pending).
     """
     report = accel.local_report if accel is not None else None
     cuts = sorted(set(cut_ps))
     windows = 0
     t_end = 0
-    t_due = 0  # where the last window began: its earliest event or wake
+    t_floor = 0  # the last boundary a loop of one grid cell a window would reach too
+    wake_ps = INF_PS
     t_min, horizon = transport.first_min()
     while True:
         if accel is not None:
@@ -92,14 +94,13 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
             horizon = next_due_ps(horizon, wake_ps)
         if t_min >= stop_ps or t_min >= INF_PS:
             end = stop_ps
-            if t_min >= INF_PS:  # nothing left: the grid line after the last event run, as one cell a window gives
-                last = max(t_due, transport.last_event_ps())
-                end = min(t_end, stop_ps, (last // window_ps + 1) * window_ps)
+            if t_min >= INF_PS:  # nothing left: where one grid cell a window would have ended
+                last = transport.last_event_ps()
+                end = min(t_end, stop_ps, max(t_floor, (last // window_ps + 1) * window_ps))
             _close(transport, on_rest)
             return end, windows
         if horizon >= INF_PS:  # nothing pending leads to an event others see: a grid cell at a time, so that
             horizon = t_min  # the run ends (and a stuck run stops) at the cell of its last event, as before
-        t_due = t_min
         t_end = (horizon // window_ps + 1) * window_ps  # (horizon >= t_min)
         cut = bool(cuts) and cuts[0] <= t_end
         if cut:
@@ -112,6 +113,8 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
         if got.next_ps < t_end:  # an event crossed into a window already run: the answer would be wrong
             raise RuntimeError(f"an event at {got.next_ps} ps reached an LP after its window ended at {t_end} ps "
                                "(a lead or cut link shorter than assumed)")
+        if (cut and got.next_ps < INF_PS) or wake_ps <= t_end:
+            t_floor = t_end  # a failure with events still pending, or a wake: reached cell by cell too
         if on_boundary(t_end, got):
             _close(transport, on_rest)
             return t_end, windows
