@@ -224,3 +224,5 @@ def test_a_stuck_run_ends_where_one_cell_a_window_ends(down_ns):
     runs = [Run(from_dag("cut", topo, dag, cfg), n_lps=n, leads=leads).run() for n, leads in ((1, False), (1, True),
                                                                                               (3, True))]
     assert len({(r.complete, r.t_end_ps, r.stuck and r.stuck["at_ps"]) for r in runs}) == 1
+    if down_ns == 4500:  # the packet is on the wire: the run stops at the failure, not after the last event (4 us)
+        assert runs[1].stuck["at_ps"] == 4500 * 1000

@@ -110,8 +110,7 @@ class Wormhole:
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.heaps_changed = False  # a group woke or froze here (MPI then gathers the minimum and horizon again)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
-        # the monitors' hook, called at each wake with (port -> bytes its counter moved by, t0_ps, d_ps)
-        self.on_carried: Callable[[dict, int, int], None] | None = None
+        self.on_carried: Callable[[dict, int, int], None] | None = None  # monitors' hook: port->bytes, t0_ps, d_ps
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}  # the local node ids
         # NVLink flows: by rates (fluid_fids, replicated) or, without end-to-end CC, packet by
         # packet outside the conflict groups (no CC state to fast-forward or replay)

@@ -288,18 +288,20 @@ class MpiTransport:
         return self._min_pair(*_pending(self.lp))
 
     def last_event_ps(self) -> int:
-        """Time of the last event any rank ran (-1: none; one ``allgather``, called by every rank)."""
-        t0 = time.perf_counter()
-        got = self.comm.allgather(self.lp.heap.last_ps)
-        self.sync_s += time.perf_counter() - t0
-        return max(got)
+        """Time of the last event any rank ran (-1: none; every rank calls it)."""
+        return max(self._allgather(self.lp.heap.last_ps))
 
     def _min_pair(self, t_ps: int, horizon_ps: int) -> tuple[int, int]:
-        """The least of every rank's ``t_ps`` and of every rank's ``horizon_ps`` (one ``allgather``)."""
-        t0 = time.perf_counter()
-        got = self.comm.allgather((t_ps, horizon_ps))
-        self.sync_s += time.perf_counter() - t0
+        """The least of every rank's ``t_ps`` and of every rank's ``horizon_ps``."""
+        got = self._allgather((t_ps, horizon_ps))
         return min(g[0] for g in got), min(g[1] for g in got)
+
+    def _allgather(self, value) -> list:
+        """Every rank's ``value`` (one ``allgather``, its seconds in ``sync_s``)."""
+        t0 = time.perf_counter()
+        got = self.comm.allgather(value)
+        self.sync_s += time.perf_counter() - t0
+        return got
 
     def _batch(self) -> tuple:
         """The held records as int64 arrays ``(completions, op records)`` (kept: every rank gets
