@@ -51,5 +51,10 @@ cdef class ArrayQueue:
     cpdef Py_ssize_t run(self, long long end_ps, tuple handlers) except -1
 
 
+@cython.locals(windows=cython.Py_ssize_t, n=cython.Py_ssize_t, t=cython.longlong)
+cpdef tuple run_quiet(ArrayQueue queue, long long end_ps, tuple handlers, Lead lead, long long window_ps,
+                      long long limit_ps, tuple logs)
+
+
 @cython.locals(i=cython.Py_ssize_t, view="long long[::1]")
 cdef _grown(long long[::1] a, Py_ssize_t n, Py_ssize_t cap)

@@ -4,7 +4,7 @@
 An event is ``(t_ps, key, kind, target, arg)``; keys are unique (DESIGN.md invariant 2),
 so the order is that of ``(t_ps, key)`` and any correct priority queue pops the same
 sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``horizon``, ``run``,
-``events``, ``replace``, ``take``, ``len``):
+``events``, ``replace``, ``take``, ``len``; :func:`run_quiet` runs either window by window):
 
 * :class:`HeapqQueue`, the pure-Python engine's: ``heapq`` on event tuples;
 * :class:`ArrayQueue`, the compiled engine's (:mod:`pwormhole.compiled`): a 4-ary heap of
@@ -365,6 +365,30 @@ class ArrayQueue:
         if n:
             self.last_ps = last
         return n
+
+
+def run_quiet(queue: EventQueue, end_ps: int, handlers: tuple, lead: Lead, window_ps: int, limit_ps: int,
+              logs: tuple) -> tuple:
+    """After a window ending at ``end_ps``: run ``queue``'s next windows as the window loop
+    (:mod:`pwormhole.sync.windows`) would, each to the grid line (a multiple of ``window_ps``) after
+    the horizon (one grid cell when no event leads to one), while every list in ``logs`` is empty and
+    a window ends before ``limit_ps``. Returns ``(end of the last window run, windows run, events run)``."""
+    windows = 0
+    n = 0
+    while queue.next_time() < INF_PS:
+        for log in logs:
+            if log:
+                return end_ps, windows, n
+        t = queue.horizon(lead)
+        if t >= INF_PS:
+            t = queue.next_time()
+        t = (t // window_ps + 1) * window_ps
+        if t >= limit_ps:
+            break
+        n += queue.run(t, handlers)
+        end_ps = t
+        windows += 1
+    return end_ps, windows, n
 
 
 def _grown(a, n: int, cap: int):

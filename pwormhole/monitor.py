@@ -266,6 +266,11 @@ class MonitoredLP(LogicalProcess):
         self.events += n
         return n
 
+    def run_quiet(self, end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
+        """As an LP's, the windows after the first ending before the sampler's next stop."""
+        limit_ps = min(limit_ps, self.sampler.next_stop_ps)  # (a stop in the first window: that window alone)
+        return super().run_quiet(end_ps, window_ps, limit_ps)
+
 
 def merge(parts: list[MonitorData]) -> MonitorData:
     """The data of several LPs or ranks (their ports are disjoint; they took the same samples)."""

@@ -326,13 +326,20 @@ class Run:
                     return True
             return False
 
+        def quiet_until() -> int:
+            """The first boundary ``on_boundary`` must see though nothing reached it: the watchdog's next
+            look, or the acceleration hook's next sample."""
+            q = next_check_ps if watch else INF_PS
+            return min(q, accel.quiet_until_ps()) if accel is not None else q
+
         transport = self._transport()
         self.ready_wait_s = transport.ready()  # ranks finish building at different times: not the run's
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             with _cyclic_gc_paused():
                 self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary,
-                                                          accel, [f[0] for f in failures], take_records)
+                                                          accel, [f[0] for f in failures], take_records,
+                                                          quiet_until)
             self.sync_wall_s = transport.sync_s
         finally:
             for done in rows[0]:

@@ -5,12 +5,13 @@ from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.errors import InputError
-from pwormhole.events import INF_PS
+from pwormhole.events import INF_PS, EventQueue, Lead, run_quiet
 from pwormhole.net.dagrun import DagRuntime
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag, topology_from_arg, training_scenario
 from pwormhole.sync import mpi as mpi_transport
+from pwormhole.sync.local import LocalTransport
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.models import build_model
@@ -226,3 +227,54 @@ def test_a_stuck_run_ends_where_one_cell_a_window_ends(down_ns):
     assert len({(r.complete, r.t_end_ps, r.stuck and r.stuck["at_ps"]) for r in runs}) == 1
     if down_ns == 4500:  # the packet is on the wire: the run stops at the failure, not after the last event (4 us)
         assert runs[1].stuck["at_ps"] == 4500 * 1000
+
+
+def test_run_quiet_hand_computed():
+    """Windows of 1000 ps after one ending at 1000: each to the grid line after the horizon (an event
+    of kind 2 leads 5000 ps on), until a record is logged or a window would end at or past the limit."""
+    log: list = []
+    handlers = (lambda target, arg, t: None, lambda target, arg, t: log.append(t), lambda target, arg, t: None)
+
+    class Leads(Lead):
+        def lead_ps(self, kind, target, arg):
+            return 5000 if kind == 2 else 0
+
+    q = EventQueue([(1500, 1, 0, None, None), (2500, 2, 1, None, None), (7200, 3, 0, None, None)])
+    assert run_quiet(q, 1000, handlers, Leads(), 1000, INF_PS, (log,)) == (3000, 2, 2) and log == [2500]
+    log.clear()
+    assert run_quiet(q, 3000, handlers, Leads(), 1000, 8000, (log,)) == (3000, 0, 0)  # 7200's window ends at 8000
+    assert run_quiet(q, 3000, handlers, Leads(), 1000, 8001, (log,)) == (8000, 1, 1) and len(q) == 0
+    q.push(10_100, 4, 2, None, None)  # leads to 15,100, so the horizon is 14,500's: one window to 15,000
+    q.push(14_500, 5, 0, None, None)
+    assert run_quiet(q, 8000, handlers, Leads(), 1000, INF_PS, (log,)) == (15_000, 1, 2) and len(q) == 0
+    assert run_quiet(q, 15_000, handlers, Leads(), 1000, INF_PS, (log,)) == (15_000, 0, 0)
+
+
+@pytest.mark.parametrize("accel", [None, AccelConfig()])
+@pytest.mark.parametrize("down", [False, True])
+def test_quiet_windows_give_the_answer_and_windows_of_a_boundary_each(monkeypatch, accel, down):
+    """One LP runs the windows where nothing reaches the boundary without one (20-to-1 incast of 1 MB
+    flows, started 0.1 us apart, DCQCN: in Wormhole mode its group backs off its sampling), with or
+    without a link failing off the grid: the same completions, events, windows and end as with a
+    boundary after every window, with far fewer boundaries."""
+    cfg = config("dcqcn")
+    if down:
+        cfg.link_down = (150 * US + 300_000, 20, 21)  # host 20's link: its flow never ends
+    flows = flows_of([(s, 0, 1_000_000, s * 100_000) for s in range(1, 21)])
+
+    def run():
+        calls = []
+        exchange = LocalTransport.exchange
+        monkeypatch.setattr(LocalTransport, "exchange", lambda tr, t, rep: calls.append(t) or exchange(tr, t, rep))
+        sim = Run(Scenario("t", star_topo(21), flows, cfg), accel=accel).run(until_ps=3000 * US)
+        monkeypatch.setattr(LocalTransport, "exchange", exchange)
+        return sim, len(calls)
+
+    quiet, boundaries = run()
+    monkeypatch.setattr(LocalTransport, "run_quiet", lambda tr, t, w, lim: (tr.run_until(t), (t, 1))[1])
+    each, every = run()
+    assert quiet.complete is each.complete is (not down)
+    assert quiet.finish_ps == each.finish_ps and len(quiet.finish_ps) == 20 - down
+    assert (quiet.events, quiet.windows, quiet.t_end_ps) == (each.events, each.windows, each.t_end_ps)
+    assert (quiet.stuck or {}).get("at_ps") == (each.stuck or {}).get("at_ps")
+    assert every == each.windows and boundaries * (3 if accel else 20) < every * 2, (boundaries, every)

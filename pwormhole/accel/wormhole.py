@@ -32,7 +32,6 @@ from .config import (
     BACKOFF_MAX,
     BACKOFF_MIN_FLOWS,
     BPS_PER_BYTE_PS,
-    FRESH_WINDOWS,
     HPCC_CROWDED_NIC,
     HPCC_EARLY_MIN_PACKETS,
     HPCC_EARLY_TOLERANCE,
@@ -68,8 +67,6 @@ class Wormhole:
     ``lp_work_s`` (CPU seconds on this process's heaps at freezes and wakes: the part of the hook each rank
     does for itself).
     """
-
-    FRESH_WINDOWS = FRESH_WINDOWS
 
     def __init__(self, net, lps, cfg: AccelConfig, memo=None):
         self.net = net
@@ -218,9 +215,7 @@ class Wormhole:
     def _flows_finished(self, done, t: int) -> None:
         """Completions ``(flow id, finish_ps, start_ps)``: out of the flow table (most, NVLink flows by
         rates, were never in it)."""
-        finished = self.net_finished
-        active = self.ungrouped_active
-        flows = self.flows
+        finished, active, flows = self.net_finished, self.ungrouped_active, self.flows
         for fid, _t_fin, _t_start in done:
             finished.add(fid)
             if fid in flows:
@@ -429,6 +424,10 @@ class Wormhole:
         for dom in self.fluid_domains.values():
             if dom.nvs.node_id in self.heap_of:
                 dom.settle(t)
+
+    def quiet_until_ps(self) -> int:
+        """The first boundary this hook must see if no flow starts or ends before it (wakes aside)."""
+        return self.next_sample_ps if self.sample_ps > self.window_ps else max(self.next_sample_ps, self.check_from_ps)
 
     def next_wake_ps(self) -> int:
         """Earliest planned wake of a frozen group (``INF_PS`` when none)."""

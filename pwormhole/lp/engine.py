@@ -9,7 +9,7 @@ driven by :mod:`pwormhole.sync`.
 
 from __future__ import annotations
 
-from ..events import INF_PS, EventQueue, Lead
+from ..events import INF_PS, EventQueue, Lead, run_quiet
 
 
 def next_due_ps(event_ps: int, wake_ps: int) -> int:
@@ -98,4 +98,14 @@ class LogicalProcess:
         n = self.heap.run(end_ps, self.handlers)
         self.events += n
         return n
+
+    def run_quiet(self, end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
+        """Run to ``end_ps``, then window by window (:func:`~pwormhole.events.run_quiet`) while no
+        record is made for the boundary (a completion, an op, a flow start, a PFC frame) and a window
+        ends before ``limit_ps``; one LP alone. Returns ``(end of the last window run, windows run)``."""
+        self.run_until(end_ps)
+        end_ps, windows, n = run_quiet(self.heap, end_ps, self.handlers, self.lead, window_ps, limit_ps,
+                                       (self.finished, self.op_log, self.flow_start_log, self.pfc_log))
+        self.events += n
+        return end_ps, windows + 1
 

@@ -159,6 +159,11 @@ class MpiTransport:
     def run_until(self, t_end: int) -> None:
         self.lp.run_until(t_end)
 
+    def run_quiet(self, t_end: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
+        """One window: the other ranks' events decide whether the next is quiet."""
+        self.lp.run_until(t_end)
+        return t_end, 1
+
     def exchange(self, t_end: int, report) -> Exchanged:
         """To every peer: the events bound for its nodes, this rank's minimum next event time and
         horizon (its heap and everything it sends, each event with the lead its receiver will see),

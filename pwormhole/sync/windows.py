@@ -18,7 +18,9 @@ Transports: :class:`pwormhole.sync.local.LocalTransport` (N LPs in one
 process) and :class:`pwormhole.sync.mpi.MpiTransport` (one LP per rank, one
 collective per window in the common case). A transport offers ``ready()``
 (every rank built: the run's clock starts after it; returns the seconds waited),
-``first_min()``, ``run_until(t_end)``, ``exchange(t_end, report) ->
+``first_min()``, ``run_until(t_end)``, ``run_quiet(t_end, window_ps, limit_ps)`` (``run_until``, then,
+where it can, the next windows before ``limit_ps`` while nothing in them reaches the boundary; returns
+the last one's end and the windows run), ``exchange(t_end, report) ->
 Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum and horizon after the
 boundary hook, as a ``(t_ps, horizon_ps)`` pair like ``first_min()``; ``put_back``: the hook put
 events back or took some out, so those exchanged before it may be stale), ``last_event_ps()``
@@ -61,7 +63,7 @@ def by_finish(rec) -> tuple[int, int]:
 
 
 def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=(),
-                on_rest=None) -> tuple[int, int]:
+                on_rest=None, quiet_until=None) -> tuple[int, int]:
     """Run window by window until no event is left before ``stop_ps`` or
     ``on_boundary(t_boundary_ps, exchanged)`` returns True.
 
@@ -75,6 +77,10 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
     A signal recorded on any rank stops every rank at the same boundary, after
     that window's hook: :func:`~pwormhole.sync.interrupt.exception_for` it is raised.
     ``on_rest(exchanged)``: gets the records the transport still held back when the loop ends.
+    ``quiet_until()`` (optional): the first boundary at which ``on_boundary`` and the acceleration hook
+    must run even when nothing reached it (nothing finished, started or logged); windows that end
+    before it, and before a cut, a wake and ``stop_ps``, may run without a boundary
+    (``transport.run_quiet``), as they would change nothing there.
 
     Returns ``(end, number of windows run)``: ``end`` is the last boundary, or ``stop_ps``, or, when no
     event is left, where one grid cell a window would have ended: the grid line after the last event
@@ -107,7 +113,12 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
             t_end = cuts.pop(0)
         if t_end > stop_ps:
             t_end = stop_ps
-        transport.run_until(t_end)
+        if quiet_until is not None:
+            quiet = t_end if cut else min(quiet_until(), wake_ps, cuts[0] if cuts else stop_ps, stop_ps)
+            t_end, n = transport.run_quiet(t_end, window_ps, quiet)
+            windows += n - 1
+        else:
+            transport.run_until(t_end)
         got = transport.exchange(t_end, report)
         windows += 1
         if got.next_ps < t_end:  # an event crossed into a window already run: the answer would be wrong
