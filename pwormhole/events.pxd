@@ -52,8 +52,8 @@ cdef class ArrayQueue:
 
 
 @cython.locals(windows=cython.Py_ssize_t, n=cython.Py_ssize_t, t=cython.longlong)
-cpdef tuple run_quiet(ArrayQueue queue, long long end_ps, tuple handlers, Lead lead, long long window_ps,
-                      long long limit_ps, tuple logs)
+cpdef void run_quiet(ArrayQueue queue, long long end_ps, tuple handlers, Lead lead, long long window_ps,
+                     long long limit_ps, tuple logs, list progress) except *
 
 
 @cython.locals(i=cython.Py_ssize_t, view="long long[::1]")

@@ -368,27 +368,29 @@ class ArrayQueue:
 
 
 def run_quiet(queue: EventQueue, end_ps: int, handlers: tuple, lead: Lead, window_ps: int, limit_ps: int,
-              logs: tuple) -> tuple:
+              logs: tuple, progress: list) -> None:
     """After a window ending at ``end_ps``: run ``queue``'s next windows as the window loop
     (:mod:`pwormhole.sync.windows`) would, each to the grid line (a multiple of ``window_ps``) after
     the horizon (one grid cell when no event leads to one), while every list in ``logs`` is empty and
-    a window ends before ``limit_ps``. Returns ``(end of the last window run, windows run, events run)``."""
+    a window ends before ``limit_ps``. ``progress`` is ``[end of the last window run, windows run, events
+    run]`` after each window (so also when a handler raises)."""
     windows = 0
     n = 0
     while queue.next_time() < INF_PS:
         for log in logs:
             if log:
-                return end_ps, windows, n
+                return
         t = queue.horizon(lead)
         if t >= INF_PS:
             t = queue.next_time()
         t = (t // window_ps + 1) * window_ps
         if t >= limit_ps:
-            break
+            return
         n += queue.run(t, handlers)
-        end_ps = t
         windows += 1
-    return end_ps, windows, n
+        progress[0] = t
+        progress[1] = windows
+        progress[2] = n
 
 
 def _grown(a, n: int, cap: int):

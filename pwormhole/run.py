@@ -341,6 +341,9 @@ class Run:
                                                           accel, [f[0] for f in failures], take_records,
                                                           quiet_until)
             self.sync_wall_s = transport.sync_s
+        except BaseException:  # interrupted: where the last window run whole ended (maybe past a boundary)
+            self.t_end_ps = max([self.t_end_ps] + [lp.quiet_end_ps for lp in lps])
+            raise
         finally:
             for done in rows[0]:
                 fids = done[:, 0].tolist()

@@ -239,15 +239,20 @@ def test_run_quiet_hand_computed():
         def lead_ps(self, kind, target, arg):
             return 5000 if kind == 2 else 0
 
+    def quiet(q, end_ps, limit_ps):
+        progress = [end_ps, 0, 0]
+        run_quiet(q, end_ps, handlers, Leads(), 1000, limit_ps, (log,), progress)
+        return tuple(progress)  # (end of the last window run, windows run, events run)
+
     q = EventQueue([(1500, 1, 0, None, None), (2500, 2, 1, None, None), (7200, 3, 0, None, None)])
-    assert run_quiet(q, 1000, handlers, Leads(), 1000, INF_PS, (log,)) == (3000, 2, 2) and log == [2500]
+    assert quiet(q, 1000, INF_PS) == (3000, 2, 2) and log == [2500]
     log.clear()
-    assert run_quiet(q, 3000, handlers, Leads(), 1000, 8000, (log,)) == (3000, 0, 0)  # 7200's window ends at 8000
-    assert run_quiet(q, 3000, handlers, Leads(), 1000, 8001, (log,)) == (8000, 1, 1) and len(q) == 0
+    assert quiet(q, 3000, 8000) == (3000, 0, 0)  # 7200's window ends at 8000
+    assert quiet(q, 3000, 8001) == (8000, 1, 1) and len(q) == 0
     q.push(10_100, 4, 2, None, None)  # leads to 15,100, so the horizon is 14,500's: one window to 15,000
     q.push(14_500, 5, 0, None, None)
-    assert run_quiet(q, 8000, handlers, Leads(), 1000, INF_PS, (log,)) == (15_000, 1, 2) and len(q) == 0
-    assert run_quiet(q, 15_000, handlers, Leads(), 1000, INF_PS, (log,)) == (15_000, 0, 0)
+    assert quiet(q, 8000, INF_PS) == (15_000, 1, 2) and len(q) == 0
+    assert quiet(q, 15_000, INF_PS) == (15_000, 0, 0)
 
 
 @pytest.mark.parametrize("accel", [None, AccelConfig()])
@@ -278,3 +283,31 @@ def test_quiet_windows_give_the_answer_and_windows_of_a_boundary_each(monkeypatc
     assert (quiet.events, quiet.windows, quiet.t_end_ps) == (each.events, each.windows, each.t_end_ps)
     assert (quiet.stuck or {}).get("at_ps") == (each.stuck or {}).get("at_ps")
     assert every == each.windows and boundaries * (3 if accel else 20) < every * 2, (boundaries, every)
+
+
+def test_a_run_interrupted_in_a_quiet_window_stops_where_the_last_whole_window_ended(monkeypatch):
+    """A handler raises at the 100,000th event (as a signal would) inside a stretch of quiet windows:
+    the run reports the end and events of the last window run whole, as with a boundary each."""
+    flows = flows_of([(s, 0, 1_000_000, s * 100_000) for s in range(1, 21)])
+
+    def run():
+        sim = Run(Scenario("t", star_topo(21), flows, config("dcqcn")))
+        count = [0]
+
+        def wrap(h):
+            def handle(target, arg, t):
+                count[0] += 1
+                if count[0] == 100_000:
+                    raise KeyboardInterrupt
+                h(target, arg, t)
+            return handle
+        sim.lps[0].handlers = tuple(wrap(h) for h in sim.lps[0].handlers)
+        with pytest.raises(KeyboardInterrupt):
+            sim.run(until_ps=3000 * US)
+        return sim
+
+    quiet = run()
+    monkeypatch.setattr(LocalTransport, "run_quiet", lambda tr, t, w, lim: (tr.run_until(t), (t, 1))[1])
+    each = run()
+    assert (quiet.t_end_ps, quiet.events) == (each.t_end_ps, each.events)
+    assert 0 < quiet.t_end_ps < 3000 * US and quiet.events < 100_000

@@ -36,6 +36,8 @@ class LogicalProcess:
         flow_start_log: flow ids whose QP started since the last boundary.
         events: events processed so far.
         lead: the :class:`~pwormhole.events.Lead` of its events (:meth:`horizon_ps`; set by the runner).
+        quiet_end_ps: the end of the last window :meth:`run_quiet` ran whole (a run interrupted in one
+            of them stopped there).
     """
 
     def __init__(self, lp_id: int, nodes, initial_events, owner: list[int], handlers: tuple):
@@ -50,6 +52,7 @@ class LogicalProcess:
         self.events = 0
         self.handlers = handlers
         self.lead = Lead()
+        self.quiet_end_ps = 0  # end of the last window :meth:`run_quiet` ran whole
         remote_boxes: dict[int, list[tuple]] = {}
         for node_id, peer_lp in enumerate(owner):
             if peer_lp != lp_id:
@@ -104,8 +107,12 @@ class LogicalProcess:
         record is made for the boundary (a completion, an op, a flow start, a PFC frame) and a window
         ends before ``limit_ps``; one LP alone. Returns ``(end of the last window run, windows run)``."""
         self.run_until(end_ps)
-        end_ps, windows, n = run_quiet(self.heap, end_ps, self.handlers, self.lead, window_ps, limit_ps,
-                                       (self.finished, self.op_log, self.flow_start_log, self.pfc_log))
-        self.events += n
-        return end_ps, windows + 1
+        progress = [end_ps, 0, 0]
+        try:
+            run_quiet(self.heap, end_ps, self.handlers, self.lead, window_ps, limit_ps,
+                      (self.finished, self.op_log, self.flow_start_log, self.pfc_log), progress)
+        finally:  # (a handler raised: the windows run whole still count)
+            self.events += progress[2]
+            self.quiet_end_ps = progress[0]
+        return progress[0], progress[1] + 1
 
