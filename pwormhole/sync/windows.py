@@ -113,14 +113,10 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
             t_end = cuts.pop(0)
         if t_end > stop_ps:
             t_end = stop_ps
-        if quiet_until is not None:
-            quiet = t_end if cut else min(quiet_until(), wake_ps, cuts[0] if cuts else stop_ps, stop_ps)
-            t_end, n = transport.run_quiet(t_end, window_ps, quiet)
-            windows += n - 1
-        else:
-            transport.run_until(t_end)
+        limit = t_end if cut or quiet_until is None else min(quiet_until(), wake_ps, stop_ps, *cuts[:1])
+        t_end, n = transport.run_quiet(t_end, window_ps, limit)  # (a limit of t_end: that window alone)
         got = transport.exchange(t_end, report)
-        windows += 1
+        windows += n
         if got.next_ps < t_end:  # an event crossed into a window already run: the answer would be wrong
             raise RuntimeError(f"an event at {got.next_ps} ps reached an LP after its window ended at {t_end} ps "
                                "(a lead or cut link shorter than assumed)")
