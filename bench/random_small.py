@@ -90,11 +90,12 @@ def errors(ref, run) -> np.ndarray:
                      / (ref.finish_ps[f] - ref.start_ps[f]) for f in ref.finish_ps if f in run.finish_ps])
 
 
-def one(i: int, early: bool = True, follow: bool = False) -> dict:
+def one(i: int, early: bool = True, follow: bool = False, successors: bool = True) -> dict:
     cc, has_win, topo, specs = draw(i)
     ref = Run(scenario(i), 1).run()
     other = Run(scenario(i), 2).run()
-    wh = Run(scenario(i), 1, accel=AccelConfig(early=early, follow=follow), memo=MemoCache(f"random-{i}")).run()
+    accel = AccelConfig(early=early, follow=follow, successors=successors)
+    wh = Run(scenario(i), 1, accel=accel, memo=MemoCache(f"random-{i}")).run()
     e, s = errors(ref, wh), errors(ref, other)
     return {"i": i, "cc": cc, "has_win": has_win, "fabric": topo.name, "flows": len(specs),
             "complete": len(wh.finish_ps) == len(ref.finish_ps) == len(specs),
@@ -134,6 +135,8 @@ def main() -> int:
     ap.add_argument("--cc", default=",".join(sorted(CC_BY_NAME)), help="comma-separated CCs to run (default: all)")
     ap.add_argument("--no-early", action="store_true", help="Wormhole without HPCC's early freeze (AccelConfig.early)")
     ap.add_argument("--follow", action="store_true", help="Wormhole with followers (AccelConfig.follow)")
+    ap.add_argument("--no-successors", action="store_true",
+                    help="Wormhole without ring steps taking their predecessors' steady state (AccelConfig.successors)")
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "random_small"))
     a = ap.parse_args()
     if a.count < 1:
@@ -146,7 +149,7 @@ def main() -> int:
     for i in range(a.first, a.first + a.count):
         if draw(i)[0] not in ccs:
             continue
-        r = one(i, not a.no_early, a.follow)
+        r = one(i, not a.no_early, a.follow, not a.no_successors)
         rows.append(r)
         log.add(md(r), r)
     log.add(summary(rows))

@@ -276,7 +276,8 @@ def _accel_config(args, comm):
     if mode not in ("wormhole", "packet"):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
-        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow"):
+        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow",
+                     "no_successors"):
             if getattr(args, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -299,6 +300,7 @@ def _accel_config(args, comm):
     cfg.skip = not args.no_skip
     cfg.memo = not args.no_memo
     cfg.follow = args.follow
+    cfg.successors = not args.no_successors
     if args.nvlink is not None:
         cfg.nvlink = args.nvlink
     if args.memo_cache and not cfg.memo:
@@ -499,6 +501,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")
     w.add_argument("--memo-cache", metavar="FILE", help="load the memo cache from FILE and save it back")
+    w.add_argument("--no-successors", action="store_true",
+                   help="under HPCC, do not let a ring's next step take the finished step's place in its group's "
+                        "last steady state (it is then looked up and detected like any new flow)")
     w.add_argument("--follow", action="store_true",
                    help="under HPCC, a group of new flows that misses the memo cache where an identical one "
                         "missed at the same boundary follows it (experimental: identical rails lose their "

@@ -13,19 +13,19 @@ from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel import groups
 from pwormhole.accel import memo as memo_mod
-from pwormhole.accel.config import BACKOFF_MAX_UNSETTLED, BACKOFF_UNSETTLED_CHECKS
+from pwormhole.accel.config import (
+    BACKOFF_AFTER_SAMPLES,
+    BACKOFF_EVERY,
+    BACKOFF_MAX,
+    BACKOFF_MAX_UNSETTLED,
+    BACKOFF_MIN_FLOWS,
+    BACKOFF_UNSETTLED_CHECKS,
+)
 from pwormhole.accel.groups import FlowTable, components
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, signature, wl_hash
 from pwormhole.accel.sampling import Sample, back_off
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue, goodput
-from pwormhole.accel.wormhole import (
-    BACKOFF_AFTER_SAMPLES,
-    BACKOFF_EVERY,
-    BACKOFF_MAX,
-    BACKOFF_MIN_FLOWS,
-    AccelConfig,
-    Wormhole,
-)
+from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.net import cc
 from pwormhole.net.nodes import route_path, take_events
 from pwormhole.net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, EV_WIRE, T_PFC

@@ -146,6 +146,12 @@ def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
     return adv
 
 
+def recorded_goodputs(memo, fids) -> dict:
+    """The goodputs (flow id -> bytes/ps) a memo hit ``(entry, mapping)`` recorded for flows ``fids``."""
+    entry, mapping = memo
+    return {f: entry.flows[mapping[f]]["goodput"] for f in fids}
+
+
 def lead_position(lead, lf, t: int, since_ps: int):
     """``(bytes sent, pacing rate)`` of flow ``lf`` of leader group ``lead`` at ``t``: while
     ``lead`` is frozen in a steady skip, the advance its wake at ``t`` would make; else its

@@ -26,11 +26,7 @@ from ..net.cc import min_window_bytes
 from . import fastforward as ff
 from . import fluid, replay
 from .config import (
-    BACKOFF_AFTER_SAMPLES,
-    BACKOFF_EVERY,
     BACKOFF_KEEP_SAMPLES,
-    BACKOFF_MAX,
-    BACKOFF_MIN_FLOWS,
     BPS_PER_BYTE_PS,
     HPCC_CROWDED_NIC,
     HPCC_EARLY_MIN_PACKETS,
@@ -44,9 +40,9 @@ from .groups import FlowState, FlowTable, Group, crowded_nic_flows, route_path
 from .memo import group_parts
 from .sampling import back_off, merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
+from .successor import Successors
 
-__all__ = ["AccelConfig", "BACKOFF_AFTER_SAMPLES", "BACKOFF_EVERY", "BACKOFF_MAX", "BACKOFF_MIN_FLOWS", "Wormhole",
-           "route_path"]
+__all__ = ["AccelConfig", "Wormhole", "route_path"]
 
 
 class Wormhole:
@@ -92,8 +88,7 @@ class Wormhole:
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
-        self.hdr_bytes = host0.hdr_bytes if host0 is not None else 36
-        self.ack_bytes = host0.ack_bytes if host0 is not None else 48
+        self.hdr_bytes, self.ack_bytes = (host0.hdr_bytes, host0.ack_bytes) if host0 is not None else (36, 48)
         self.table = FlowTable()
         self.flows = self.table.flows  # flow id -> FlowState
         self.groups = self.table.groups  # group id -> Group
@@ -102,6 +97,7 @@ class Wormhole:
         self.frozen: set = set()  # the frozen groups (Group objects)
         self.skipped_ps = self.skipped_flow_ps = self.skipped_bytes = self.memo_hits = self.memo_misses = 0
         self.follow = Followers(self.hpcc and cfg.follow and cfg.skip and self.memo is not None)  # groups alike
+        self.successors = Successors(self.hpcc and cfg.successors and cfg.skip and self.memo is not None)
         self.lp_work_s = 0.0
         self.crowded: set = set()  # HPCC: flows frozen in a group with HPCC_CROWDED_NIC flows on one NIC
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
@@ -160,7 +156,8 @@ class Wormhole:
                 advance = self._wake(g, t)
                 if isinstance(fz.memo, tuple) and self.cfg.skip:  # now in the recorded steady state: skip on
                     if self.hpcc:  # once the pipelines have refilled (one path RTT; see _decide)
-                        g.refill = (fz.memo, t + max(self.flows[f].path_rtt_ps for f in g.flows))
+                        g.refill = (replay.recorded_goodputs(fz.memo, g.flows),
+                                    t + max(self.flows[f].path_rtt_ps for f in g.flows))
                     else:
                         self._skip_after_memo(g, t, fz, advance)
         if samples is None:
@@ -273,9 +270,7 @@ class Wormhole:
                 # then skips on with the recorded goodputs
                 if t >= g.refill[1] and all(self.flows[f].samples and self.flows[f].samples[-1].t_ps == t
                                             for f in g.flows):
-                    (entry, mapping), _ = g.refill
-                    g.refill = None
-                    gps = {f: entry.flows[mapping[f]]["goodput"] for f in g.flows}
+                    gps, g.refill = g.refill[0], None
                     if min(gps.values()) > 0:
                         self._try_freeze(g, t, gps)
                 continue
@@ -330,6 +325,7 @@ class Wormhole:
             done_ps.append(done)
         wake = self._wake_at(g, t, min(done_ps))
         if wake - t >= self.min_skip_ps:
+            self.successors.froze(g, self.flows, gps)
             self._freeze(g, t, wake, gps)
 
     def _freeze(self, g: Group, t: int, wake_ps: int, gps: dict, memo=None, una0: dict | None = None,
@@ -392,6 +388,10 @@ class Wormhole:
 
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
+        gps = self.successors.take_over(g, t, self.flows, self.net_finished, lambda f: self.is_new(f, g))
+        if gps is not None:  # a ring's next step: its last steady state again, after one path RTT of packets
+            g.refill = (gps, t + max(self.flows[f].path_rtt_ps for f in g.flows))
+            return
         parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
@@ -445,5 +445,6 @@ class Wormhole:
                 "wakes_interrupted": self.wakes_interrupted, "hpcc_crowded_nic_flows": len(self.crowded),
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_follows": self.follow.follows, "memo_follows_steady": self.follow.steady,
+                "memo_successors": self.successors.handed,
                 "follow_on": self.follow.on, "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}
