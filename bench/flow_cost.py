@@ -142,7 +142,7 @@ class Profile:
 
 
 def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof, follow: bool = False,
-            memo: bool = True) -> dict:
+            memo: bool = True, successors: bool = True) -> dict:
     """Wormhole run of one row (its packet reference run once into the ref folder and reused) against
     that reference: the comparison, the Wormhole run's CPU seconds, the reference's, and the scenario."""
     if row in CONFIGS:
@@ -158,7 +158,8 @@ def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof
         prof.install()
     scn = make()
     c0 = time.process_time()
-    ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early, follow=follow, memo=memo))
+    ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early, follow=follow, memo=memo,
+                                                                successors=successors))
     cpu = time.process_time() - c0
     r, _ = compare_dirs(str(ref), out, ps, ws)
     r.update(layers=layers, cpu_s=cpu, packet_events=ps["events"], wormhole_events=ws["events"],
@@ -189,6 +190,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench-out" / "flow_cost"))
     ap.add_argument("--no-early", action="store_true", help="without HPCC's early freeze (AccelConfig.early)")
     ap.add_argument("--follow", action="store_true", help="with followers (AccelConfig.follow)")
+    ap.add_argument("--no-successors", action="store_true", help="without ring steps taking their predecessors' "
+                    "steady state (AccelConfig.successors)")
     ap.add_argument("--no-memo", action="store_true", help="without memoization (AccelConfig.memo)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
@@ -200,7 +203,8 @@ def main() -> int:
               "CPU s (Wormhole / packet) |\n|---|---|---|---|---|---|---|---|")
         rows = []
         for n in ladder:
-            r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow, not a.no_memo)
+            r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow, not a.no_memo,
+                        not a.no_successors)
             rows.append(r)
             pcpu = f"{r['packet_cpu_s']:.0f}" if r["packet_cpu_s"] else "-"
             errs = " / ".join(f"{r[k] * 100:.3f}%" for k in ("mean_fct_error", "p99_fct_error", "max_fct_error"))
@@ -215,7 +219,8 @@ def main() -> int:
                   f"at {a.fit} layers (an estimate): packet {p:,.0f}, Wormhole {w:,.0f}, ratio ~{p / w:,.0f}x")
         return 0
     prof = Profile()
-    r = measure(a.row, ladder[0], a.cc, a.ref, a.out, not a.no_early, prof, a.follow, not a.no_memo)
+    r = measure(a.row, ladder[0], a.cc, a.ref, a.out, not a.no_early, prof, a.follow, not a.no_memo,
+                not a.no_successors)
     scn = r["scenario"]
     nic = prof.size
     mtu = scn.config.packet_payload_bytes
