@@ -79,6 +79,7 @@ def test_ring_steps_take_their_predecessors_steady_state():
     s_off, s_on = off.accel.stats(), on.accel.stats()
     assert (s_off["memo_successors"], s_off["memo_misses"]) == (0, 7)
     assert (s_on["memo_successors"], s_on["memo_misses"]) == (4, 3)
+    assert (s_on["successors_on"], s_off["successors_on"]) == (True, False)
     assert off.events == 220_348
     assert on.events < 0.5 * off.events
     assert max(fct_errors(off, ref)) < 0.0035

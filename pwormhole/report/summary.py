@@ -80,7 +80,8 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
     (``nvlink_model``: how NVLink flows ran, ``rates``, ``packets`` or ``none``; under ``rates``,
     ``fluid_flows`` finished by rates and ``nvlink_packet_flows`` by packets, in servers where
     the rates stopped holding; ``follow`` only where followers ran: HPCC, with memo and skips;
-    ``memo_successors``: HPCC groups that took their last steady state again, a ring's next step)."""
+    ``memo_successors``: HPCC groups that took their last steady state again, a ring's next step;
+    ``successors`` only where that ran: HPCC, with memo and skips)."""
     return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
             "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
             "memo_follows": stats["memo_follows"], "memo_follows_steady": stats["memo_follows_steady"],
@@ -95,7 +96,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
             "accel": {"theta": theta, "window_samples": samples, "sample_ps": sample_ps,
                       "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
                       "memo": accel.memo, "follow": accel.follow and stats["follow_on"],
-                      "successors": accel.successors, "nvlink": accel.nvlink}}
+                      "successors": accel.successors and stats["successors_on"], "nvlink": accel.nvlink}}
 
 
 def packet_events_estimate(summary: dict, eventless_bytes: int, payload_bytes: int) -> dict:
