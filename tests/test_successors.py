@@ -15,14 +15,16 @@ RING = 4
 STEP_BYTES = 4_000_000
 
 
-def two_rings(offset_ps: int, steps: int = 3):
+def two_rings(offset_ps: int, steps: int = 3, later_pg: int = 3):
     """Two ring all-reduce phases on the same four 1-GPU servers (one 200 Gb/s rail leaf, HPCC):
     each GPU sends both rings' steps of 4 MB to the next GPU (one downlink), ring 1 starting
-    ``offset_ps`` after ring 0; a GPU's next step of a ring waits for that ring's step into it."""
+    ``offset_ps`` after ring 0; a GPU's next step of a ring waits for that ring's step into it.
+    Ring 0's steps after the first use priority group ``later_pg`` (3: that of the others)."""
     dag = Dag()
-    for start in (0, offset_ps):
+    for r, start in enumerate((0, offset_ps)):
         prev = [dag.compute(i, start) for i in range(RING)]
-        for _ in range(steps):
+        for step in range(steps):
+            dag.pg = later_pg if r == 0 and step else 3
             prev = [dag.flow(i, (i + 1) % RING, STEP_BYTES, deps=[prev[(i - 1) % RING]]) for i in range(RING)]
     topo = rail_optimized(RING, 1)
     cfg = config("hpcc")
@@ -30,8 +32,8 @@ def two_rings(offset_ps: int, steps: int = 3):
     return from_dag("t", topo, dag, cfg)
 
 
-def run(acc, offset_ps=50 * US, n_lps=1):
-    return Run(two_rings(offset_ps), n_lps=n_lps, accel=acc, memo=MemoCache("t")).run()
+def run(acc, offset_ps=50 * US, n_lps=1, later_pg=3):
+    return Run(two_rings(offset_ps, later_pg=later_pg), n_lps=n_lps, accel=acc, memo=MemoCache("t")).run()
 
 
 def fct_errors(r, ref) -> list[float]:
@@ -40,8 +42,8 @@ def fct_errors(r, ref) -> list[float]:
 
 
 class FakeFlow:
-    def __init__(self, fid, path):
-        self.fid, self.data_ports, self.last_steady = fid, path, None
+    def __init__(self, fid, path, pg=3):
+        self.fid, self.data_ports, self.pg, self.last_steady = fid, path, pg, None
 
 
 class FakeGroup:
@@ -56,18 +58,20 @@ def test_a_new_flow_on_a_finished_flows_path_takes_its_goodput():
     s.froze(FakeGroup([1, 2]), flows, {1: 0.010, 2: 0.012})
     flows[3] = FakeFlow(3, a)  # flow 1 finished; flow 3 starts on its path
     new = {3}
-    assert s.take_over(FakeGroup([2, 3]), 0, flows, {1}, new.__contains__) == {2: 0.012, 3: 0.010}
+    assert s.take_over(FakeGroup([2, 3]), flows, {1}, new.__contains__) == {2: 0.012, 3: 0.010}
     assert s.handed == 1
-    assert s.take_over(FakeGroup([2, 3]), 0, flows, set(), new.__contains__) is None  # 1 has not finished
-    assert s.take_over(FakeGroup([2, 3]), 0, flows, {1}, set().__contains__) is None  # 3 is not new
+    assert s.take_over(FakeGroup([2, 3]), flows, set(), new.__contains__) is None  # 1 has not finished
+    assert s.take_over(FakeGroup([2, 3]), flows, {1}, set().__contains__) is None  # 3 is not new
     flows[4] = FakeFlow(4, b)
-    assert s.take_over(FakeGroup([2, 4]), 0, flows, {1}, {4}.__contains__) is None  # on another path
+    assert s.take_over(FakeGroup([2, 4]), flows, {1}, {4}.__contains__) is None  # on another path
+    flows[6] = FakeFlow(6, a, pg=0)
+    assert s.take_over(FakeGroup([2, 6]), flows, {1}, {6}.__contains__) is None  # in another priority group
     flows[5] = FakeFlow(5, a)
-    assert s.take_over(FakeGroup([2, 3, 5]), 0, flows, {1}, {3, 5}.__contains__) is None  # one flow more
+    assert s.take_over(FakeGroup([2, 3, 5]), flows, {1}, {3, 5}.__contains__) is None  # one flow more
     s.froze(FakeGroup([2]), flows, {2: 0.02})  # flow 2's last steady state is another group's now
-    assert s.take_over(FakeGroup([2, 3]), 0, flows, {1}, new.__contains__) is None
+    assert s.take_over(FakeGroup([2, 3]), flows, {1}, new.__contains__) is None
     assert s.handed == 1
-    assert Successors(False).take_over(FakeGroup([2, 3]), 0, flows, {1}, new.__contains__) is None
+    assert Successors(False).take_over(FakeGroup([2, 3]), flows, {1}, new.__contains__) is None
 
 
 def test_ring_steps_take_their_predecessors_steady_state():
@@ -80,8 +84,7 @@ def test_ring_steps_take_their_predecessors_steady_state():
     assert (s_off["memo_successors"], s_off["memo_misses"]) == (0, 7)
     assert (s_on["memo_successors"], s_on["memo_misses"]) == (4, 3)
     assert (s_on["successors_on"], s_off["successors_on"]) == (True, False)
-    assert off.events == 220_348
-    assert on.events < 0.5 * off.events
+    assert (off.events, on.events) == (220_348, 101_760)
     assert max(fct_errors(off, ref)) < 0.0035
     assert max(fct_errors(on, ref)) < 0.0085
     assert len(on.finish_ps) == len(ref.finish_ps) == 2 * 3 * RING
@@ -93,4 +96,13 @@ def test_rings_in_lockstep_have_nothing_to_hand_over():
     way, and the run is the same with and without successors."""
     off, on = run(AccelConfig(successors=False), 0), run(AccelConfig(), 0)
     assert on.accel.stats()["memo_successors"] == 0
+    assert on.finish_ps == off.finish_ps and on.events == off.events
+
+
+def test_a_step_in_another_priority_group_is_no_successor():
+    """Ring 0's later steps go to priority group 0 (strict priority over the others): the steady
+    state of its first step does not hold for them, and nothing is handed over to them (before
+    the rule compared priorities, four hand-overs put FCTs up to 72% off)."""
+    off, on = run(AccelConfig(successors=False), later_pg=0), run(AccelConfig(), later_pg=0)
+    assert on.accel.stats()["memo_successors"] == off.accel.stats()["memo_successors"] == 0
     assert on.finish_ps == off.finish_ps and on.events == off.events

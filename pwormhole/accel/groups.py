@@ -86,7 +86,7 @@ class Group:
         self.memo_checked = False
         self.memo_key = None
         self.memo_base = None  # {fid: (acked, in-flight bytes), "@t": time} at the lookup (recording a transient)
-        self.refill = None  # (goodputs, time): after an HPCC memo jump or a ring step handed over, freeze then
+        self.refill = None  # (goodputs, ps): after an HPCC memo jump or a ring step handed over, freeze then
         self.next_check_ps = 0  # neither sampled nor checked before this (config.BACKOFF_AFTER_SAMPLES)
         self.backoff_periods = 0  # sampling periods between its checks once backed off (0: every period)
         self.unsettled = 0  # checks failed since it could last settle (sampling.back_off)

@@ -3,8 +3,9 @@ across its ring steps).
 
 A ring's next step starts on the NIC, and the path, of the step that has just finished, into
 the group that step left. When a group re-forms from the flows of its last steady freeze, with
-each flow that finished since replaced by a new one on the same path, the steady state of that
-freeze holds for it again: the new flow takes the finished one's goodput. The group then runs
+each flow that finished since replaced by a new one on the same path and in the same priority
+group (its queues), the steady state of that freeze holds for it again: the new flow takes the
+finished one's goodput. The group then runs
 one path RTT of packets (the new flows' pipelines fill, as after an HPCC memo jump) and freezes
 with those goodputs, instead of recording the transient and waiting for HPCC to settle. The new
 flows keep the rates HPCC gives them (line rate at the start): setting the finished flows' rates
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 
 class Successors:
-    """The hand-over test. ``on``: HPCC with fast-forwarding; ``handed`` counts groups that
-    took their last steady state again."""
+    """The hand-over test. ``on``: HPCC with fast-forwarding and the memo cache; ``handed`` counts
+    the groups given their last steady state again (a group that changes during its refill is
+    counted too)."""
 
     def __init__(self, on: bool) -> None:
         self.on = on
@@ -24,24 +26,24 @@ class Successors:
 
     def froze(self, g, flows: dict, goodput: dict) -> None:
         """A steady freeze of group ``g`` at ``goodput`` (flow id -> bytes/ps): each flow keeps
-        the group's state, ``{flow id: (data path, goodput)}``."""
+        the group's state, ``{flow id: ((data path, priority group), goodput)}``."""
         if not self.on:
             return
-        state = {f: (tuple(flows[f].data_ports), goodput[f]) for f in g.flows}
+        state = {f: (route_of(flows[f]), goodput[f]) for f in g.flows}
         for f in g.flows:
             flows[f].last_steady = state
 
-    def take_over(self, g, t: int, flows: dict, finished: set, is_new) -> dict | None:
+    def take_over(self, g, flows: dict, finished: set, is_new) -> dict | None:
         """``g``'s goodputs (flow id -> bytes/ps) when it is the group of its flows' last steady
         freeze with each flow finished since replaced by a new flow (``is_new(fid)``) on the
-        same data path, else None."""
+        same data path in the same priority group, else None."""
         if not self.on:
             return None
         fids = sorted(g.flows)
         state = next((flows[f].last_steady for f in fids if flows[f].last_steady is not None), None)
         if state is None or len(state) != len(fids):
             return None
-        free: dict = {}  # data path -> the flows of the state that finished since, by id
+        free: dict = {}  # (data path, priority group) -> the flows of the state that finished since, by id
         for f in sorted(state):
             if f not in g.flows:
                 if f not in finished:
@@ -54,7 +56,7 @@ class Successors:
                     return None
                 goodput[f] = state[f][1]
                 continue
-            took = free.get(tuple(flows[f].data_ports))
+            took = free.get(route_of(flows[f]))
             if not took or not is_new(f):
                 return None
             goodput[f] = state[took.pop(0)][1]
@@ -62,3 +64,9 @@ class Successors:
             return None
         self.handed += 1
         return goodput
+
+
+def route_of(fs) -> tuple:
+    """What a successor must share with the flow it replaces: its data path (ports in order) and
+    its priority group (the queues it uses there)."""
+    return tuple(fs.data_ports), fs.pg

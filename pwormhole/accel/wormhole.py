@@ -388,7 +388,7 @@ class Wormhole:
 
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
-        gps = self.successors.take_over(g, t, self.flows, self.net_finished, lambda f: self.is_new(f, g))
+        gps = self.successors.take_over(g, self.flows, self.net_finished, lambda f: self.is_new(f, g))
         if gps is not None:  # a ring's next step: its last steady state again, after one path RTT of packets
             g.refill = (gps, t + max(self.flows[f].path_rtt_ps for f in g.flows))
             return
