@@ -59,9 +59,8 @@ class Wormhole:
     :meth:`on_boundary` with every rank's reports merged. Counters: ``skips`` (freezes),
     ``skipped_ps`` (sum of frozen spans), ``skipped_flow_ps`` (frozen spans x flows frozen),
     ``skipped_bytes`` (payload bytes advanced at wakes, sent without events), ``memo_hits``,
-    ``memo_misses`` (recordings started), ``follow`` (:class:`.follow.Followers`), ``wakes_interrupted``,
-    ``lp_work_s`` (CPU seconds on this process's heaps at freezes and wakes: the part of the hook each rank
-    does for itself).
+    ``memo_misses`` (recordings started), ``follow``, ``successors``, ``wakes_interrupted``, ``lp_work_s``
+    (CPU seconds on this process's heaps at freezes and wakes: the part of the hook each rank does for itself).
     """
 
     def __init__(self, net, lps, cfg: AccelConfig, memo=None):
@@ -130,6 +129,7 @@ class Wormhole:
             if lp.flow_start_log:
                 started.extend(lp.flow_start_log)
                 lp.flow_start_log.clear()
+        started.sort()  # (as merge_reports: groups form in flow-id order on any rank count)
         samples = None
         if t >= self.next_sample_ps:
             due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t] \
