@@ -42,13 +42,14 @@ def fct_errors(r, ref) -> list[float]:
 
 
 class FakeFlow:
-    def __init__(self, fid, path, pg=3):
-        self.fid, self.data_ports, self.pg, self.last_steady = fid, path, pg, None
+    def __init__(self, fid, path, pg=3, path_rtt_ps=4_000_000):
+        self.fid, self.data_ports, self.pg, self.path_rtt_ps, self.last_steady = fid, path, pg, path_rtt_ps, None
 
 
 class FakeGroup:
     def __init__(self, flows):
         self.flows = set(flows)
+        self.refill = None
 
 
 def test_a_new_flow_on_a_finished_flows_path_takes_its_goodput():
@@ -56,22 +57,29 @@ def test_a_new_flow_on_a_finished_flows_path_takes_its_goodput():
     a, b = ("nic0", "down1"), ("nic1", "down2")
     flows = {1: FakeFlow(1, a), 2: FakeFlow(2, b)}
     s.froze(FakeGroup([1, 2]), flows, {1: 0.010, 2: 0.012})
-    flows[3] = FakeFlow(3, a)  # flow 1 finished; flow 3 starts on its path
+    flows[3] = FakeFlow(3, a, path_rtt_ps=5_000_000)  # flow 1 finished; flow 3 starts on its path
     new = {3}
-    assert s.take_over(FakeGroup([2, 3]), flows, {1}, new.__contains__) == {2: 0.012, 3: 0.010}
+    g = FakeGroup([2, 3])
+    assert s.take_over(g, 100, flows, {1}, new.__contains__)
+    assert g.refill == ({2: 0.012, 3: 0.010}, 100 + 5_000_000)  # frozen one path RTT on (the longest)
     assert s.handed == 1
-    assert s.take_over(FakeGroup([2, 3]), flows, set(), new.__contains__) is None  # 1 has not finished
-    assert s.take_over(FakeGroup([2, 3]), flows, {1}, set().__contains__) is None  # 3 is not new
+
+    def refused(fids, finished, is_new, succ=s) -> bool:
+        g = FakeGroup(fids)
+        return not succ.take_over(g, 100, flows, finished, is_new) and g.refill is None
+
+    assert refused([2, 3], set(), new.__contains__)  # flow 1 has not finished
+    assert refused([2, 3], {1}, set().__contains__)  # flow 3 is not new
     flows[4] = FakeFlow(4, b)
-    assert s.take_over(FakeGroup([2, 4]), flows, {1}, {4}.__contains__) is None  # on another path
+    assert refused([2, 4], {1}, {4}.__contains__)  # on another path
     flows[6] = FakeFlow(6, a, pg=0)
-    assert s.take_over(FakeGroup([2, 6]), flows, {1}, {6}.__contains__) is None  # in another priority group
+    assert refused([2, 6], {1}, {6}.__contains__)  # in another priority group
     flows[5] = FakeFlow(5, a)
-    assert s.take_over(FakeGroup([2, 3, 5]), flows, {1}, {3, 5}.__contains__) is None  # one flow more
+    assert refused([2, 3, 5], {1}, {3, 5}.__contains__)  # one flow more
+    assert refused([2, 3], {1}, new.__contains__, Successors(False))  # off
     s.froze(FakeGroup([2]), flows, {2: 0.02})  # flow 2's last steady state is another group's now
-    assert s.take_over(FakeGroup([2, 3]), flows, {1}, new.__contains__) is None
+    assert refused([2, 3], {1}, new.__contains__)
     assert s.handed == 1
-    assert Successors(False).take_over(FakeGroup([2, 3]), flows, {1}, new.__contains__) is None
 
 
 def test_ring_steps_take_their_predecessors_steady_state():

@@ -33,37 +33,39 @@ class Successors:
         for f in g.flows:
             flows[f].last_steady = state
 
-    def take_over(self, g, flows: dict, finished: set, is_new) -> dict | None:
-        """``g``'s goodputs (flow id -> bytes/ps) when it is the group of its flows' last steady
-        freeze with each flow finished since replaced by a new flow (``is_new(fid)``) on the
-        same data path in the same priority group, else None."""
+    def take_over(self, g, t: int, flows: dict, finished: set, is_new) -> bool:
+        """When group ``g`` at boundary ``t`` is the group of its flows' last steady freeze with
+        each flow finished since replaced by a new flow (``is_new(fid)``) on the same data path in
+        the same priority group: ``g.refill`` gets that state's goodputs (flow id -> bytes/ps) and
+        the time one path RTT on, when ``g`` freezes with them (True). Else False."""
         if not self.on:
-            return None
+            return False
         fids = sorted(g.flows)
         state = next((flows[f].last_steady for f in fids if flows[f].last_steady is not None), None)
         if state is None or len(state) != len(fids):
-            return None
+            return False
         free: dict = {}  # (data path, priority group) -> the flows of the state that finished since, by id
         for f in sorted(state):
             if f not in g.flows:
                 if f not in finished:
-                    return None
+                    return False
                 free.setdefault(state[f][0], []).append(f)
         goodput = {}
         for f in fids:
             if f in state:
                 if flows[f].last_steady is not state:
-                    return None
+                    return False
                 goodput[f] = state[f][1]
                 continue
             took = free.get(route_of(flows[f]))
             if not took or not is_new(f):
-                return None
+                return False
             goodput[f] = state[took.pop(0)][1]
         if not free or any(free.values()):  # each finished flow has a successor
-            return None
+            return False
+        g.refill = (goodput, t + max(flows[f].path_rtt_ps for f in fids))
         self.handed += 1
-        return goodput
+        return True
 
 
 def route_of(fs) -> tuple:

@@ -87,7 +87,8 @@ class Wormhole:
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
-        self.hdr_bytes, self.ack_bytes = (host0.hdr_bytes, host0.ack_bytes) if host0 is not None else (36, 48)
+        self.hdr_bytes = host0.hdr_bytes if host0 is not None else 36
+        self.ack_bytes = host0.ack_bytes if host0 is not None else 48
         self.table = FlowTable()
         self.flows = self.table.flows  # flow id -> FlowState
         self.groups = self.table.groups  # group id -> Group
@@ -388,10 +389,8 @@ class Wormhole:
 
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
-        gps = self.successors.take_over(g, self.flows, self.net_finished, lambda f: self.is_new(f, g))
-        if gps is not None:  # a ring's next step: its last steady state again, after one path RTT of packets
-            g.refill = (gps, t + max(self.flows[f].path_rtt_ps for f in g.flows))
-            return
+        if self.successors.take_over(g, t, self.flows, self.net_finished, lambda f: self.is_new(f, g)):
+            return  # a ring's next step: its last steady state again, after one path RTT of packets
         parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
