@@ -5,12 +5,11 @@ A ring's next step starts on the NIC, and the path, of the step that has just fi
 the group that step left. When a group re-forms from the flows of its last steady freeze, with
 each flow that finished since replaced by a new one on the same path and in the same priority
 group (its queues), the steady state of that freeze holds for it again: the new flow takes the
-finished one's goodput. The group then runs
-one path RTT of packets (the new flows' pipelines fill, as after an HPCC memo jump) and freezes
-with those goodputs, instead of recording the transient and waiting for HPCC to settle. The new
-flows keep the rates HPCC gives them (line rate at the start): setting the finished flows' rates
-instead moved FCTs by up to 25% on the bench rows (bench/RESULTS.md). Decisions use replicated
-facts only (the same on every rank)."""
+finished one's goodput. The group then runs one path RTT of packets (the new flows' pipelines
+fill, as after an HPCC memo jump) and freezes with those goodputs, instead of recording the
+transient and waiting for HPCC to settle. The new flows keep the rates HPCC gives them (line
+rate at the start; the finished flows' rates put their FCTs further off: bench/RESULTS.md).
+Decisions use replicated facts only (the same on every rank)."""
 
 from __future__ import annotations
 
