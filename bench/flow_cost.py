@@ -158,8 +158,8 @@ def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof
         prof.install()
     scn = make()
     c0 = time.process_time()
-    ws = simulate(scn, out, quiet=True, accel=AccelConfig(early=early, follow=follow, memo=memo,
-                                                                successors=successors))
+    accel = AccelConfig(early=early, follow=follow, memo=memo, successors=successors)
+    ws = simulate(scn, out, quiet=True, accel=accel)
     cpu = time.process_time() - c0
     r, _ = compare_dirs(str(ref), out, ps, ws)
     r.update(layers=layers, cpu_s=cpu, packet_events=ps["events"], wormhole_events=ws["events"],
