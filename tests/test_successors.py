@@ -77,6 +77,7 @@ def test_a_new_flow_on_a_finished_flows_path_takes_its_goodput():
     flows[5] = FakeFlow(5, a)
     assert refused([2, 3, 5], {1}, {3, 5}.__contains__)  # one flow more
     assert refused([2, 3], {1}, new.__contains__, Successors(False))  # off
+    assert refused([1, 2], set(), set().__contains__)  # the frozen flows themselves: nothing handed over
     s.froze(FakeGroup([2]), flows, {2: 0.02})  # flow 2's last steady state is another group's now
     assert refused([2, 3], {1}, new.__contains__)
     assert s.handed == 1

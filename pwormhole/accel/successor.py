@@ -49,7 +49,9 @@ class Successors:
                 if f not in finished:
                     return False
                 free.setdefault(state[f][0], []).append(f)
-        goodput = {}
+        if not free:  # the same flows as at the freeze: nothing to hand over
+            return False
+        goodput = {}  # (as many flows as the state, so each finished flow gets one successor)
         for f in fids:
             if f in state:
                 if flows[f].last_steady is not state:
@@ -60,8 +62,6 @@ class Successors:
             if not took or not is_new(f):
                 return False
             goodput[f] = state[took.pop(0)][1]
-        if not free or any(free.values()):  # each finished flow has a successor
-            return False
         g.refill = (goodput, t + max(flows[f].path_rtt_ps for f in fids))
         self.handed += 1
         return True
