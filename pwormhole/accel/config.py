@@ -34,7 +34,7 @@ class AccelConfig:
             settles (:data:`HPCC_EARLY_TOLERANCE`).
         successors: under HPCC, a group that re-forms with the flows of its last steady freeze, each
             finished one replaced by a new flow on its path (a ring's next step), freezes with that
-            state's goodputs after one path RTT (:mod:`.successor`).
+            state's goodputs at once (:mod:`.successor`).
         follow: under HPCC, a group of new flows that misses the memo cache at the boundary where
             another of the same graph missed follows that one (:mod:`.follow`); off by default (it
             breaks the lockstep of identical rails: measured in bench/RESULTS.md).

@@ -5,11 +5,12 @@ A ring's next step starts on the NIC, and the path, of the step that has just fi
 the group that step left. When a group re-forms from the flows of its last steady freeze, with
 each flow that finished since replaced by a new one on the same path and in the same priority
 group (its queues), the steady state of that freeze holds for it again: the new flow takes the
-finished one's goodput. The group then runs one path RTT of packets (the new flows' pipelines
-fill, as after an HPCC memo jump) and freezes with those goodputs, instead of recording the
+finished one's goodput. The group freezes with those goodputs at the boundary of the hand-over
+(its flows sampled there, the new flows' packets in flight with them), instead of recording the
 transient and waiting for HPCC to settle. The new flows keep the rates HPCC gives them (line
-rate at the start; the finished flows' rates put their FCTs further off: bench/RESULTS.md).
-Decisions use replicated facts only (the same on every rank)."""
+rate at the start; the finished flows' rates put their FCTs further off, and so did one path
+RTT of packets before the freeze: bench/RESULTS.md). Decisions use replicated facts only (the
+same on every rank)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Successors:
         """When group ``g`` at boundary ``t`` is the group of its flows' last steady freeze with
         each flow finished since replaced by a new flow (``is_new(fid)``) on the same data path in
         the same priority group: ``g.refill`` gets that state's goodputs (flow id -> bytes/ps) and
-        the time one path RTT on, when ``g`` freezes with them (True). Else False."""
+        ``t``, when ``g`` freezes with them (True). Else False."""
         if not self.on:
             return False
         fids = sorted(g.flows)
@@ -62,7 +63,7 @@ class Successors:
             if not took or not is_new(f):
                 return False
             goodput[f] = state[took.pop(0)][1]
-        g.refill = (goodput, t + max(flows[f].path_rtt_ps for f in fids))
+        g.refill = (goodput, t)
         self.handed += 1
         return True
 

@@ -390,7 +390,7 @@ class Wormhole:
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
         if self.successors.take_over(g, t, self.flows, self.net_finished, lambda f: self.is_new(f, g)):
-            return  # a ring's next step: its last steady state again, after one path RTT of packets
+            return  # a ring's next step: its last steady state again, from this boundary
         parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
