@@ -15,6 +15,7 @@ from pwormhole import cli as cli_mod
 from pwormhole import run as run_mod
 from pwormhole import scale
 from pwormhole.report import analysis
+from pwormhole.report.compare import fct_errors, fct_quantile_shifts
 from pwormhole.report.outdir import Fcts, Pfc
 from pwormhole.report.page import SECTIONS
 from pwormhole.scenario import Scenario
@@ -255,3 +256,15 @@ def test_timeline_csv_matches_the_summary(tmp_path):
                    if int(r["gpu"]) == g["gpu"] and r["kind"] == "comm")
         n = sum(1 for r in rows if int(r["gpu"]) == g["gpu"])
         assert abs(comp - g["compute_ns"]) <= n and abs(comm - g["comm_ns"]) <= n  # ns rounding per interval
+
+
+def test_fct_quantile_shifts_compare_the_distributions_not_the_flows():
+    """Four flows that swap their FCTs: every flow is far off (per-flow errors 300%, 50%, 33%, 75%)
+    and the FCT distribution is the same; the same flows 10% slower shift both quantiles by +10%."""
+    ref = {"a": 100, "b": 200, "c": 300, "d": 400}
+    swapped = {"a": 400, "b": 300, "c": 200, "d": 100}
+    assert [round(e, 4) for e in fct_errors(ref, swapped)] == [3.0, 0.5, 0.3333, 0.75]
+    assert fct_quantile_shifts(ref, swapped) == {0.5: 0.0, 0.99: 0.0}
+    slower = {k: v * 11 // 10 for k, v in ref.items()}
+    assert {q: round(v, 6) for q, v in fct_quantile_shifts(ref, slower).items()} == {0.5: 0.1, 0.99: 0.1}
+    assert fct_quantile_shifts(ref, {"e": 5}) == {}  # no flow in both

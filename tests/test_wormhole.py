@@ -536,9 +536,10 @@ def test_compare_writes_errors_and_speedups(tmp_path):
         assert key in c
     assert c["flows_compared"] == c["flows"] == 56 and c["complete"]
     assert c["mean_fct_error"] < 0.01 and c["speedup_events"] >= 1
+    assert abs(c["fct_p50_shift"]) <= c["max_fct_error"] and abs(c["fct_p99_shift"]) <= c["max_fct_error"]
     assert c["iteration_time_error"] is None  # a flow list has no iterations
     assert (tmp_path / "fct_error_cdf.png").read_bytes()[:4] == b"\x89PNG"
-    assert "FCT error mean" in r.stdout
+    assert "FCT error mean" in r.stdout and "FCT distribution shift p50 / p99" in r.stdout
 
 
 def test_memo_decisions_do_not_depend_on_the_process(tmp_path):

@@ -6,6 +6,10 @@ keys (DESIGN.md "Measuring"):
 * ``mean_fct_error``, ``p99_fct_error``, ``max_fct_error``: per-flow
   relative FCT error ``|wormhole - packet| / packet``, flows matched by
   ``(sip, dip, sport, dport)``;
+* ``fct_p50_shift``, ``fct_p99_shift``: signed relative shift of the median and the 99th
+  percentile of the FCTs themselves (the FCT CDF, flows not paired); where one flow's FCT
+  depends on the exact phase of its NIC's other flows (HPCC, several rings on one NIC:
+  bench/RESULTS.md), the CDF is the stable answer;
 * ``iteration_time_error``: relative error of the last iteration time
   (training workloads, else null); ``collective_time_error``: the largest
   relative error of a collective instance's time (null without collectives);
@@ -47,6 +51,21 @@ def fct_errors(ref: dict, acc: dict) -> np.ndarray:
     return np.array([abs(acc[k] - ref[k]) / ref[k] if ref[k] > 0 else 0.0 for k in keys], dtype=float)
 
 
+def fct_quantile_shifts(ref: dict, acc: dict, qs=(0.5, 0.99)) -> dict[float, float]:
+    """Signed relative shift of each ``q``-quantile of the FCTs themselves (flows in both; the
+    distribution an FCT CDF shows, where per-flow errors pair each flow with itself)."""
+    keys = [k for k in ref if k in acc]
+    if not keys:
+        return {}
+    r = np.array([ref[k] for k in keys], dtype=float)
+    a = np.array([acc[k] for k in keys], dtype=float)
+    out = {}
+    for q in qs:
+        rq = float(np.quantile(r, q, method="inverted_cdf"))
+        out[q] = (float(np.quantile(a, q, method="inverted_cdf")) - rq) / rq if rq > 0 else 0.0
+    return out
+
+
 def collective_times(path: str) -> dict[str, int]:
     """``name -> time_ns`` of a ``collectives.csv`` (empty when there is none)."""
     if not os.path.exists(path):
@@ -55,9 +74,12 @@ def collective_times(path: str) -> dict[str, int]:
         return {row["name"]: int(row["time_ns"]) for row in csv.DictReader(fh)}
 
 
-def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict[str, int]) -> dict:
+def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict[str, int],
+               shifts: dict | None = None) -> dict:
     """``compare.json`` of the packet run's summary ``ps`` and the Wormhole run's ``ws``, the
-    per-flow errors ``err`` and both runs' collective times ``pc`` and ``wc``."""
+    per-flow errors ``err``, both runs' collective times ``pc`` and ``wc`` and the FCT quantile
+    shifts ``shifts`` (:func:`fct_quantile_shifts`)."""
+    shifts = shifts or {}
     it_err = None
     if ps.get("iteration_time_ns") and ws.get("iteration_time_ns") is not None:
         it_err = abs(ws["iteration_time_ns"] - ps["iteration_time_ns"]) / ps["iteration_time_ns"]
@@ -71,6 +93,8 @@ def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict
         "mean_fct_error": float(err.mean()) if err.size else 0.0,
         "p99_fct_error": float(np.quantile(err, 0.99, method="inverted_cdf")) if err.size else 0.0,
         "max_fct_error": float(err.max()) if err.size else 0.0,
+        "fct_p50_shift": shifts.get(0.5),
+        "fct_p99_shift": shifts.get(0.99),
         "iteration_time_error": it_err,
         "collective_time_error": coll_err,
         "packet_wall_s": ps["wall_s"],
@@ -103,19 +127,24 @@ def compare_dirs(ref_dir: str, acc_dir: str, ps: dict | None = None, ws: dict | 
         with open(os.path.join(acc_dir, "summary.json")) as fh:
             ws = json.load(fh)
     fct_name = ps["inputs"]["fct_file"]  # the config's FCT_OUTPUT_FILE
-    err = fct_errors(read_fct(os.path.join(ref_dir, fct_name)), read_fct(os.path.join(acc_dir, fct_name)))
+    ref, acc = read_fct(os.path.join(ref_dir, fct_name)), read_fct(os.path.join(acc_dir, fct_name))
+    err = fct_errors(ref, acc)
     return comparison(ps, ws, err, collective_times(os.path.join(ref_dir, "collectives.csv")),
-                      collective_times(os.path.join(acc_dir, "collectives.csv"))), err
+                      collective_times(os.path.join(acc_dir, "collectives.csv")), fct_quantile_shifts(ref, acc)), err
 
 
 def table(r: dict) -> str:
     """A readable table of a comparison."""
     def pct(v):
         return "-" if v is None else f"{v * 100:.3f}%"
+
+    def spct(v):
+        return "-" if v is None else f"{v * 100:+.3f}%"
     rows = [
         ("flows compared", f"{r['flows_compared']} / {r['flows']}"),
         ("FCT error mean / p99 / max",
          f"{pct(r['mean_fct_error'])} / {pct(r['p99_fct_error'])} / {pct(r['max_fct_error'])}"),
+        ("FCT distribution shift p50 / p99", f"{spct(r.get('fct_p50_shift'))} / {spct(r.get('fct_p99_shift'))}"),
         ("iteration time error", pct(r["iteration_time_error"])),
         ("collective time error (max)", pct(r["collective_time_error"])),
         ("wall packet / wormhole", f"{r['packet_wall_s']:.2f} s / {r['wormhole_wall_s']:.2f} s"),
