@@ -141,6 +141,11 @@ class Profile:
         return {k: v / mtu for k, v in out.items()}
 
 
+def shift(v) -> str:
+    """A signed FCT quantile shift in percent (``-``: no flow in both runs)."""
+    return "-" if v is None else f"{v * 100:+.2f}%"
+
+
 def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof, follow: bool = False,
             memo: bool = True, successors: bool = True) -> dict:
     """Wormhole run of one row (its packet reference run once into the ref folder and reused) against
@@ -226,8 +231,8 @@ def main() -> int:
     mtu = scn.config.packet_payload_bytes
     print(f"events {r['wormhole_events']:,} (packet {r['packet_events']:,}): {r['speedup_events']:.2f}x; "
           f"FCT err mean {r['mean_fct_error'] * 100:.3f}% p99 {r['p99_fct_error'] * 100:.3f}% "
-          f"max {r['max_fct_error'] * 100:.3f}%; FCT p50 / p99 shift {r['fct_p50_shift'] * 100:+.2f}% / "
-          f"{r['fct_p99_shift'] * 100:+.2f}%; iteration {r['iteration_time_error'] * 100:.3f}%; "
+          f"max {r['max_fct_error'] * 100:.3f}%; FCT p50 / p99 shift {shift(r['fct_p50_shift'])} / "
+          f"{shift(r['fct_p99_shift'])}; iteration {r['iteration_time_error'] * 100:.3f}%; "
           f"CPU {r['cpu_s']:.1f} s; memo {r['memo_hits']}/{r['memo_misses']}, follows {r['memo_follows']} "
           f"({r['memo_follows_steady']} steady)")
     ph = prof.phases(nic, mtu)

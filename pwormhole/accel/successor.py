@@ -8,16 +8,16 @@ group (its queues), the steady state of that freeze holds for it again: the new 
 finished one's goodput. The group freezes with those goodputs at the boundary of the hand-over
 (its flows sampled there, the new flows' packets in flight with them), instead of recording the
 transient and waiting for HPCC to settle. The new flows keep the rates HPCC gives them (line
-rate at the start; the finished flows' rates put their FCTs further off, and so did one path
-RTT of packets before the freeze: bench/RESULTS.md). Decisions use replicated facts only (the
-same on every rank)."""
+rate at the start; the finished flows' rates put their FCTs further off; one path RTT of
+packets before the freeze was a little closer, and slower: bench/RESULTS.md). Decisions use
+replicated facts only (the same on every rank)."""
 
 from __future__ import annotations
 
 
 class Successors:
     """The hand-over test. ``on``: HPCC with fast-forwarding and the memo cache; ``handed`` counts
-    the groups given their last steady state again (a group that changes during its refill is
+    the groups given their last steady state again (a group whose freeze is then refused is
     counted too)."""
 
     def __init__(self, on: bool) -> None:

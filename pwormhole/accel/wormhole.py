@@ -267,8 +267,8 @@ class Wormhole:
                 continue
             back_off(g, t, self.sample_ps, self.samples)  # many flows, unsteady for long: checked less often
             if g.refill is not None:
-                # HPCC after a memo jump: the group runs one path RTT (its pipelines refill),
-                # then skips on with the recorded goodputs
+                # HPCC after a memo jump, one path RTT on (its pipelines refill), or a ring step
+                # handed over, at once: skip on with those goodputs
                 if t >= g.refill[1] and all(self.flows[f].samples and self.flows[f].samples[-1].t_ps == t
                                             for f in g.flows):
                     gps, g.refill = g.refill[0], None

@@ -9,7 +9,7 @@ keys (DESIGN.md "Measuring"):
 * ``fct_p50_shift``, ``fct_p99_shift``: signed relative shift of the median and the 99th
   percentile of the FCTs themselves (the FCT CDF, flows not paired); where one flow's FCT
   depends on the exact phase of its NIC's other flows (HPCC, several rings on one NIC:
-  bench/RESULTS.md), the CDF is the stable answer;
+  bench/RESULTS.md), the CDF is the stable answer (null when no flow is in both runs);
 * ``iteration_time_error``: relative error of the last iteration time
   (training workloads, else null); ``collective_time_error``: the largest
   relative error of a collective instance's time (null without collectives);
