@@ -74,12 +74,10 @@ def collective_times(path: str) -> dict[str, int]:
         return {row["name"]: int(row["time_ns"]) for row in csv.DictReader(fh)}
 
 
-def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict[str, int],
-               shifts: dict | None = None) -> dict:
+def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict[str, int], shifts: dict) -> dict:
     """``compare.json`` of the packet run's summary ``ps`` and the Wormhole run's ``ws``, the
     per-flow errors ``err``, both runs' collective times ``pc`` and ``wc`` and the FCT quantile
     shifts ``shifts`` (:func:`fct_quantile_shifts`)."""
-    shifts = shifts or {}
     it_err = None
     if ps.get("iteration_time_ns") and ws.get("iteration_time_ns") is not None:
         it_err = abs(ws["iteration_time_ns"] - ps["iteration_time_ns"]) / ps["iteration_time_ns"]
