@@ -204,8 +204,8 @@ def main() -> int:
     if len(ladder) > 1:
         if a.ref:
             ap.error("--ref takes one layer count")
-        print("| row | layers | packet events | Wormhole events | ratio | FCT err mean / p99 / max | iteration err | "
-              "CPU s (Wormhole / packet) |\n|---|---|---|---|---|---|---|---|")
+        print("| row | layers | packet events | Wormhole events | ratio | FCT err mean / p99 / max | "
+              "FCT p50 / p99 shift | iteration err | CPU s (Wormhole / packet) |\n|---|---|---|---|---|---|---|---|---|")
         rows = []
         for n in ladder:
             r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow, not a.no_memo,
@@ -214,7 +214,8 @@ def main() -> int:
             pcpu = f"{r['packet_cpu_s']:.0f}" if r["packet_cpu_s"] else "-"
             errs = " / ".join(f"{r[k] * 100:.3f}%" for k in ("mean_fct_error", "p99_fct_error", "max_fct_error"))
             print(f"| {a.row} | {n} | {r['packet_events']:,} | {r['wormhole_events']:,} | {r['speedup_events']:.1f}x | "
-                  f"{errs} | {r['iteration_time_error'] * 100:+.3f}% | {r['cpu_s']:.1f} / {pcpu} |", flush=True)
+                  f"{errs} | {shift(r['fct_p50_shift'])} / {shift(r['fct_p99_shift'])} | "
+                  f"{r['iteration_time_error'] * 100:+.3f}% | {r['cpu_s']:.1f} / {pcpu} |", flush=True)
         if a.fit:
             xs = [r["layers"] for r in rows]
             pa, pb = fit_line(xs, [r["packet_events"] for r in rows])
