@@ -205,7 +205,7 @@ def main() -> int:
         if a.ref:
             ap.error("--ref takes one layer count")
         print("| row | layers | packet events | Wormhole events | ratio | FCT err mean / p99 / max | "
-              "FCT p50 / p99 shift | iteration err | CPU s (Wormhole / packet) |\n|---|---|---|---|---|---|---|---|---|")
+              "FCT p50 / p99 shift | iteration err | CPU s (Wormhole / packet) |\n" + "|---" * 9 + "|")
         rows = []
         for n in ladder:
             r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow, not a.no_memo,
