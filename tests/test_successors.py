@@ -42,8 +42,12 @@ def fct_errors(r, ref) -> list[float]:
 
 
 class FakeFlow:
-    def __init__(self, fid, path, pg=3):
+    def __init__(self, fid, path, pg=3, start_ps=0, pacing_bps=200e9):
         self.fid, self.data_ports, self.pg, self.last_steady = fid, path, pg, None
+        self.start_ps, self.pacing_bps = start_ps, pacing_bps
+
+    def pacing_rate(self):
+        return self.pacing_bps
 
 
 class FakeGroup:
@@ -81,6 +85,57 @@ def test_a_new_flow_on_a_finished_flows_path_takes_its_goodput():
     s.froze(FakeGroup([2]), flows, {2: 0.02})  # flow 2's last steady state is another group's now
     assert refused([2, 3], {1}, new.__contains__)
     assert s.handed == 1
+
+
+def test_no_hand_over_where_hpcc_cuts_a_flow_the_new_step_meets():
+    """Flow 1 (a ring step) finished; flow 2 shares its NIC. Flow 2 started with flow 1 and is paced
+    at 45 Gb/s for a 41.2 Gb/s share (under 1.25x): HPCC is cutting it, a step starting at line
+    rate takes more than flow 1 had, and nothing is handed over. Paced at 100 Gb/s, or started
+    before flow 1 (flow 1 met it as the new step will), it is handed over."""
+    share = 41.2e9 / 8e12  # bytes/ps
+
+    def handed(start2_ps, pace2_bps, path2=("nic0", "down2")) -> bool:
+        s = Successors(True)
+        flows = {1: FakeFlow(1, ("nic0", "down1"), start_ps=10), 2: FakeFlow(2, path2, start_ps=start2_ps,
+                                                                                pacing_bps=pace2_bps)}
+        s.froze(FakeGroup([1, 2]), flows, {1: share, 2: share})
+        flows[3] = FakeFlow(3, ("nic0", "down1"), start_ps=20)
+        return s.take_over(FakeGroup([2, 3]), 20, flows, {1}, {3}.__contains__)
+
+    assert not handed(10, 45e9)  # started with flow 1, paced 1.09x its share
+    assert not handed(15, 45e9)  # started after flow 1
+    assert handed(10, 100e9)  # paced 2.4x its share: the NIC's round robin sets the shares
+    assert handed(5, 45e9)  # started before flow 1
+    assert handed(10, 45e9, ("nic1", "down2"))  # shares no data port with the new step
+
+
+def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():
+    """Four GPUs on one leaf (HPCC): each sends 8.4 MB to the next two GPUs and, from the same start,
+    four ring steps of 2.6 MB to the next. The long flows are paced close to their share, so the
+    ring's next steps take more than the first had: packet mode ends at 1,362.0 us; handed over, the
+    steps kept the first step's share and the run ended at 1,323.9 us (-2.8%). Now nothing is handed
+    over, and the run is the one without successors (1,353.7 us)."""
+    dag = Dag()
+    start = [dag.compute(i, 0) for i in range(RING)]
+    for i in range(RING):
+        for j in range(RING):
+            if (j - i) % RING in (1, 2):
+                dag.flow(i, j, 8_400_000, deps=[start[i]])
+    prev = start
+    for _ in range(4):
+        prev = [dag.flow(i, (i + 1) % RING, 2_600_000, deps=[prev[(i - 1) % RING] if prev is not start else
+                                                                 start[i]]) for i in range(RING)]
+    topo = rail_optimized(RING, 1)
+    cfg = config("hpcc")
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    scn = from_dag("t", topo, dag, cfg)
+    ref = Run(scn, memo=MemoCache("t")).run()
+    on = Run(scn, accel=AccelConfig(), memo=MemoCache("t")).run()
+    off = Run(scn, accel=AccelConfig(successors=False), memo=MemoCache("t")).run()
+    assert on.accel.stats()["memo_successors"] == 0
+    assert on.finish_ps == off.finish_ps
+    end, ref_end = max(on.finish_ps.values()), max(ref.finish_ps.values())
+    assert ref_end == 1_362_049_810 and abs(end - ref_end) / ref_end < 0.01
 
 
 def test_ring_steps_take_their_predecessors_steady_state():

@@ -124,6 +124,14 @@ its group woke from a freeze within this many windows of the group's forming (a 
 successor joins the flows it shared the NICs with, woken for the step's end). Measured in
 bench/RESULTS.md."""
 
+SUCCESSOR_PACING_HEADROOM = 1.25
+"""A ring step takes its predecessor's goodput only if every flow it shares data ports with,
+of those that did not start before the predecessor did, is paced at least this many times its
+own goodput: then the NIC's round robin, not HPCC's cuts, set the shares, and the new step's
+start at line rate does not take more than its predecessor had. Flows paced closer (an MoE
+all-to-all started with the step, 1.05-1.10x) gave the new steps half their packet-mode rate;
+1.25-2x kept the same answers (bench/RESULTS.md, "Hand-overs that HPCC's cuts undo")."""
+
 HPCC_CROWDED_NIC = 3
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on

@@ -5,14 +5,18 @@ A ring's next step starts on the NIC, and the path, of the step that has just fi
 the group that step left. When a group re-forms from the flows of its last steady freeze, with
 each flow that finished since replaced by a new one on the same path and in the same priority
 group (its queues), the steady state of that freeze holds for it again: the new flow takes the
-finished one's goodput. The group freezes with those goodputs at the boundary of the hand-over
-(its flows sampled there, the new flows' packets in flight with them), instead of recording the
-transient and waiting for HPCC to settle. The new flows keep the rates HPCC gives them (line
-rate at the start; the finished flows' rates put their FCTs further off; one path RTT of
-packets before the freeze was a little closer, and slower: bench/RESULTS.md). Decisions use
-replicated facts only (the same on every rank)."""
+finished one's goodput, unless a flow that shares the new one's data ports, and did not start
+before the finished one, is paced close to its goodput (HPCC is cutting it, and a step that
+starts at line rate takes more than its predecessor had). The group freezes with those
+goodputs at the boundary of the hand-over (its flows sampled there, the new flows' packets in
+flight with them), instead of recording the transient and waiting for HPCC to settle. The new
+flows keep the rates HPCC gives them (line rate at the start; the finished flows' rates put
+their FCTs further off; one path RTT of packets before the freeze was a little closer, and
+slower: bench/RESULTS.md). Decisions use replicated facts only (the same on every rank)."""
 
 from __future__ import annotations
+
+from .config import BPS_PER_BYTE_PS, SUCCESSOR_PACING_HEADROOM
 
 
 class Successors:
@@ -26,18 +30,19 @@ class Successors:
 
     def froze(self, g, flows: dict, goodput: dict) -> None:
         """A steady freeze of group ``g`` at ``goodput`` (flow id -> bytes/ps): each flow keeps
-        the group's state, ``{flow id: ((data path, priority group), goodput)}``."""
+        the group's state, ``{flow id: ((data path, priority group), goodput, start)}``."""
         if not self.on:
             return
-        state = {f: (route_of(flows[f]), goodput[f]) for f in g.flows}
+        state = {f: (route_of(flows[f]), goodput[f], flows[f].start_ps) for f in g.flows}
         for f in g.flows:
             flows[f].last_steady = state
 
     def take_over(self, g, t: int, flows: dict, finished: set, is_new) -> bool:
         """When group ``g`` at boundary ``t`` is the group of its flows' last steady freeze with
         each flow finished since replaced by a new flow (``is_new(fid)``) on the same data path in
-        the same priority group: ``g.refill`` gets that state's goodputs (flow id -> bytes/ps) and
-        ``t``, when ``g`` freezes with them (True). Else False."""
+        the same priority group, and HPCC not cutting the flows the new ones meet (``cut_under``):
+        ``g.refill`` gets that state's goodputs (flow id -> bytes/ps) and ``t``, when ``g``
+        freezes with them (True). Else False."""
         if not self.on:
             return False
         fids = sorted(g.flows)
@@ -51,6 +56,8 @@ class Successors:
                     return False
                 free.setdefault(state[f][0], []).append(f)
         if not free:  # the same flows as at the freeze: nothing to hand over
+            return False
+        if any(cut_under(route, took, state, g.flows, flows) for route, took in free.items()):
             return False
         goodput = {}  # (as many flows as the state, so each finished flow gets one successor)
         for f in fids:
@@ -66,6 +73,17 @@ class Successors:
         g.refill = (goodput, t)
         self.handed += 1
         return True
+
+
+def cut_under(route: tuple, finished: list, state: dict, fids, flows: dict) -> bool:
+    """Whether a flow of ``fids`` in ``state`` that shares ``route``'s data ports and did not
+    start before the newest of ``finished`` is paced (at its latest sample) under
+    ``SUCCESSOR_PACING_HEADROOM`` times its goodput in ``state``."""
+    newest_ps = max(state[f][2] for f in finished)
+    ports = set(route[0])
+    return any(f in state and state[f][2] >= newest_ps and not ports.isdisjoint(flows[f].data_ports)
+               and flows[f].pacing_rate() < SUCCESSOR_PACING_HEADROOM * state[f][1] * BPS_PER_BYTE_PS
+               for f in fids)
 
 
 def route_of(fs) -> tuple:
