@@ -135,8 +135,9 @@ all-to-all started with the step, 1.05-1.10x) gave the new steps half their pack
 HPCC_CROWDED_NIC = 3
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on
-one NIC, FCTs came out over 100% off packet mode at p99 (iteration times within 0.1%;
-bench/RESULTS.md, "Coupled rings, twelfth session"); two per NIC stayed within 1.3% at p99."""
+one NIC, FCTs came out 70-91% off packet mode at p99, in flows fast-forwarded or not
+(iteration times within 0.25%; bench/RESULTS.md, "Coupled rings, twelfth session" and
+"Hand-overs that HPCC's cuts undo"); two per NIC stayed within 1.3% at p99."""
 
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
