@@ -104,9 +104,21 @@ def test_no_hand_over_where_hpcc_cuts_a_flow_the_new_step_meets():
 
     assert not handed(10, 45e9)  # started with flow 1, paced 1.09x its share
     assert not handed(15, 45e9)  # started after flow 1
+    assert not handed(10, 1.2 * 41.2e9)  # under SUCCESSOR_PACING_HEADROOM (1.25)
+    assert handed(10, 1.3 * 41.2e9)
     assert handed(10, 100e9)  # paced 2.4x its share: the NIC's round robin sets the shares
     assert handed(5, 45e9)  # started before flow 1
     assert handed(10, 45e9, ("nic1", "down2"))  # shares no data port with the new step
+
+    # two steps finished on one path, started at 10 and 30: flow 2 (started at 20) is checked
+    # against the newer one, which met it as the new steps will
+    s = Successors(True)
+    path = ("nic0", "down1")
+    flows = {1: FakeFlow(1, path, start_ps=10), 4: FakeFlow(4, path, start_ps=30),
+             2: FakeFlow(2, ("nic0", "down2"), start_ps=20, pacing_bps=45e9)}
+    s.froze(FakeGroup([1, 2, 4]), flows, {1: share, 2: share, 4: share})
+    flows[3], flows[5] = FakeFlow(3, path, start_ps=40), FakeFlow(5, path, start_ps=40)
+    assert s.take_over(FakeGroup([2, 3, 5]), 40, flows, {1, 4}, {3, 5}.__contains__)
 
 
 def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():

@@ -130,13 +130,14 @@ of those that did not start before the predecessor did, is paced at least this m
 own goodput: then the NIC's round robin, not HPCC's cuts, set the shares, and the new step's
 start at line rate does not take more than its predecessor had. Flows paced closer (an MoE
 all-to-all started with the step, 1.05-1.10x) gave the new steps half their packet-mode rate;
-1.25-2x kept the same answers (bench/RESULTS.md, "Hand-overs that HPCC's cuts undo")."""
+a headroom of 2 refused hand-overs that were right (bench/RESULTS.md, "Hand-overs that HPCC's
+cuts undo")."""
 
 HPCC_CROWDED_NIC = 3
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on
-one NIC, FCTs came out 70-91% off packet mode at p99, in flows fast-forwarded or not
-(iteration times within 0.25%; bench/RESULTS.md, "Coupled rings, twelfth session" and
+one NIC, FCTs came out 64-111% off packet mode at p99 (as versions changed), flows never
+fast-forwarded less (iteration times within 0.25%; bench/RESULTS.md, "Coupled rings, twelfth session" and
 "Hand-overs that HPCC's cuts undo"); two per NIC stayed within 1.3% at p99."""
 
 REFILL_BUDGET = 0.01

@@ -75,11 +75,12 @@ class Successors:
         return True
 
 
-def cut_under(route: tuple, finished: list, state: dict, fids, flows: dict) -> bool:
+def cut_under(route: tuple, predecessors: list, state: dict, fids: set, flows: dict) -> bool:
     """Whether a flow of ``fids`` in ``state`` that shares ``route``'s data ports and did not
-    start before the newest of ``finished`` is paced (at its latest sample) under
-    ``SUCCESSOR_PACING_HEADROOM`` times its goodput in ``state``."""
-    newest_ps = max(state[f][2] for f in finished)
+    start before the newest of ``predecessors`` (the flows of ``state`` on ``route`` that
+    finished) is paced (at its latest sample) under ``SUCCESSOR_PACING_HEADROOM`` times its
+    goodput in ``state``."""
+    newest_ps = max(state[f][2] for f in predecessors)
     ports = set(route[0])
     return any(f in state and state[f][2] >= newest_ps and not ports.isdisjoint(flows[f].data_ports)
                and flows[f].pacing_rate() < SUCCESSOR_PACING_HEADROOM * state[f][1] * BPS_PER_BYTE_PS
