@@ -124,9 +124,10 @@ def test_no_hand_over_where_hpcc_cuts_a_flow_the_new_step_meets():
 def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():
     """Four GPUs on one leaf (HPCC): each sends 8.4 MB to the next two GPUs and, from the same start,
     four ring steps of 2.6 MB to the next. The long flows are paced close to their share, so the
-    ring's next steps take more than the first had: packet mode ends at 1,362.0 us; handed over, the
-    steps kept the first step's share and the run ended at 1,323.9 us (-2.8%). Now nothing is handed
-    over, and the run is the one without successors (1,353.7 us)."""
+    ring's next steps take more than the first had (packet mode ends at 1,362.0 us): the rule
+    without the pacing test hands one step over (the run ends at 1,340.2 us, -1.6%). Now nothing
+    is handed over, and the run is the one without successors (1,347.0 us, -1.1%: three flows on
+    each NIC, whose phases Wormhole does not keep)."""
     dag = Dag()
     start = [dag.compute(i, 0) for i in range(RING)]
     for i in range(RING):
@@ -147,22 +148,23 @@ def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():
     assert on.accel.stats()["memo_successors"] == 0
     assert on.finish_ps == off.finish_ps
     end, ref_end = max(on.finish_ps.values()), max(ref.finish_ps.values())
-    assert ref_end == 1_362_049_810 and abs(end - ref_end) / ref_end < 0.01
+    assert ref_end == 1_362_049_810 and abs(end - ref_end) / ref_end < 0.012
 
 
 def test_ring_steps_take_their_predecessors_steady_state():
     """Ring 1 starts 50 us after ring 0. Without successors each ring step is detected again (7
-    recordings, 220,348 events, FCTs within 0.35% of packet mode); with them four steps take their
-    predecessor's place: 3 recordings, 40% of the events, FCTs within 0.95%."""
+    recordings, 217,736 events, FCTs within 0.28% of packet mode); with them three steps take their
+    predecessor's place: 4 recordings, 51% of the events, FCTs within 0.86%. (Ring 1's first step,
+    paced 1.21x its goodput, is not handed over: under ``SUCCESSOR_PACING_HEADROOM``.)"""
     ref = run(None)
     off, on = run(AccelConfig(successors=False)), run(AccelConfig())
     s_off, s_on = off.accel.stats(), on.accel.stats()
     assert (s_off["memo_successors"], s_off["memo_misses"]) == (0, 7)
-    assert (s_on["memo_successors"], s_on["memo_misses"]) == (4, 3)
+    assert (s_on["memo_successors"], s_on["memo_misses"]) == (3, 4)
     assert (s_on["successors_on"], s_off["successors_on"]) == (True, False)
-    assert (off.events, on.events) == (220_348, 89_136)
-    assert max(fct_errors(off, ref)) < 0.0035
-    assert max(fct_errors(on, ref)) < 0.0095
+    assert (off.events, on.events) == (217_736, 111_140)
+    assert max(fct_errors(off, ref)) < 0.0028
+    assert max(fct_errors(on, ref)) < 0.0087
     assert len(on.finish_ps) == len(ref.finish_ps) == 2 * 3 * RING
     assert run(AccelConfig(), n_lps=3).finish_ps == on.finish_ps  # replicated decisions
 

@@ -43,6 +43,7 @@ class NetFacts(NamedTuple):
     rate_bound: bool  # RATE_BOUND: senders are paced at their CC rate
     ack_high_prio: bool  # ACK_HIGH_PRIO: ACKs do not wait in their flow's queue
     u_target: float  # HPCC's target utilization
+    rate_ai_bps: int  # HPCC's additive increase per update
 
 
 def goodput(fs, since: int, newest_start_ps: int, samples: int, theta: float, min_span_packets: int):
@@ -227,9 +228,10 @@ def fifo_shares(flows: list, goodput: dict, samples: int, facts: NetFacts) -> No
 def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
     """HPCC's fluid steady state of the flows (sorted by id): ``{flow id: payload bytes/ps}``,
     their max-min shares where a switch port (an INT hop) carries ``u_target`` of its rate
-    and a NIC port its rate, the ACKs (at the shares' pace) served first; None where a port
-    carries data of two priorities (strict priorities are not max-min). ``goodput`` seeds the
-    ACK loads; at most :data:`~.config.MAX_MIN_ROUNDS` rounds of their fixed point."""
+    lifted by the additive step (:func:`hpcc_lift`) and a NIC port its rate, the ACKs (at the
+    shares' pace) served first; None where a port carries data of two priorities (strict
+    priorities are not max-min). ``goodput`` seeds the ACK loads and the lifts; at most
+    :data:`~.config.MAX_MIN_ROUNDS` rounds of their fixed point."""
     crossing: dict = {}
     for fs in flows:
         for p in fs.data_ports:
@@ -241,7 +243,8 @@ def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
     g = dict(goodput)
     for _ in range(MAX_MIN_ROUNDS):
         acks = port_loads(flows, g, facts)[1]
-        room = {p: p.rate_bps / BPS_PER_BYTE_PS * (facts.u_target if isinstance(p, SwitchPort) else 1.0)
+        room = {p: p.rate_bps / BPS_PER_BYTE_PS * (facts.u_target * hpcc_lift(crossing[p], g, facts)
+                                                   if isinstance(p, SwitchPort) else 1.0)
                 - acks.get(p, 0.0) for p in crossing}
         share = max_min_shares(room, fids, data_ports)
         new = {fs.fid: share[fs.fid] * fs.mtu / fs.wire_bytes for fs in flows}
@@ -250,6 +253,15 @@ def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
         if done:
             break
     return g
+
+
+def hpcc_lift(flows: list, goodput: dict, facts: NetFacts) -> float:
+    """How far over ``u_target`` HPCC holds a switch port's utilization U: a flow limited there
+    settles where its update (``rate / (U / u_target) + rate_ai``, ns-3's ``UpdateRateHp``)
+    keeps its rate r, at U = u_target x r / (r - rate_ai); r is the port's fastest flow (wire
+    rate, from ``goodput``)."""
+    top = max(goodput.get(fs.fid, 0.0) * fs.wire_bytes / fs.mtu for fs in flows) * BPS_PER_BYTE_PS
+    return top / (top - facts.rate_ai_bps) if top > 2 * facts.rate_ai_bps else 1.0
 
 
 def per_flow(flows: list, rate_of, *args):

@@ -118,7 +118,7 @@ class Wormhole:
         self.ack_every_pkts = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         ncfg = net.cfg
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
-                              ncfg.rate_bound, ncfg.ack_high_prio, ncfg.u_target)
+                              ncfg.rate_bound, ncfg.ack_high_prio, ncfg.u_target, ncfg.rate_ai_bps)
 
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
