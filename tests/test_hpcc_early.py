@@ -146,9 +146,10 @@ def test_a_lone_hpcc_flow_freezes_early_and_closer_to_packet_mode():
 
 def test_flows_of_one_nic_count_as_their_slowest_window():
     """Host 0 sends two flows to host 2: HPCC holds the switch port to host 2 at 95% of 100 Gb/s
-    plus its additive step per flow, 47.55 Gb/s of wire rate, 44.11 Gb/s of payload each. Windows 1.10 and 1.30 x the fluid goodput spread by
-    18%, but the NIC's round robin holds the faster flow to the slower's pace (each of its packets
-    waits for the other's): they pass as one NIC. Two such flows from two hosts do not."""
+    plus its additive step per flow, 47.55 Gb/s of wire rate, 44.11 Gb/s of payload each.
+    Windows 1.10 and 1.30 x the fluid goodput spread by 18%, but the NIC's round robin holds the
+    faster flow to the slower's pace (each of its packets waits for the other's): they pass as
+    one NIC. Two such flows from two hosts do not."""
     run = Run(Scenario("t", star_topo(4), flows_of([(0, 2, 10**7, 0), (0, 2, 10**7, 0), (1, 2, 10**7, 0)]),
                        config("hpcc")), accel=AccelConfig())
     run.run(until_ps=3 * US)
