@@ -10,7 +10,7 @@ from helpers import US, config, flows_of, star_topo
 from pwormhole.accel.config import SETTLE_RTTS
 from pwormhole.accel.groups import crowded_nic_flows
 from pwormhole.accel.sampling import Sample
-from pwormhole.accel.steady import hpcc_early, hpcc_model, recent_goodput
+from pwormhole.accel.steady import hpcc_early, hpcc_lift, hpcc_model, recent_goodput
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario
@@ -199,3 +199,23 @@ def test_a_run_with_flows_frozen_three_on_one_nic_warns_once(tmp_path, capsys):
     assert s["hpcc_crowded_nic_flows"] == 3
     err = capsys.readouterr().err
     assert err.count("warning: HPCC: 3 flows were fast-forwarded while 3 or more flows left their NIC") == 1, err
+
+
+def test_the_additive_step_lifts_a_port_fed_by_at_most_three_nics():
+    """Hosts 0-2 (then 0-3) send to the last host of one 100 Gb/s switch. From 3 NICs each flow
+    gets 95/3 Gb/s plus HPCC's additive step (0.05 Gb/s) of wire rate; from 4, 95/4 (packet mode
+    carried 95.06 Gb/s there, not the lift's 95.20: a standing queue makes up HPCC's U). A flow
+    slower than ``rate_ai / (1 - u_target)`` would need U over 1: the port's rate caps it."""
+    def model(k):
+        flows = flows_of([(h, k, 10**7, 0) for h in range(k)])
+        run = Run(Scenario("t", star_topo(k + 1), flows, config("hpcc")), accel=AccelConfig())
+        run.run(until_ps=3 * US)
+        w = run.accel
+        fss = [w.flows[f] for f in sorted(w.flows)]
+        return hpcc_model(fss, {fs.fid: 0.01 for fs in fss}, w.facts), fss, w.facts
+    three, _, _ = model(3)
+    assert [round(g * GBPS, 4) for g in three.values()] == [round((95 / 3 + 0.05) * PAYLOAD, 4)] * 3
+    four, fss, facts = model(4)
+    assert [round(g * GBPS, 4) for g in four.values()] == [round(95 / 4 * PAYLOAD, 4)] * 4
+    slow = {fs.fid: 0.5e9 / 8e12 * PAYLOAD for fs in fss[:3]}  # 0.5 Gb/s of wire rate: under 1 Gb/s
+    assert hpcc_lift(fss[:3], slow, facts) == pytest.approx(1 / 0.95)

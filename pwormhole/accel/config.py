@@ -133,6 +133,14 @@ all-to-all started with the step, 1.05-1.10x) gave the new steps half their pack
 a headroom of 2 refused hand-overs that were right (bench/RESULTS.md, "Hand-overs that HPCC's
 cuts undo")."""
 
+HPCC_LIFT_MAX_NICS = 3
+"""HPCC's fluid steady state lifts a switch port's throughput over ``U_TARGET`` by the additive
+step (``steady.hpcc_lift``) only where the flows crossing it leave at most this many NICs.
+Measured in packet mode, a port at 100 Gb/s carried 95.05 / 95.10 Gb/s with 1 / 2 senders (the
+lift: 95.05 / 95.10); an MoE all-to-all's flows from 3 senders ended within 0.02 us with it; 4
+senders 95.06 (the lift 95.20), 8-60 senders 94.5-95.0: there a standing queue makes up HPCC's U
+(bench/RESULTS.md)."""
+
 HPCC_CROWDED_NIC = 3
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on

@@ -49,6 +49,7 @@ from .config import (
     HPCC_EARLY_MIN_PACKETS,
     HPCC_EARLY_TOLERANCE,
     HPCC_EARLY_WINDOW_SPREAD,
+    HPCC_LIFT_MAX_NICS,
     KNOWN_WINDOWS,
     SETTLE_RTTS,
 )
@@ -88,7 +89,7 @@ def config_fingerprint(cfg, accel_cfg) -> str:
         parts.append(f"known={KNOWN_WINDOWS}/old_rates={OLD_RATE_STEPS}")
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
         parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
-                     "/span>=min")
+                     f"/span>=min/lift<={HPCC_LIFT_MAX_NICS}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

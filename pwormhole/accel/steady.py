@@ -23,6 +23,7 @@ from .config import (
     BPS_PER_BYTE_PS,
     FIFO_SATURATION,
     HPCC_FAIRNESS,
+    HPCC_LIFT_MAX_NICS,
     HPCC_SATURATION,
     INFLIGHT_BASELINE_SPANS,
     INFLIGHT_SLACK_PACKETS,
@@ -256,12 +257,16 @@ def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
 
 
 def hpcc_lift(flows: list, goodput: dict, facts: NetFacts) -> float:
-    """How far over ``u_target`` HPCC holds a switch port's utilization U: a flow limited there
-    settles where its update (``rate / (U / u_target) + rate_ai``, ns-3's ``UpdateRateHp``)
-    keeps its rate r, at U = u_target x r / (r - rate_ai); r is the port's fastest flow (wire
-    rate, from ``goodput``)."""
+    """How far over ``u_target`` HPCC holds the throughput of a switch port that flows from at
+    most ``HPCC_LIFT_MAX_NICS`` NICs cross: a flow limited there settles where its update
+    (``rate / (U / u_target) + rate_ai``, ns-3's ``UpdateRateHp``) keeps its rate r, at
+    U = u_target x r / (r - rate_ai), at most 1; r is the port's fastest flow (wire rate, from
+    ``goodput``). From more NICs a standing queue, not throughput, makes up U (1.0)."""
+    if len({fs.data_ports[0] for fs in flows}) > HPCC_LIFT_MAX_NICS:
+        return 1.0
     top = max(goodput.get(fs.fid, 0.0) * fs.wire_bytes / fs.mtu for fs in flows) * BPS_PER_BYTE_PS
-    return top / (top - facts.rate_ai_bps) if top > 2 * facts.rate_ai_bps else 1.0
+    ai, u = facts.rate_ai_bps, facts.u_target
+    return top / (top - ai) if top * (1 - u) > ai else 1 / u
 
 
 def per_flow(flows: list, rate_of, *args):
