@@ -228,8 +228,8 @@ class Run:
                             self._tracked())
 
     def _tracked(self):
-        """Flow id -> whether the boundary hook must see its completion at once (under Wormhole, every
-        flow whose start it was told of: all but the NVLink flows completed by rates); None: no flow."""
+        """Completions -> those the boundary hook must see at once, in their order (under Wormhole,
+        of every flow whose start it was told of: all but the NVLink flows completed by rates); None: none."""
         if self.accel is None:
             return None
         handed_of = {}  # NVLink flow by rates sent from here -> its domain's flows handed over to packets
@@ -237,10 +237,10 @@ class Run:
             for nd in lp.nodes:
                 for fid, model in (getattr(nd, "flow_models", None) or {}).items():
                     handed_of[fid] = model.packet_fids
+        handed = handed_of.get
 
-        def tracked(fid: int) -> bool:
-            handed = handed_of.get(fid)
-            return handed is None or fid in handed
+        def tracked(records: list) -> list:
+            return [rec for rec in records if (h := handed(rec[0])) is None or rec[0] in h]
         return tracked
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,

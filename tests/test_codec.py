@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pwormhole.events import Lead
 from pwormhole.net.packet import T_ACK, T_DATA, T_PFC, new_packet
-from pwormhole.sync.codec import pack_events, unpack_events
+from pwormhole.sync.codec import earliest, pack_events, unpack_events
 
 ROW = 20  # integers per packet event (codec.ROW, a C constant when compiled)
 PACKET_SOURCE = Path(__file__).resolve().parents[1] / "pwormhole" / "net" / "packet.py"
@@ -78,9 +79,9 @@ def test_every_field_of_the_model_is_checked():
 @pytest.mark.skipif(os.environ.get("PWORMHOLE_PURE", "") not in ("", "0"), reason="this is the pure run")
 def test_pure_codec_too():
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                          "every_field_and_key or nothing_to_send"], env={**os.environ, "PWORMHOLE_PURE": "1"},
-                         capture_output=True, text=True)
-    assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout + out.stderr
+                          "every_field_and_key or nothing_to_send or earliest"],
+                         env={**os.environ, "PWORMHOLE_PURE": "1"}, capture_output=True, text=True)
+    assert out.returncode == 0 and "3 passed" in out.stdout, out.stdout + out.stderr
 
 
 def test_nothing_to_send():
@@ -89,3 +90,21 @@ def test_nothing_to_send():
     heap = Heap()
     unpack_events(rows, hops, others, [], heap)
     assert heap.events == []
+
+
+class MessageLead(Lead):
+    """A DAG message (kind 6) leads 5 us after its time; packets at once."""
+
+    def lead_ps(self, kind, target, arg):
+        return 5_000_000 if kind == 6 else 0
+
+
+def test_earliest_of_what_is_sent():
+    """The rank's minimum and horizon take in the events it sends: each one's time, and its time plus the
+    lead its receiver sees."""
+    sent = _events([Node(i) for i in range(4)])  # times 2.0005 (PFC), 2.002, 2.003 us; the message at 2.004 us
+    assert earliest(sent, 10**12, 10**12, Lead()) == (2_000_500, 2_000_500)
+    assert earliest(sent, 10**12, 10**12, MessageLead()) == (2_000_500, 2_000_500)
+    assert earliest(sent[2:3], 10**12, 10**12, MessageLead()) == (2_004_000, 7_004_000)
+    assert earliest(sent[2:3], 3_000_000, 6_000_000, MessageLead()) == (2_004_000, 6_000_000)  # the heap's horizon
+    assert earliest([], 5, 9, Lead()) == (5, 9)

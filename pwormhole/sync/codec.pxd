@@ -1,5 +1,6 @@
 # C types for codec.py when it is compiled (codec.py stays the model and the pure-Python fallback).
 import cython
+from pwormhole.events cimport Lead
 from pwormhole.net.packet cimport Packet, new_packet
 
 cdef Py_ssize_t ROW, HOP
@@ -9,6 +10,10 @@ cdef Py_ssize_t ROW, HOP
                b=cython.Py_ssize_t, r=cython.longlong[:], h=cython.longlong[:], pkt=Packet, ev=tuple, int_hops=list,
                hop=tuple)
 cpdef tuple pack_events(list evs)
+
+
+@cython.locals(ev=tuple, t=cython.longlong, h=cython.longlong)
+cpdef tuple earliest(list evs, long long t_min, long long horizon, Lead lead)
 
 
 @cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, b=cython.Py_ssize_t, j=cython.Py_ssize_t,

@@ -81,6 +81,20 @@ def pack_events(evs: list) -> tuple:
     return rows, hops, others
 
 
+def earliest(evs: list, t_min: int, horizon: int, lead) -> tuple:
+    """``(t_min, horizon)`` lowered by the events ``evs`` bound for another LP: by each event's time,
+    and by its time plus the lead its receiver will see (``lead.lead_ps``, a :class:`~pwormhole.events.Lead`)."""
+    for ev in evs:
+        t = ev[0]
+        if t < t_min:
+            t_min = t
+        if t < horizon:
+            h = t + lead.lead_ps(ev[2], ev[3], ev[4])
+            if h < horizon:
+                horizon = h
+    return t_min, horizon
+
+
 def unpack_events(rows, hops, others, nodes, heap) -> None:
     """Push the events :func:`pack_events` made into ``heap`` (``nodes``: node id -> node)."""
     r = rows  # compiled: typed views of the arrays (codec.pxd)

@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import time
+from itertools import chain
 
 import numpy as np
 
 from ..lp.engine import INF_PS
 from . import interrupt
-from .codec import pack_events, unpack_events
+from .codec import earliest, pack_events, unpack_events
 from .windows import Exchanged, by_finish
 
 FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records, at most
+ABORT_GRACE_S = 0.5  # seconds a failing rank's message has to reach the launcher before MPI_Abort
 FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
 _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 
@@ -108,7 +111,14 @@ def world():
 
 def abort(comm, code: int) -> None:
     """End every rank now (used when one rank fails mid-run); never returns
-    (MPICH's ``MPI_Abort`` returns before the launcher ends the processes)."""
+    (MPICH's ``MPI_Abort`` returns before the launcher ends the processes). The launcher forwards a rank's
+    stderr on its own time and ``MPI_Abort`` can end it first: the rank's message gets ``ABORT_GRACE_S``."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    time.sleep(ABORT_GRACE_S)
     comm.Abort(code)
     os._exit(code)
 
@@ -122,8 +132,8 @@ class MpiTransport:
     boundary put events back or took some out. ``sync_s``: seconds spent in collectives.
 
     Completions and op records stay on the rank where they happened; only their counts travel
-    every window, with the completions the boundary hook needs at once (``tracked(flow id)``,
-    None: none). Every ``FLUSH_WINDOWS`` windows, or sooner when ``FLUSH_S`` seconds passed on
+    every window, with the completions the boundary hook needs at once (``tracked(completions)``: those
+    of them, in their order; None: none). Every ``FLUSH_WINDOWS`` windows, or sooner when ``FLUSH_S`` seconds passed on
     rank 0 (which says so in the exchange: all ranks hand on at the next window), each rank sends
     the records it held (int64 arrays) and their ``fct.txt`` lines (``format_finished``, made where
     the flows finished) to rank 0, which hands them on in ``(finish_ps, flow id)`` order; at :meth:`close` rank 0 gets
@@ -187,8 +197,7 @@ class MpiTransport:
         tracked: list = []
         if n_fin:
             if self.tracked is not None:
-                is_tracked = self.tracked
-                tracked = [rec for rec in fin if is_tracked(rec[0])]
+                tracked = self.tracked(fin)
             self.held_fin.extend(fin)
             fin.clear()
         n_ops = len(lp.op_log)
@@ -310,12 +319,15 @@ class MpiTransport:
 
     def _batch(self) -> tuple:
         """The held records as int64 arrays ``(completions, op records)`` (kept: every rank gets
-        them at the end) and the completions' lines."""
+        them at the end) and the completions' lines (each ends with a newline; on ranks other than 0 joined
+        in one string, which pickles as its bytes)."""
         fin = self.held_fin
         fmt = self.format_finished
         lines = fmt(fin) if fmt is not None and fin else []
-        fin_rows = np.array(fin, dtype=np.int64).reshape(-1, 3)
-        op_rows = np.array(self.held_ops, dtype=np.int64).reshape(-1, 3)
+        if self.comm.rank != 0:
+            lines = "".join(lines)
+        fin_rows = _rows(fin)
+        op_rows = _rows(self.held_ops)
         self.sent_fin.append(fin_rows)
         self.sent_ops.append(op_rows)
         self.held_fin = []
@@ -329,7 +341,7 @@ class MpiTransport:
         order = np.lexsort((fin[:, 0], fin[:, 1]))
         every: list = []
         for b in batches:
-            every.extend(b[2])
+            every.extend(b[2].splitlines(keepends=True) if isinstance(b[2], str) else b[2])
         lines = [every[i] for i in order.tolist()] if self.format_finished is not None else None
         ops = np.concatenate([b[1] for b in batches])
         return fin[order], lines, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))]
@@ -338,16 +350,16 @@ class MpiTransport:
 def _pending(lp) -> tuple[int, int]:
     """``(earliest time, horizon)`` of what rank ``lp`` holds: its heap and its outboxes (each event
     with the lead its receiver will see)."""
-    t_min = lp.next_time()
-    horizon = lp.horizon_ps()
-    lead = lp.lead
+    t_min, horizon = lp.next_time(), lp.horizon_ps()
     for box in lp.outboxes.values():
-        for ev in box:
-            if ev[0] < t_min:
-                t_min = ev[0]
-            if ev[0] < horizon:
-                horizon = min(horizon, ev[0] + lead.lead_ps(ev[2], ev[3], ev[4]))
+        if box:
+            t_min, horizon = earliest(box, t_min, horizon, lp.lead)
     return t_min, horizon
+
+
+def _rows(records: list) -> np.ndarray:
+    """Records of three integers as an int64 array of rows."""
+    return np.fromiter(chain.from_iterable(records), dtype=np.int64, count=3 * len(records)).reshape(-1, 3)
 
 
 def allreduce_sum(comm, value):
