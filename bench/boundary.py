@@ -22,7 +22,9 @@ it, the ``fct.txt`` lines of its completions (made where the flows finished: out
     (the exchange of a window with nothing in it, on a stub LP: the fixed cost per boundary)
 
 The barriers add a few microseconds per window to the run; read ``wall`` of a plain run
-for speed.
+for speed. ``CPU in all`` is each rank's CPU time in the window loop's parts; under
+``taskset -c 0`` (the ranks share one core, taking turns) it is the work without the
+contention of two busy cores, and the MPI calls' CPU is MPICH's polling while it waits.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def child(report: str, argv: list[str]) -> int:
 
     parts = {"wait_s": 0.0, "exchange_s": 0.0, "hook_s": 0.0, "exchange_cpu_s": 0.0, "hook_cpu_s": 0.0,
              "collective_s": 0.0, "peer_wait_s": 0.0, "lines_s": 0.0, "wormhole_s": 0.0,
-             "windows": 0}
+             "events_cpu_s": 0.0, "mpi_cpu_s": 0.0, "wormhole_cpu_s": 0.0, "windows": 0}
     state: dict = {"t_exchanged": None}
     cpu = time.thread_time
     orig_exchange = mpi.MpiTransport.exchange
@@ -68,12 +70,13 @@ def child(report: str, argv: list[str]) -> int:
             return getattr(self.comm, name)
 
         def _timed(self, fn, x):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu()
             self.comm.Barrier()
             t1 = time.perf_counter()
             got = fn(x)
             parts["peer_wait_s"] += t1 - t0
             parts["collective_s"] += time.perf_counter() - t1
+            parts["mpi_cpu_s"] += cpu() - c0
             return got
 
         def allgather(self, x):
@@ -92,17 +95,22 @@ def child(report: str, argv: list[str]) -> int:
         return call
 
     def hook(self, t, done, report):
-        return timed("wormhole_s", orig_hook)(self, t, done, report)
+        c0 = cpu()
+        try:
+            return timed("wormhole_s", orig_hook)(self, t, done, report)
+        finally:
+            parts["wormhole_cpu_s"] += cpu() - c0
 
     def exchange(self, t_end, report_fn):
         if not isinstance(self.comm, TimedComm):
             self.comm = TimedComm(self.comm)
             if self.format_finished is not None:
                 self.format_finished = timed("lines_s", self.format_finished)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu()
         self.comm.Barrier()
         t1 = time.perf_counter()
         c1 = cpu()
+        parts["mpi_cpu_s"] += c1 - c0
         got = orig_exchange(self, t_end, report_fn)
         t2 = time.perf_counter()
         c2 = cpu()
@@ -119,7 +127,11 @@ def child(report: str, argv: list[str]) -> int:
             parts["hook_s"] += time.perf_counter() - t2
             parts["hook_cpu_s"] += cpu() - c2
             state["t_exchanged"] = None
-        return orig_run_quiet(self, t_end, window_ps, limit_ps)
+        c0 = cpu()
+        try:
+            return orig_run_quiet(self, t_end, window_ps, limit_ps)
+        finally:
+            parts["events_cpu_s"] += cpu() - c0
 
     mpi.MpiTransport.exchange = exchange
     mpi.MpiTransport.run_quiet = run_quiet
@@ -170,6 +182,11 @@ def main() -> int:
             print(f"          waiting for the peers' packing {us['peer_wait_s']:6.1f} us, the collective "
                   f"{us['collective_s']:5.1f} us; own work {own:6.1f} us, of which fct.txt lines "
                   f"{us['lines_s']:5.1f} us and Wormhole's hook {us['wormhole_s']:5.1f} us")
+            ms = {k: p[k] * 1e3 for k in ("events_cpu_s", "exchange_cpu_s", "hook_cpu_s", "mpi_cpu_s",
+                                          "wormhole_cpu_s")}
+            print(f"          CPU in all: events {ms['events_cpu_s']:6.1f} ms, boundary without MPI "
+                  f"{ms['exchange_cpu_s'] + ms['hook_cpu_s'] - ms['mpi_cpu_s']:6.1f} ms (Wormhole's hook "
+                  f"{ms['wormhole_cpu_s']:6.1f} ms), MPI calls (waits, collectives) {ms['mpi_cpu_s']:6.1f} ms")
     return 0
 
 
