@@ -165,7 +165,8 @@ class Run:
                  accel=None, memo=None, grid: WindowGrid | None = None, recorder=None, leads: bool = True):
         self.scn = scn
         self.recorder = recorder
-        # completions -> their fct.txt lines (under MPI each rank makes those of its own)
+        # completions -> their fct.txt lines, one each, ending in its only newline (under MPI each rank
+        # makes those of its own)
         self.format_finished: Callable[[list], list[str]] | None = None
         grid = grid if grid is not None else WindowGrid(scn.topology)
         self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag, grid.window_ps)

@@ -12,8 +12,8 @@ cdef Py_ssize_t ROW, HOP
 cpdef tuple pack_events(list evs)
 
 
-@cython.locals(ev=tuple, t=cython.longlong, h=cython.longlong)
-cpdef tuple earliest(list evs, long long t_min, long long horizon, Lead lead)
+@cython.locals(ev=tuple, t_ps=cython.longlong, reach_ps=cython.longlong)
+cpdef tuple earliest(list evs, long long t_min_ps, long long horizon_ps, Lead lead)
 
 
 @cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, b=cython.Py_ssize_t, j=cython.Py_ssize_t,

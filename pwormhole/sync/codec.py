@@ -81,18 +81,19 @@ def pack_events(evs: list) -> tuple:
     return rows, hops, others
 
 
-def earliest(evs: list, t_min: int, horizon: int, lead) -> tuple:
-    """``(t_min, horizon)`` lowered by the events ``evs`` bound for another LP: by each event's time,
-    and by its time plus the lead its receiver will see (``lead.lead_ps``, a :class:`~pwormhole.events.Lead`)."""
+def earliest(evs: list, t_min_ps: int, horizon_ps: int, lead) -> tuple:
+    """``(t_min_ps, horizon_ps)`` lowered by the events ``evs`` bound for another LP: by each event's
+    time, and by its time plus the lead its receiver will see (``lead.lead_ps``, a
+    :class:`~pwormhole.events.Lead`)."""
     for ev in evs:
-        t = ev[0]
-        if t < t_min:
-            t_min = t
-        if t < horizon:
-            h = t + lead.lead_ps(ev[2], ev[3], ev[4])
-            if h < horizon:
-                horizon = h
-    return t_min, horizon
+        t_ps = ev[0]
+        if t_ps < t_min_ps:
+            t_min_ps = t_ps
+        if t_ps < horizon_ps:
+            reach_ps = t_ps + lead.lead_ps(ev[2], ev[3], ev[4])
+            if reach_ps < horizon_ps:
+                horizon_ps = reach_ps
+    return t_min_ps, horizon_ps
 
 
 def unpack_events(rows, hops, others, nodes, heap) -> None:

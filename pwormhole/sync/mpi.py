@@ -113,11 +113,10 @@ def abort(comm, code: int) -> None:
     """End every rank now (used when one rank fails mid-run); never returns
     (MPICH's ``MPI_Abort`` returns before the launcher ends the processes). The launcher forwards a rank's
     stderr on its own time and ``MPI_Abort`` can end it first: the rank's message gets ``ABORT_GRACE_S``."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - a closed or missing stream must not keep the ranks alive
+        pass
     time.sleep(ABORT_GRACE_S)
     comm.Abort(code)
     os._exit(code)
@@ -145,7 +144,7 @@ class MpiTransport:
         self.comm = comm
         self.nodes = nodes
         self.merge_reports = merge_reports
-        self.format_finished = format_finished  # completions -> their output lines (sent to rank 0)
+        self.format_finished = format_finished  # completions -> one line each, ending in its only newline
         self.tracked = tracked
         self.sync_s = 0.0
         self.flush_now = False  # rank 0 said so at the last exchange
@@ -342,6 +341,8 @@ class MpiTransport:
         every: list = []
         for b in batches:
             every.extend(b[2].splitlines(keepends=True) if isinstance(b[2], str) else b[2])
+        if self.format_finished is not None and len(every) != len(fin):
+            raise RuntimeError(f"{len(every)} fct.txt lines for {len(fin)} completions (a line break inside a line)")
         lines = [every[i] for i in order.tolist()] if self.format_finished is not None else None
         ops = np.concatenate([b[1] for b in batches])
         return fin[order], lines, ops[np.lexsort((ops[:, 2], ops[:, 1], ops[:, 0]))]
