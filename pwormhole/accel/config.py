@@ -128,25 +128,20 @@ SUCCESSOR_PACING_HEADROOM = 1.25
 """A ring step takes its predecessor's goodput only if every flow it shares data ports with,
 of those that did not start before the predecessor did, is paced at least this many times its
 own goodput: then the NIC's round robin, not HPCC's cuts, set the shares, and the new step's
-start at line rate does not take more than its predecessor had. Flows paced closer (an MoE
-all-to-all started with the step, 1.05-1.10x) gave the new steps half their packet-mode rate;
-a headroom of 2 refused hand-overs that were right (bench/RESULTS.md, "Hand-overs that HPCC's
-cuts undo")."""
+start at line rate does not take more than its predecessor had. Measured in bench/RESULTS.md
+("Hand-overs that HPCC's cuts undo")."""
 
 HPCC_LIFT_MAX_NICS = 3
 """HPCC's fluid steady state lifts a switch port's throughput over ``U_TARGET`` by the additive
-step (``steady.hpcc_lift``) only where the flows crossing it leave at most this many NICs.
-Measured in packet mode, a port at 100 Gb/s carried 95.05 / 95.10 Gb/s with 1 / 2 senders (the
-lift: 95.05 / 95.10); an MoE all-to-all's flows from 3 senders ended within 0.02 us with it; 4
-senders 95.06 (the lift 95.20), 8-60 senders 94.5-95.0: there a standing queue makes up HPCC's U
-(bench/RESULTS.md)."""
+step (``steady.hpcc_lift``) only where the flows crossing it leave at most this many NICs; from
+more senders a standing queue, not throughput, makes up HPCC's U. Measured in packet mode
+(bench/RESULTS.md, "HPCC's additive step in the fluid steady state")."""
 
 HPCC_CROWDED_NIC = 3
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on
-one NIC, FCTs came out 64-111% off packet mode at p99 (as versions changed), flows never
-fast-forwarded less (iteration times within 0.25%; bench/RESULTS.md, "Coupled rings, twelfth session" and
-"Hand-overs that HPCC's cuts undo"); two per NIC stayed within 1.3% at p99."""
+one NIC their FCTs are far off packet mode at p99, with two per NIC they stayed close
+(bench/RESULTS.md, "Coupled rings, twelfth session" and "Hand-overs that HPCC's cuts undo")."""
 
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
