@@ -29,7 +29,9 @@ DATA = ROOT / "tests" / "data"
 BIN = Path(sys.executable).parent
 MPIEXEC = shutil.which("mpiexec", path=str(BIN)) or shutil.which("mpiexec")
 # not the answer (the window count: how the run was cut, which the answer does not depend on)
-WALL_KEYS = {"engine", "inputs", "cpu_s", "wall_s", "events_per_s", "sync_wall_s", "ready_wait_s", "windows"}
+# (run_id binds the folder's files to one run; outputs: the files the options asked for)
+WALL_KEYS = {"engine", "inputs", "cpu_s", "wall_s", "events_per_s", "sync_wall_s", "ready_wait_s", "windows", "run_id",
+             "outputs"}
 FILES = ("fct.txt", "pfc.txt", "collectives.csv")
 
 GPT = ["--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1"]

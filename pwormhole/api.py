@@ -17,8 +17,10 @@ checks; a wrong value or an unknown option raises
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
+import os
 
 from . import cli
 from .errors import InputError
@@ -43,16 +45,50 @@ class Result(RunFiles):
         return write_report(self.folder)
 
 
+def _run_options() -> dict[str, argparse.Action]:
+    """The options of ``pwormhole run`` by flag."""
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["run"]._option_string_actions
+
+
 def run_argv(**options) -> list[str]:
-    """The ``pwormhole run`` command line of ``options``: ``name=True`` is the flag ``--name``,
-    None and False leave the option out, any other value follows its flag."""
+    """The ``pwormhole run`` command line of ``options``: an on/off option takes True, False or None
+    (``name=True`` is the flag ``--name``), a whole-number one an int, a number a float or int,
+    the others a string, a path or a number (a repeatable one also a list of them); None leaves an option
+    out. A value that starts with ``-`` is joined to its flag (``--name=-x``): no value is read as an option.
+    InputError, worded for Python, for an unknown option or a value of another type."""
+    actions = _run_options()
     argv = ["run"]
     for name, value in options.items():
         flag = "--" + name.replace("_", "-")
-        if value is True:
+        action = actions.get(flag)
+        if action is None or flag == "--help":
+            raise InputError(f"simulate() got an unexpected keyword argument {name!r}")
+        if value is None or value is False:
+            if value is False and action.nargs != 0:
+                raise InputError(f"simulate(): {name} takes a value, not False (None leaves it out)")
+            continue
+        if action.nargs == 0:
+            if value is not True:
+                raise InputError(f"simulate(): {name} must be True or False, not {type(value).__name__} {value!r}")
             argv.append(flag)
-        elif value is not None and value is not False:
-            argv += [flag, str(value)]
+            continue
+        values = list(value) if isinstance(value, (list, tuple)) and isinstance(action, argparse._AppendAction) \
+            else [value]
+        for v in values:
+            if action.type is int:
+                ok = type(v) is int
+                kind = "an int"
+            elif action.type is float:
+                ok = type(v) in (int, float)
+                kind = "a number"
+            else:
+                ok = isinstance(v, (str, os.PathLike)) or type(v) in (int, float)
+                kind = "a string, a path or a number"
+            if not ok:
+                raise InputError(f"simulate(): {name} must be {kind}, not {type(v).__name__} {v!r}")
+            text = str(os.fspath(v) if isinstance(v, os.PathLike) else v)
+            argv += [f"{flag}={text}"] if text.startswith("-") else [flag, text]  # never read as an option
     return argv
 
 

@@ -14,11 +14,13 @@ import sys
 
 from . import compiled
 from .accel.config import NVLINK_CHOICES
-from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE
+from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE, LinkDown
 from .errors import InputError, OutputError, StuckError, Terminated
+from .hpcc_config import LINK_DOWN_BASE_PS
 from .outfiles import discard_out_dir
 from .sync import interrupt
-from .units import parse_time_ps
+from .units import format_time, parse_time_ps
+from .workload.flows import traffic_start_ps
 
 
 def _positive(name: str, v: int | None) -> None:
@@ -117,8 +119,34 @@ def _load_scenario(args):
     scn = _read_scenario(args)
     scn.config.nvlink_cc = args.nvlink_cc
     _monitor_settings(args, scn.config)
+    _link_down_settings(args, scn)
     scn.command = shlex.join(["pwormhole", *map(str, getattr(args, "argv", []))])
     return scn
+
+
+def _link_down_settings(args, scn) -> None:
+    """``--link-down TIME:A-B`` (repeatable) added to the config's ``LINK_DOWN``; a note where the
+    traffic of an HPCC config does not start at 2 s, where its ns-3 would fail the link."""
+    cfg = scn.config
+    for text in getattr(args, "link_down", None) or ():
+        time_text, sep, ends = text.rpartition(":")
+        a, dash, b = ends.partition("-")
+        if not (sep and dash and a.isdigit() and b.isdigit()):
+            raise InputError(f"--link-down {text!r}: expected TIME:A-B (the link between nodes A and B fails "
+                             "TIME after the traffic starts, e.g. 50us:3-7)")
+        try:
+            t_ps = parse_time_ps(time_text)
+        except ValueError as e:
+            raise InputError(f"--link-down {text!r}: {e}") from None
+        if int(a) == int(b):
+            raise InputError(f"--link-down {text!r}: link {a}-{b} connects a node to itself")
+        cfg.link_down += (LinkDown(t_ps, int(a), int(b), f"--link-down {text}"),)
+    start_ps = traffic_start_ps(scn.flows, scn.dag)
+    for d in cfg.link_down:
+        if d.path is not None and start_ps != LINK_DOWN_BASE_PS:
+            scn.warnings.append(f"{d.path}: {d.given} fails the link {format_time(d.after_ps)} after the traffic "
+                                f"starts (at {format_time(start_ps + d.after_ps)}); HPCC's ns-3 fails it at 2 s + "
+                                f"{format_time(d.after_ps)}, where its flow files start")
 
 
 def _monitor_settings(args, cfg) -> None:
@@ -398,7 +426,7 @@ def _compare(args) -> int:
     until_ps = _until_ps(args)
     out = args.out or os.path.join("pwormhole-out", scn.name + "-compare")
     compare(lambda: _load_scenario(args), out, accel, until_ps=until_ps, seed=args.seed, n_lps=args.lps,
-            memo_cache=args.memo_cache, first=scn)
+            memo_cache=args.memo_cache, first=scn, report=args.report)
     if args.report:
         from .report.page import write_report
         write_report(out)
@@ -416,7 +444,7 @@ def _report(args) -> int:
 
 def _partition(args) -> int:
     from .partition.plan import make_plan, make_plan_from_record
-    from .partition.record import RECORD_NAME, WindowRecord, predict
+    from .partition.record import load_of_run, predict
     from .scenario import default_scenario, from_files, from_hpcc_config
     from .topology.hpcc import read_hpcc_topology
 
@@ -424,7 +452,7 @@ def _partition(args) -> int:
         if args.hpcc_config or args.topology or args.flows:
             raise InputError("--from-run takes the topology and the work from the run: no --hpcc-config, "
                              "--topology or --flows")
-        rec = WindowRecord.load(os.path.join(args.from_run, RECORD_NAME))
+        rec = load_of_run(args.from_run)
         plan = make_plan_from_record(rec, args.parts)
         unit_owner = {int(u): r for u, r in zip(rec.unit, plan.owner)}
         pred = predict(rec, [unit_owner.get(u, 0) for u in range(rec.n_units)], args.parts)
@@ -494,6 +522,9 @@ def add_run_arguments(r) -> None:
     r.add_argument("--until", metavar="TIME",
                    help="stop time, e.g. 10ms or 2.5 (seconds); default: the config's SIMULATOR_STOP_TIME (4 s)")
     r.add_argument("--seed", type=int, default=1, help="seed of the per-node random streams (default 1)")
+    r.add_argument("--link-down", metavar="TIME:A-B", action="append",
+                   help="the link between nodes A and B fails TIME after the traffic starts (its first flow; 0 for "
+                        "a training workload), e.g. 50us:3-7; repeat for more failures (with the config's LINK_DOWN)")
     r.add_argument("--mode", choices=("wormhole", "packet"),
                    help="wormhole (default: fast-forward steady states, memoize transients) or packet (the "
                         "reference)")

@@ -11,6 +11,7 @@ multiplies) to bytes, ``SIMULATOR_STOP_TIME`` (seconds) to ps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 CC_DCQCN = 1
 CC_HPCC = 3
@@ -22,6 +23,18 @@ NVLINK_CC_NONE = "none"  # NVLink runs no end-to-end CC: line rate, link-level b
 NVLINK_CC_NIC = "nic"  # the NIC's CC also on NVLink queue pairs (SimAI's ns-3)
 NVLINK_CC_CHOICES = (NVLINK_CC_NONE, NVLINK_CC_NIC)
 MAX_PAYLOAD_BYTES = 1_000_000  # PACKET_PAYLOAD_SIZE: wire bytes x 8e12 (ps x bits) stay below 2^63
+
+
+class LinkDown(NamedTuple):
+    """A link failure: every link joining ``node_a`` and ``node_b`` goes down ``after_ps`` after the
+    traffic starts (the first flow's start in a flow list, 0 in a workload; HPCC's ``LINK_DOWN a b c``
+    is ``after_ps`` = a us: its files start their flows at 2 s, where ``third.cc`` fails the link at
+    2 s + a us). ``given``: how the input gave it, ``path``: its file (for messages)."""
+    after_ps: int
+    node_a: int
+    node_b: int
+    given: str
+    path: str | None = None
 
 
 @dataclass
@@ -90,7 +103,7 @@ class ModelConfig:
 
     # run
     simulator_stop_ps: int = 4 * 10**12
-    link_down: tuple[int, int, int] = (0, 0, 0)  # (time_ps, node_a, node_b); 0 0 0 = none
+    link_down: tuple[LinkDown, ...] = ()  # LINK_DOWN and --link-down, in the order given
 
     # files named by a config (resolved paths; None when not given)
     topology_file: str | None = None

@@ -12,7 +12,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path, PurePosixPath
 
-from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY, MAX_PAYLOAD_BYTES, ModelConfig
+from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY, MAX_PAYLOAD_BYTES, LinkDown, ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.outfiles import check_output_name
 from pwormhole.tokens import open_text, to_float, to_int
@@ -24,8 +24,9 @@ IMPLEMENTED_CC = {CC_DCQCN: "DCQCN", CC_HPCC: "HPCC", CC_TIMELY: "TIMELY", CC_DC
 REFUSED_CC = {10: " (HPCC-PINT: its switches keep a per-port utilization EWMA updated by every packet "
                   "and encode it probabilistically; not modelled)"}
 
-# third.cc schedules LINK_DOWN at Seconds(2) + MicroSeconds(a).
+# third.cc schedules LINK_DOWN at Seconds(2) + MicroSeconds(a), where HPCC's flow files start
 LINK_DOWN_BASE_PS = 2 * PS_PER_S
+MAX_LINK_DOWN_US = 10**12  # 11.6 days: a LINK_DOWN past it is a mistake, not a failure
 
 _BOOL = {
     "ENABLE_QCN": "enable_qcn",
@@ -117,9 +118,9 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
       [``*_bps``];
     * EWMA_GAIN, U_TARGET in (0, 1]; ERROR_RATE_PER_LINK in [0, 1);
     * SIMULATOR_STOP_TIME: seconds, > 0 [``simulator_stop_ps``];
-    * LINK_DOWN ``a b c``: take down link b-c at 2 s + a microseconds, as
-      ``third.cc`` schedules it; ``a = 0`` means no link down
-      [``link_down = (time_ps, b, c)``, ``(0, 0, 0)`` when none];
+    * LINK_DOWN ``a b c``: take down link b-c a microseconds after the traffic starts
+      (``third.cc`` schedules it at 2 s + a us, where HPCC's flows start); ``a = 0`` means no
+      link down [``link_down = (LinkDown(a us in ps, b, c),)``, ``()`` when none];
     * KMAX_MAP / KMIN_MAP ``n rate1 k1 ... rate_n k_n``: rate in bits/s (a plain
       integer, or an ns-3 rate string), K in KB of 1000 bytes
       [``kmax_map_bytes``/``kmin_map_bytes``, bytes]; PMAX_MAP ``n rate1 p1 ...``
@@ -237,11 +238,13 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                     raise err(f"LINK_DOWN takes 3 values (time_us node_a node_b), got {' '.join(vals)!r}")
                 t_us, a, b = (to_int(v, "LINK_DOWN value", spath, lineno, lo=0) for v in vals)
                 if t_us == 0:
-                    cfg.link_down = (0, 0, 0)
+                    cfg.link_down = ()
                 else:
                     if a == b:
                         raise err(f"LINK_DOWN link {a}-{b} connects a node to itself")
-                    cfg.link_down = (LINK_DOWN_BASE_PS + t_us * PS_PER_US, a, b)
+                    if t_us > MAX_LINK_DOWN_US:
+                        raise err(f"LINK_DOWN time {t_us} us is past any run (at most {MAX_LINK_DOWN_US})")
+                    cfg.link_down = (LinkDown(t_us * PS_PER_US, a, b, f"LINK_DOWN {a} {b}", f"{spath}:{lineno}"),)
             elif key in _MAPS:
                 setattr(cfg, _MAPS[key], _read_map(key, vals, spath, lineno, warnings))
             elif key == "BUFFER_SIZE":
@@ -390,4 +393,4 @@ def check_k_maps(cfg: ModelConfig, topology: Topology) -> None:
                     cfg.source, lines.get(key))
 
 
-__all__ = ["read_hpcc_config", "check_k_maps", "IMPLEMENTED_CC", "LINK_DOWN_BASE_PS"]
+__all__ = ["read_hpcc_config", "check_k_maps", "IMPLEMENTED_CC", "LINK_DOWN_BASE_PS", "MAX_LINK_DOWN_US"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from contextlib import contextmanager
 
 from .errors import InputError, OutputError
@@ -24,11 +25,14 @@ from .errors import InputError, OutputError
 _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                  | getattr(os, "O_CLOEXEC", 0))
 
-# names pwormhole writes itself (run, compare, scale); config-file output names may not take them
-OWN_OUTPUT_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "timeline.csv", "report.html",
-                              "report.png", "compare.json", "link_util.csv",
-                              "fct_error_cdf.png", "packet", "wormhole", "scaling.csv", "scaling.png",
-                              "logs", "slurm"})
+REPORT_NAME = "report.html"  # report.page
+RECORD_NAME = "windows.npz"  # partition.record
+# files pwormhole writes at the top of an output folder under these names (run, compare, scale)
+OWN_FILE_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "timeline.csv", "report.html",
+                            "compare.json", "link_util.csv", "windows.npz", "fct_error_cdf.png", "scaling.csv",
+                            "scaling.png", "prediction.csv"})
+# names pwormhole writes itself, files and folders; config-file output names may not take them
+OWN_OUTPUT_NAMES = OWN_FILE_NAMES | {"packet", "wormhole", "logs", "slurm"}
 PART_SUFFIX = ".part"
 
 
@@ -169,6 +173,46 @@ def existing(folder: str, names) -> list[str]:
     return [n for n in names if os.path.lexists(os.path.join(folder, n))]
 
 
+def earlier_outputs(folder: str, names_of_summary=()) -> list[str]:
+    """The files in ``folder`` that an earlier run of pwormhole wrote there (or began, as ``.part``):
+    pwormhole's own names and those of ``names_of_summary`` (the output names an earlier ``summary.json``
+    lists) that are plain file names; files and links only, never folders."""
+    names = set(OWN_FILE_NAMES) | {n for n in names_of_summary if isinstance(n, str) and
+                                   (check_output_name(n) is None or n in OWN_OUTPUT_NAMES)}
+    found = []
+    for n in sorted(names | {n + PART_SUFFIX for n in names}):
+        p = os.path.join(folder, n)
+        if os.path.islink(p) or os.path.isfile(p):
+            found.append(n)
+    return found
+
+
+def claim_out_dir(folder: str, writes, names_of_summary=(), keep: str | None = None) -> None:
+    """Make ``folder`` hold one run's outputs only: the earlier outputs there (:func:`earlier_outputs`)
+    that the new run does not write (``writes``; their ``.part`` files it makes afresh) are removed,
+    ``keep`` (a path: the memo cache the run reads) excepted; one warning line names what is replaced
+    and what is removed. OutputError when a file cannot be removed."""
+    writes = set(writes)
+    found = earlier_outputs(folder, names_of_summary)
+    kept = {os.path.abspath(keep)} if keep else set()
+    replaced = [n for n in found if n in writes]
+    removed = [n for n in found if n not in writes and n.removesuffix(PART_SUFFIX) not in writes
+               and os.path.abspath(os.path.join(folder, n)) not in kept]
+    for n in removed:
+        try:
+            os.unlink(os.path.join(folder, n))
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise OutputError(f"cannot remove {os.path.join(folder, n)}, an earlier run's output: "
+                              f"{e.strerror or e}") from None
+    if replaced or removed:
+        said = [f"replacing {', '.join(replaced)}"] if replaced else []
+        if removed:
+            said.append(f"removed {', '.join(removed)} (not written by this run)")
+        print(f"pwormhole: warning: {folder} held an earlier run's outputs: {'; '.join(said)}", file=sys.stderr)
+
+
 def discard_out_dir(made: tuple[str, str] | None) -> None:
     """``made``: ``(output folder, the outermost folder made for it)`` by ``report.writer.prepare_out_dir``
     for a run whose inputs were then refused: each of those folders is removed if empty, from the
@@ -186,5 +230,6 @@ def discard_out_dir(made: tuple[str, str] | None) -> None:
         p = os.path.dirname(p)
 
 
-__all__ = ["OWN_OUTPUT_NAMES", "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error",
-           "check_folder_writable", "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
+__all__ = ["REPORT_NAME", "RECORD_NAME", "OWN_OUTPUT_NAMES", "OWN_FILE_NAMES", "earlier_outputs", "claim_out_dir",
+           "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error", "check_folder_writable",
+           "check_file_writable", "check_output_name", "existing", "discard_out_dir"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
+import secrets
 import signal
 import sys
 import time
@@ -27,6 +28,7 @@ from . import compiled
 from .accel.config import HPCC_CROWDED_NIC
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
+from .config import CC_HPCC
 from .errors import InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .monitor import (
@@ -41,9 +43,10 @@ from .monitor import (
 from .monitor import merge as merge_monitors
 from .net.build import Network
 from .net.nodes import handler_table
+from .outfiles import RECORD_NAME, REPORT_NAME
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .partition.plan import PartitionPlan, make_plan
-from .partition.record import RECORD_NAME, Recorder
+from .partition.record import Recorder
 from .report import stuck as stuck_text
 from .report.summary import (
     accel_summary,
@@ -56,7 +59,7 @@ from .report.summary import (
     training_summary,
 )
 from .report.training import training_report
-from .report.writer import RunWriter, check_outputs, output_names, prepare_out_dir
+from .report.writer import RunWriter, check_outputs, claim, output_names, prepare_out_dir
 from .scenario import Scenario
 from .standalone import StandaloneFct
 from .sync import interrupt
@@ -213,6 +216,7 @@ class Run:
         self._hosts = [nd for nd in self.net.nodes if not nd.is_switch]
         self._local_ids = {nd.node_id for lp in self.lps for nd in lp.nodes}
         self.t_end_ps = 0
+        self.failures_applied: list[tuple[int, int, int]] = []  # the link failures taken down, as net.failures
         self.windows = 0
         self.wall_s = 0.0
         self.cpu_s = 0.0
@@ -312,6 +316,7 @@ class Run:
                 for lp in lps:
                     lp.flow_start_log.clear()
             while failures and failures[0][0] <= t_ps:
+                self.failures_applied.append(failures[0])
                 self._link_down(t_ps, *failures.pop(0)[1:])
             if bar.enabled is not False:
                 bar.update(t_ps, self.events)
@@ -466,8 +471,9 @@ def _load_memo(scn: Scenario, accel, memo_cache: str | None):
     fp = config_fingerprint(scn.config, accel)
     if not memo_cache:
         return MemoCache(fp)
-    return MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr),
-                          MemoLimits.of(scn))
+    eff = accel.resolved(scn.config.cc_mode == CC_HPCC)
+    limits = MemoLimits.of(scn, eff.samples, eff.sample_ps or WindowGrid(scn.topology).window_ps)
+    return MemoCache.load(memo_cache, fp, lambda m: print(f"pwormhole: warning: {m}", file=sys.stderr), limits)
 
 
 def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int = 1, n_lps: int = 1,
@@ -518,10 +524,10 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         memo_cache = None
     if record_windows and comm is not None:
         raise InputError("--record-windows runs in one process (one LP per unit); run it without mpiexec")
+    names = output_names(scn, plot, record_windows, report)
     if rank0:
         prepare_out_dir(out_dir)
-        check_outputs(out_dir, output_names(scn, plot) + ([RECORD_NAME] if record_windows else []),
-                      scn.config.source, memo_cache)
+        check_outputs(out_dir, names, scn.config.source, memo_cache)
     parts = comm.size if comm is not None else n_lps
     plan = None
     grid = None
@@ -541,9 +547,12 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     writer = RunWriter(scn, out_dir, standalone_ns, rank0)
     show = progress if rank0 else False
     expected = expected_end_ps(scn, standalone_ns) if show is not False else None
+    run_id = secrets.token_hex(8) if rank0 else ""  # binds the folder's files to this run's summary.json
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
             "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed,
-            "engine": compiled.engine(), "inputs": inputs_summary(scn)}
+            "engine": compiled.engine(), "run_id": run_id, "outputs": names, "inputs": inputs_summary(scn)}
+    if rank0:
+        claim(out_dir, names, memo_cache)
     if comm is not None and rank0:
         _arm_partial_summary(sim, writer, head)
     interrupted = None
@@ -563,8 +572,11 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     writer.commit()
     monitors = sim.monitor_data()
     if recorder is not None and grid is not None:
-        recorder.finish(grid.unit, [(ln.a, ln.b, ln.delay_ps) for ln in scn.topology.links],
-                        sim.net.window_ps).save(os.path.join(out_dir, RECORD_NAME))
+        try:
+            recorder.finish(grid.unit, [(ln.a, ln.b, ln.delay_ps) for ln in scn.topology.links],
+                            sim.net.window_ps, run_id).save(os.path.join(out_dir, RECORD_NAME))
+        except OutputError as e:
+            writer.errors.append(str(e))
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
     if monitors is not None and sim.monitor_window is not None:
         summary["monitors"] = monitor_summary(sim.monitor_window, monitors)
@@ -572,7 +584,10 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         writer.finish(summary, training, plot, memo, memo_cache)
         if monitors is not None:
             _write_monitors(sim, monitors, writer, out_dir)
-        if report:
+        if report and writer.errors:
+            writer.errors.append(f"{os.path.join(out_dir, REPORT_NAME)} not written: the run's outputs are not "
+                                 "all there")
+        elif report:
             from .report.page import write_report  # matplotlib: loaded only when a report is asked for
             try:
                 write_report(out_dir)
@@ -679,6 +694,16 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     if plan is not None:
         summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
                                 "cut_links": len(plan.cut_links)}
+    if sim.net.failures:
+        summary["link_failures"] = [{"at_ns": t // 1000, "a": a, "b": b, "applied": (t, a, b) in sim.failures_applied}
+                                    for t, a, b in sim.net.failures]
+        missed = [f for f in summary["link_failures"] if not f["applied"]]
+        if missed and rank0 and interrupted is None and sim.stuck is None:
+            print(f"pwormhole: warning: {len(missed)} of {len(sim.net.failures)} link failures came after the run "
+                  f"ended at {format_time(summary['sim_time_ps'])} and were not applied (the first: link "
+                  f"{missed[0]['a']}-{missed[0]['b']} at {format_time(missed[0]['at_ns'] * 1000)}); the answer is "
+                  "the intact fabric's: give an earlier time (LINK_DOWN and --link-down count from the traffic's "
+                  "start)", file=sys.stderr)
     if interrupted is not None:
         summary["complete"] = False
         summary["interrupted"] = "SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"

@@ -57,8 +57,9 @@ from dataclasses import dataclass, field
 from .errors import InputError, OutputError
 from .outfiles import atomic, save_figure
 from .partition.plan import make_plan_from_record
-from .partition.record import EXCHANGE_US, RECORD_NAME, WindowRecord, predict
+from .partition.record import EXCHANGE_US, load_of_run, predict
 from .report.summary import write_csv_atomic
+from .report.writer import claim, prepare_out_dir
 
 COLUMNS = ("mode", "ranks", "status", "wall_s", "cpu_s", "sync_wall_s", "events", "speedup", "efficiency",
            "identical", "max_rel_fct_diff", "out", "error")
@@ -412,7 +413,9 @@ def predict_main(args) -> int:
     if args.exchange_us < 0:
         raise InputError(f"--exchange-us must be >= 0, got {args.exchange_us:g}")
     ranks = sorted({_rank_count(x) for x in _parse_list(args.predict, "predict")} | {1})
-    rec = WindowRecord.load(os.path.join(args.from_run, RECORD_NAME))
+    out = os.path.abspath(args.out)
+    prepare_out_dir(out)
+    rec = load_of_run(args.from_run)
     if ranks[-1] > rec.n_units:
         raise InputError(f"--predict: {ranks[-1]} ranks for a run of {rec.n_units} indivisible units: "
                          f"use at most {rec.n_units}")
@@ -431,8 +434,7 @@ def predict_main(args) -> int:
         print(f"ranks {r:4d}  predicted wall {pr.wall_s:8.3f} s  speedup {base / pr.wall_s:6.2f}x  busiest rank "
               f"{pr.compute_s:.3f} s  boundaries {pr.boundary_s:.3f} s  imbalance {pr.imbalance * 100:.1f}%",
               flush=True)
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
+    claim(out, ["prediction.csv"])
     write_csv_atomic(os.path.join(out, "prediction.csv"), PREDICTION_COLUMNS, rows)
     print(f"prediction of {rec.windows} windows and {rec.n_units} units in {out}/prediction.csv (CPU seconds of "
           f"the recorded run: a machine shared with other work runs slower)")
@@ -456,6 +458,8 @@ def main(args) -> int:
     modes, ranks, run_args = _plan(args)
     out = os.path.abspath(args.out)
     args.out = out
+    prepare_out_dir(out)
+    claim(out, ["scaling.csv", "scaling.png"])
     os.makedirs(os.path.join(out, "slurm" if args.slurm else "logs"), exist_ok=True)
     runs = [Run(m, r, os.path.join(out, m, f"ranks{r}")) for m in modes for r in ranks]
     for run in runs:  # stale results of an earlier study must not pass for this one's

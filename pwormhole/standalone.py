@@ -53,7 +53,7 @@ class StandaloneFct:
         self.net = net
         # alone: no loss, no failure (as ns-3, the intact topology); GLOBAL_T so that the
         # copy's QPs take the real network's window
-        self.cfg = replace(net.cfg, error_rate_per_link=0.0, link_down=(0, 0, 0), global_t=True)
+        self.cfg = replace(net.cfg, error_rate_per_link=0.0, link_down=(), global_t=True)
         self.mtu = net.cfg.packet_payload_bytes
         self._fct: dict = {}  # (route key, size) -> FCT ps
         self._gaps: dict = {}  # route key -> delivery times of a lone long flow's packets

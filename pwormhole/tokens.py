@@ -10,6 +10,7 @@ order mark make no difference.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -101,6 +102,23 @@ def to_float(tok: str, what: str, path: str | None, line: int | None) -> float:
     if not math.isfinite(v):
         raise InputError(f"{what} {tok!r} is not a finite number", path, line)
     return v
+
+
+def read_json(path: str) -> dict:
+    """The JSON object in ``path`` (one of pwormhole's own outputs, read back); InputError naming the
+    file, and the line where the parser stopped, when it is not one (also nested past Python's limit)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", path, e.lineno) from None
+    except RecursionError:
+        raise InputError("not valid JSON here: nested too deep", path) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {getattr(e, 'strerror', None) or e}", path) from None
+    if not isinstance(data, dict):
+        raise InputError("not a JSON object", path, 1)
+    return data
 
 
 def head_tokens(path: str | os.PathLike, max_lines: int = 50) -> Iterator[list[str]]:

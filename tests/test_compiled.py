@@ -32,7 +32,7 @@ REF = DATA / "hpcc" / "reference"
 COMPILED = compiled.engine() == "compiled"
 REQUIRED = os.environ.get("PWORMHOLE_REQUIRE_COMPILED") == "1"
 needs_compiled = pytest.mark.skipif(not COMPILED and not REQUIRED, reason=f"engine: {compiled.engine()}")
-NOT_COMPARED = {"wall_s", "events_per_s", "sync_wall_s", "ready_wait_s", "cpu_s", "engine"}
+NOT_COMPARED = {"wall_s", "events_per_s", "sync_wall_s", "ready_wait_s", "cpu_s", "engine", "run_id"}
 OUTPUTS = ("fct.txt", "pfc.txt", "collectives.csv", "iterations.csv", "qlen.txt", "link_util.csv")
 
 

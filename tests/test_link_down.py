@@ -20,6 +20,7 @@ from helpers import G100, MPIEXEC, US, config, flows_of, needs_mpi
 
 from pwormhole import cli
 from pwormhole.accel.wormhole import AccelConfig, route_path
+from pwormhole.config import LinkDown
 from pwormhole.errors import InputError, StuckError
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario
@@ -78,7 +79,7 @@ def test_failure_mid_flow_moves_it_to_the_other_spine():
     other = 9 - spine  # spines 4 and 5
     t_fail = T0 + 30 * US
     cfg = config()
-    cfg.link_down = (t_fail, 2, spine)
+    cfg.link_down = (LinkDown(t_fail - T0, 2, spine, "LINK_DOWN"),)
     at_fail = Run(Scenario("t", topo, flows, cfg)).run(until_ps=t_fail)  # the state at the failure time
     r = Run(Scenario("t", topo, flows, cfg)).run()
     assert base.complete and r.complete and r.stuck is None
@@ -111,7 +112,7 @@ def test_failure_under_pfc_releases_the_dead_ports_buffer():
     busiest = max((6, 7), key=spines.count)
     assert spines.count(busiest) >= 2 and base.counters()["pfc_pauses"] > 0
     t_fail = T0 + 40 * US
-    cfg.link_down = (t_fail, 4, busiest)
+    cfg.link_down = (LinkDown(t_fail - T0, 4, busiest, "LINK_DOWN"),)
     r = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
     assert r.complete and r.stuck is None
     c = r.counters()
@@ -130,7 +131,7 @@ def _cut_off_scenario(cfg=None):
     topo = Topology(5, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US),
                                            Link(4, 2, G100, US)])
     cfg = cfg or config()
-    cfg.link_down = (T0 + 20 * US, 0, 2)
+    cfg.link_down = (LinkDown(20 * US, 0, 2, "LINK_DOWN"),)
     return Scenario("t", topo, flows_of([(0, 1, 1_000_000, T0), (4, 1, 1_000_000, T0)]), cfg)
 
 
@@ -172,7 +173,7 @@ def test_flow_without_a_path_via_the_cli_exits_3(tmp_path, capsys):
 
 def test_unknown_link_is_refused():
     cfg = config()
-    cfg.link_down = (T0, 0, 3)
+    cfg.link_down = (LinkDown(0, 0, 3, "LINK_DOWN 0 3"),)
     with pytest.raises(InputError, match="no link joins nodes 0 and 3"):
         Run(Scenario("t", two_spines(), flows_of([(0, 1, 1000, 0)]), cfg))
 
@@ -186,7 +187,7 @@ FAT_FAIL_PS = T0 + 133 * US  # mid-flow, while Wormhole holds the flows crossing
 def _fat_scenario(down: bool):
     cfg = config("dcqcn")
     if down:
-        cfg.link_down = (FAT_FAIL_PS, *FAT_DOWN)
+        cfg.link_down = (LinkDown(FAT_FAIL_PS - T0, *FAT_DOWN, "LINK_DOWN"),)
     specs = [(h, (h + 4) % 16, 1_000_000, T0) for h in range(16)]  # a permutation across pods
     return Scenario("perm", fat_tree(4), flows_of(specs), cfg)
 

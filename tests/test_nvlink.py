@@ -5,6 +5,7 @@ import pytest
 from helpers import config, flows_of
 
 from pwormhole.accel.config import AccelConfig
+from pwormhole.config import LinkDown
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg
 
@@ -88,7 +89,7 @@ def test_nvlink_down_moves_its_flows_to_the_nic_cc(cc):
     (NVLink as packets: rates do not model failures) lets it join the NIC groups and agrees
     with packet mode."""
     topo = topology_from_arg("rail-optimized:gpus=8")
-    cfg = config(cc, link_down=(2_000_000, 0, 8))  # host 0 - its NVSwitch (node 8)
+    cfg = config(cc, link_down=(LinkDown(2_000_000, 0, 8, "LINK_DOWN"),))  # host 0 - its NVSwitch (node 8)
     cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
     flows = flows_of([(0, 1, 4_000_000, 0)])
     mid = Run(Scenario("t", topo, flows, cfg)).run(until_ps=4_000_000)

@@ -332,5 +332,5 @@ def test_replacing_existing_outputs_is_said_in_one_line(tmp_path, capsys):
     assert not any("warning" in ln for ln in _stderr_lines(capsys))
     (tmp_path / "pfc.txt").unlink()
     assert cli.main(RUN + ["--out", str(tmp_path)]) == 0
-    warning = f"pwormhole: warning: replacing existing files in {tmp_path}: fct.txt, summary.json"
+    warning = f"pwormhole: warning: {tmp_path} held an earlier run's outputs: replacing fct.txt, summary.json"
     assert _stderr_lines(capsys) == [warning]

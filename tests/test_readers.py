@@ -298,7 +298,7 @@ def test_config_mix():
     assert (cfg.rate_ai_bps, cfg.rate_hai_bps, cfg.min_rate_bps, cfg.dctcp_rate_ai_bps) == (
         50_000_000, 100_000_000, 100_000_000, 1_000_000_000)
     assert cfg.simulator_stop_ps == 4 * S
-    assert cfg.link_down == (0, 0, 0)
+    assert cfg.link_down == ()
     assert (cfg.has_win, cfg.global_t, cfg.var_win, cfg.fast_react, cfg.rate_bound) == (True,) * 5
     assert (cfg.multi_rate, cfg.sample_feedback, cfg.ack_high_prio, cfg.l2_back_to_zero) == (False,) * 4
     assert (cfg.l2_chunk_size, cfg.l2_ack_interval, cfg.mi_thresh, cfg.int_multi) == (4000, 1, 0, 1)
@@ -416,7 +416,9 @@ def test_config_values(mix_copy: Path):
     n = len(lines_of(MIX / "config.txt"))
     cfg, warns = read_hpcc_config(p)
     assert cfg.enable_pfc is False and cfg.rp_timer_ps == 1_500_000
-    assert cfg.link_down == (2 * S + 100 * US, 0, 1)  # third.cc: Seconds(2) + MicroSeconds(a)
+    # 100 us after the traffic starts (third.cc: Seconds(2) + MicroSeconds(a), where HPCC's flows start)
+    assert [d[:3] for d in cfg.link_down] == [(100 * US, 0, 1)]
+    assert cfg.link_down[0].path == f"{p}:{n + 4}"
     assert (cfg.fct_output_name, cfg.pfc_output_name) == ("fct_hpcc.txt", "pfc_x.txt")
     assert cfg.cc_mode == 1
     assert f"{p}:{n + 7}: unknown key FOO ignored" in warns

@@ -186,6 +186,9 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{tmp_path / 'summary.json'}:2" in err[0] and "not valid JSON" in err[0]
     (tmp_path / "summary.json").write_text('{"mode": "packet"}')
+    assert cli_mod.main(["report", str(tmp_path)]) == 2
+    assert "names no 'outputs' and 'run_id'" in capsys.readouterr().err
+    (tmp_path / "summary.json").write_text('{"mode": "packet", "run_id": "1", "outputs": ["fct.txt", "summary.json"]}')
     (tmp_path / "fct.txt").write_text("0b000101 0b000201 10000 100 1000 0 5000 4000\n0b000101 0b000201 x\n")
     assert cli_mod.main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

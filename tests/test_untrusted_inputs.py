@@ -407,8 +407,8 @@ def test_htsim_topology_that_would_build_too_many_nodes_or_links(tmp_path, capsy
 
 def test_iterations_beyond_the_dag_bound(tmp_path, capsys):
     """``--iterations 1000000`` of one GPT-350M layer on 16 GPUs (1,104 ops each) would be
-    1.1e9 DAG ops (~500 GB); refused once the first iteration is built. Before, it was accepted."""
+    1.1e9 DAG ops (~500 GB); refused before the DAG is built. Before, it was accepted."""
     one_line_error(capsys, ["run", "--model", "gpt-350m", "--gpus", "16", "--layers", "1", "--iterations", "1000000",
-                            "--out", tmp_path / "o"], "--iterations 1000000", "1104 DAG ops per iteration",
-                   "over the limit of 10000000")
+                            "--out", tmp_path / "o"], "1000000 iterations of 1,104 DAG ops make 1,104,000,000",
+                   "over the limit of 10,000,000")
     assert not (tmp_path / "o" / "summary.json").exists()

@@ -4,6 +4,7 @@ import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.config import LinkDown
 from pwormhole.errors import InputError
 from pwormhole.events import INF_PS, EventQueue, Lead, run_quiet
 from pwormhole.net.dagrun import DagRuntime
@@ -198,7 +199,7 @@ def test_run_ends_at_its_last_event_when_nothing_leads_on():
     topo = Topology(5, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US),
                                            Link(4, 2, G100, US)])
     cfg = config("dcqcn")
-    cfg.link_down = (20 * US, 0, 2)
+    cfg.link_down = (LinkDown(20 * US, 0, 2, "LINK_DOWN"),)
     for join in (False, True):
         dag = Dag()
         f = dag.flow(0, 1, 1_000_000, [])  # loses its path at 20 us
@@ -218,7 +219,7 @@ def test_a_stuck_run_ends_where_one_cell_a_window_ends(down_ns):
     topo = Topology(5, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US),
                                            Link(4, 2, G100, 3 * US)])
     cfg = config("dcqcn")
-    cfg.link_down = (down_ns * 1000, 4, 2)
+    cfg.link_down = (LinkDown(down_ns * 1000, 4, 2, "LINK_DOWN"),)
     dag = Dag()
     g = dag.flow(4, 1, 1000, [dag.compute(4, 2900 * 1000)])
     dag.compute(0, 5 * US, [dag.compute(0, 3500 * 1000), g])
@@ -264,7 +265,8 @@ def test_quiet_windows_give_the_answer_and_windows_of_a_boundary_each(monkeypatc
     boundary after every window, with far fewer boundaries."""
     cfg = config("dcqcn")
     if down:
-        cfg.link_down = (150 * US + 300_000, 20, 21)  # host 20's link: its flow never ends
+        # host 20's link at 150.3 us (the traffic starts at 0.1 us): its flow never ends
+        cfg.link_down = (LinkDown(150 * US + 200_000, 20, 21, "LINK_DOWN"),)
     flows = flows_of([(s, 0, 1_000_000, s * 100_000) for s in range(1, 21)])
 
     def run():

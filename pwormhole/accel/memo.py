@@ -187,35 +187,87 @@ def flow_match(graph, other):
     return {n: m[n] for n, d in graph.nodes(data=True) if d["label"][0] == "f"}
 
 
+MEMO_SETTLE_RTTS = 32
+"""A loaded entry's convergence time is at most this many times its group's longest path RTT times
+its flow count (plus the sampling that detects it, :class:`MemoLimits`): its flows share their ports
+in turn, each settling within a few RTTs. Recorded entries sit at 0.3-4.4 (bench/RESULTS.md)."""
+
+HEADER_BYTES = 64  # a packet's headers at most (RoCE and INT), for a hop's serialization time
+
+
 class MemoLimits:
-    """Bounds of what a recording can hold in a scenario: a flow's rates (sending and goodput)
-    at most ``max_rate_bps`` (its fastest link), its sending rate at least ``min_rate_bps``
-    (the CC's ``MIN_RATE``, below which neither DCQCN nor HPCC goes), its bytes (acknowledged
-    over the transient, and the growth of its pipeline in either sign) at most
-    ``max_flow_bytes`` (its largest flow), the bytes it sent (acknowledged plus the pipeline's
-    growth) at most the fastest link's rate over the convergence time, and that time at most
-    ``max_convergence_ps``: the largest flow sent at ``MIN_RATE``, and never past the stop time."""
+    """Bounds of what a recording can hold in a scenario, by physics: a flow's rates (sending and
+    goodput) at most ``max_rate_bps`` (its fastest link), its sending rate at least ``min_rate_bps``
+    (the CC's ``MIN_RATE``, below which neither DCQCN nor HPCC goes), its bytes (acknowledged over the
+    transient, and the growth of its pipeline in either sign) at most ``max_flow_bytes`` (its largest
+    flow), the convergence time at most ``max_convergence_ps`` (the largest flow sent at ``MIN_RATE``,
+    never past the stop time). Per entry, from its own group graph (:func:`entry_fits`): its
+    convergence time at most :data:`MEMO_SETTLE_RTTS` x the longest path RTT (propagation and a full
+    packet's serialization per hop, both ways) x its flows, plus ``detect_ps`` (the samples that
+    detect a steady state); each flow's pacing rate at most its first link's rate, its goodput at most
+    its pacing rate and its bottleneck's rate, its acknowledged bytes at most its bottleneck's rate
+    over the convergence time plus its window."""
 
-    __slots__ = ("min_rate_bps", "max_rate_bps", "max_flow_bytes", "max_convergence_ps")
+    __slots__ = ("min_rate_bps", "max_rate_bps", "max_flow_bytes", "max_convergence_ps", "packet_bytes",
+                 "detect_ps")
 
-    def __init__(self, min_rate_bps: int, max_rate_bps: int, max_flow_bytes: int, max_convergence_ps: int):
+    def __init__(self, min_rate_bps: int, max_rate_bps: int, max_flow_bytes: int, max_convergence_ps: int,
+                 packet_bytes: int = 0, detect_ps: int = 1 << 62):
         self.min_rate_bps = min_rate_bps
         self.max_rate_bps = max_rate_bps
         self.max_flow_bytes = max_flow_bytes
         self.max_convergence_ps = max_convergence_ps
+        self.packet_bytes = packet_bytes
+        self.detect_ps = detect_ps
 
     @classmethod
-    def of(cls, scn) -> MemoLimits:
-        """The bounds of scenario ``scn`` (its topology, flows and configuration)."""
+    def of(cls, scn, samples: int = 0, sample_ps: int = 0) -> MemoLimits:
+        """The bounds of scenario ``scn`` (its topology, flows and configuration) where Wormhole takes
+        ``samples`` samples every ``sample_ps`` to find a steady state (0: no bound by the group graph)."""
         cfg = scn.config
         size = max((f.size_bytes for f in scn.flows), default=0)
         min_rate = max(1, cfg.min_rate_bps)
         conv = -(-size * 8 * 10**12 // min_rate)
+        detect_ps = (samples + 2) * sample_ps if samples and sample_ps else 1 << 62
         return cls(min_rate, max((ln.rate_bps for ln in scn.topology.links), default=0), size,
-                   min(conv, cfg.simulator_stop_ps))
+                   min(conv, cfg.simulator_stop_ps), cfg.packet_payload_bytes + HEADER_BYTES, detect_ps)
 
 
 _NO_LIMITS = MemoLimits(1, 1 << 62, 1 << 62, 1 << 62)
+_PORT_LABEL = re.compile(r"p([0-9]{1,16})/([0-9]{1,16})(/.*)?")
+_FLOW_WINDOW = re.compile(r"f-?[0-9]+[no]/w([0-9]{1,16})/.*")
+
+
+def entry_fits(labels: list[str], edges: dict, conv: int, recs: dict, limits: MemoLimits) -> bool:
+    """Whether a parsed entry is possible in its own group graph (:class:`MemoLimits`): its ports'
+    rates and delays and its flows' paths and windows bound its convergence time and each flow's
+    rates and bytes."""
+    nf = len(recs)
+    rate_of, delay_of = {}, {}
+    for v in range(nf, len(labels)):
+        m = _PORT_LABEL.fullmatch(labels[v])
+        if m is None or int(m.group(1)) == 0:
+            return False
+        rate_of[v], delay_of[v] = int(m.group(1)), int(m.group(2))
+    paths: dict[int, list[tuple[int, int]]] = {}
+    for (u, w), role in edges.items():
+        if role != "a":
+            paths.setdefault(u, []).append((int(role[1:]), w))
+    rtt_ps = 0
+    for i in range(nf):
+        hops = [w for _, w in sorted(paths.get(i, ()))]
+        m = _FLOW_WINDOW.fullmatch(labels[i])
+        if not hops or m is None:
+            return False
+        rtt_ps = max(rtt_ps, sum(2 * delay_of[w] + limits.packet_bytes * 8 * 10**12 // rate_of[w] for w in hops))
+        bottleneck_bps = min(rate_of[w] for w in hops)
+        rec = recs[i]
+        goodput_bps = rec["goodput"] * 8e12
+        if rec["rate_bps"] > rate_of[hops[0]] or goodput_bps > 1.05 * rec["rate_bps"] or goodput_bps > bottleneck_bps:
+            return False
+        if rec["bytes"] * 8 * 10**12 > bottleneck_bps * conv + int(m.group(1)) * 8 * 10**12:
+            return False
+    return conv <= MEMO_SETTLE_RTTS * rtt_ps * nf + limits.detect_ps
 
 
 def _is_int(v: object) -> TypeGuard[int]:
@@ -284,6 +336,8 @@ def _parse_entry(item, limits: MemoLimits):
         if not (_is_number(rate) and limits.min_rate_bps <= rate <= limits.max_rate_bps):
             return None
         recs[i] = {"bytes": b, "goodput": float(gp), "rate_bps": int(rate), "inflight_growth": growth}
+    if not entry_fits(labels, edges, conv, recs, limits):
+        return None
     return key, labels, edges, conv, recs
 
 

@@ -18,7 +18,7 @@ from ..hpcc_config import check_k_maps
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
 from ..workload.dag import Dag
-from ..workload.flows import Flow
+from ..workload.flows import Flow, traffic_start_ps
 from .dagrun import DagRuntime
 from .nodes import DagLead, DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
 from .packet import (
@@ -66,7 +66,7 @@ class Network:
             boundary logic; :mod:`pwormhole.partition.grid` computes it).
 
     Link failures (``cfg.link_down``) are listed in ``failures`` as ``(t_ps,
-    node_a, node_b)``; the run applies each with :meth:`fail_link` at a window
+    node_a, node_b)`` in time order; the run applies each with :meth:`fail_link` at a window
     boundary at that time. Afterwards ``down_links`` holds the failed link
     indices and ``no_path`` the flows whose ends they disconnected.
 
@@ -140,14 +140,16 @@ class Network:
                 raise InputError(f"flow {f.flow_id}: size must be positive, got {f.size_bytes}")
 
     def _check_link_down(self) -> list[tuple[int, int, int]]:
-        """``[(t_ps, a, b)]`` of ``cfg.link_down`` (empty when none); InputError when no link joins a and b."""
-        t_ps, a, b = self.cfg.link_down
-        if not t_ps:
-            return []
-        if not any({ln.a, ln.b} == {a, b} for ln in self.topo.links):
-            raise InputError(f"LINK_DOWN {a} {b}: no link joins nodes {a} and {b} in {self.topo.name}",
-                             self.cfg.source)
-        return [(t_ps, a, b)]
+        """``[(t_ps, a, b)]`` of ``cfg.link_down`` in time order, at their times after the traffic's start
+        (:func:`~pwormhole.workload.flows.traffic_start_ps`); InputError when no link joins a and b."""
+        start_ps = traffic_start_ps(self.flows, self.dag)
+        out = []
+        for d in self.cfg.link_down:
+            a, b = d.node_a, d.node_b
+            if not any({ln.a, ln.b} == {a, b} for ln in self.topo.links):
+                raise InputError(f"{d.given}: no link joins nodes {a} and {b} in {self.topo.name}", d.path)
+            out.append((start_ps + d.after_ps, a, b))
+        return sorted(out)
 
     def _nic_rate_bps(self) -> int:
         sw = self.topo.switches

@@ -28,6 +28,7 @@ different units are busy, e.g. pipeline stages, end up spread over the ranks).
 from __future__ import annotations
 
 import math
+import os
 import time
 import zipfile
 from collections.abc import Callable
@@ -36,9 +37,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputError
-from ..outfiles import atomic
+from ..outfiles import RECORD_NAME, atomic
+from ..tokens import read_json
 
-RECORD_NAME = "windows.npz"
 EXCHANGE_US = 65.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
 SEND_US = 0.2  # an event sent to another rank: packed and pickled (sync/codec.py; measured, eleventh session)
 RECV_US = 0.3  # an event received from another rank: unpickled, unpacked and pushed on the heap (the same)
@@ -63,6 +64,7 @@ class WindowRecord(NamedTuple):
     writer_s: np.ndarray
     local_s: np.ndarray | None = None
     sent: np.ndarray | None = None
+    run_id: str = ""  # the run_id of the run's summary.json ("": not recorded)
 
     @property
     def n_units(self) -> int:
@@ -79,34 +81,102 @@ class WindowRecord(NamedTuple):
                                 boundary_s=self.boundary_s, unit=self.unit, links=self.links,
                                 window_ps=np.int64(self.window_ps), writer_s=self.writer_s,
                                 local_s=self.local_s if self.local_s is not None else np.zeros(self.windows),
-                                sent=self.sent if self.sent is not None else np.zeros((0, 4), dtype=np.int64))
+                                sent=self.sent if self.sent is not None else np.zeros((0, 4), dtype=np.int64),
+                                run_id=np.str_(self.run_id))
 
     @staticmethod
     def load(path: str) -> WindowRecord:
-        """Read a record; InputError naming the file when it cannot be read or is not one."""
+        """Read a record; InputError naming the file when it cannot be read or is not one (every array
+        of the kind, shape, sign and size a run writes: :func:`_checked`)."""
         try:
             with np.load(path, allow_pickle=False) as z:
                 missing = [k for k in _ARRAYS if k not in z.files]
                 if missing:
                     raise InputError(f"not a window record ({RECORD_NAME} of 'run --record-windows'): "
                                      f"no {missing[0]!r}", path)
-                zeros = np.zeros(z["boundary_s"].shape)
-                rec = WindowRecord(z["t_end_ps"], z["events"], z["unit_s"], z["boundary_s"], z["unit"], z["links"],
-                                   int(z["window_ps"]), z["writer_s"] if "writer_s" in z.files else zeros,
-                                   z["local_s"] if "local_s" in z.files else zeros,
-                                   z["sent"] if "sent" in z.files else np.zeros((0, 4), dtype=np.int64))
+                arrays = {k: z[k] for k in z.files if k in (*_ARRAYS, "writer_s", "local_s", "sent", "run_id")}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
             raise InputError(f"cannot read window record: {getattr(e, 'strerror', None) or e}", path) from None
-        w, u = rec.events.shape if rec.events.ndim == 2 else (-1, -1)
-        if (w < 0 or rec.unit_s.shape != (w, u) or rec.boundary_s.shape != (w,) or rec.t_end_ps.shape != (w,)
-                or rec.writer_s.shape != (w,) or rec.local_s is None or rec.local_s.shape != (w,)
-                or rec.unit.ndim != 1 or (rec.unit.size and (rec.unit.min() < 0 or rec.unit.max() >= u))
-                or rec.links.ndim != 2 or rec.links.shape[1] != 3
-                or rec.sent is None or rec.sent.ndim != 2 or rec.sent.shape[1] != 4
-                or (rec.sent.size and (rec.sent.min() < 0 or rec.sent[:, 0].max() >= w or rec.sent[:, 1:3].max() >= u))
-                or (rec.links.size and (rec.links[:, :2].min() < 0 or rec.links[:, :2].max() >= rec.unit.size))):
-            raise InputError("window record arrays do not fit together (a damaged file?)", path)
-        return rec
+        return _checked(arrays, path)
+
+
+def load_of_run(folder: str) -> WindowRecord:
+    """The record of the run in ``folder``: its ``windows.npz``, refused (InputError) unless the
+    folder's ``summary.json`` is that of the run that wrote it (same ``run_id``)."""
+    path = os.path.join(folder, RECORD_NAME)
+    if not os.path.isfile(path):
+        raise InputError(f"{folder!r} holds no {RECORD_NAME}: record a run with 'pwormhole run --record-windows "
+                         f"--out {folder}'")
+    rec = WindowRecord.load(path)
+    summary = read_json(os.path.join(folder, "summary.json"))
+    outputs = summary.get("outputs")
+    if (not rec.run_id or summary.get("run_id") != rec.run_id or not isinstance(outputs, list)
+            or RECORD_NAME not in outputs):
+        raise InputError(f"{RECORD_NAME} is not of the run in summary.json beside it (an earlier run's?): "
+                         "record the run again", path)
+    return rec
+
+
+# what a run can record: a window's events per unit, and seconds (well past any run)
+MAX_RECORD_EVENTS = 2**40
+MAX_RECORD_S = 1e7
+MAX_RECORD_PS = 2**62
+
+
+def _checked(z: dict, path: str) -> WindowRecord:
+    """The record of the arrays ``z`` of a file, each checked for its kind (integers or finite floats),
+    shape and bounds (InputError naming ``path`` and the array otherwise)."""
+    def bad(name: str, why: str):
+        return InputError(f"window record array {name!r} {why} (a damaged file?)", path)
+
+    def ints(name: str, ndim: int, hi: int, cols: int | None = None) -> np.ndarray:
+        a = z[name]
+        if a.dtype.kind not in "iu":
+            raise bad(name, f"holds {a.dtype} values, not integers")
+        if a.ndim != ndim or (cols is not None and a.shape[1] != cols):
+            raise bad(name, f"has the shape {a.shape}")
+        if a.size and (a.min() < 0 or a.max() > hi):
+            raise bad(name, f"holds a value outside 0..{hi}")
+        return a.astype(np.int64)
+
+    def seconds(name: str, shape: tuple) -> np.ndarray:
+        if name not in z:
+            return np.zeros(shape)
+        a = z[name]
+        if a.dtype.kind not in "iuf":
+            raise bad(name, f"holds {a.dtype} values, not numbers")
+        if a.shape != shape:
+            raise bad(name, f"has the shape {a.shape}, not {shape}")
+        a = a.astype(np.float64)
+        if a.size and not (np.isfinite(a).all() and a.min() >= 0 and a.max() <= MAX_RECORD_S):
+            raise bad(name, f"holds a value outside 0..{MAX_RECORD_S:g} s")
+        return a
+
+    events = ints("events", 2, MAX_RECORD_EVENTS)
+    w, u = events.shape
+    if w == 0 or u == 0:
+        raise InputError(f"window record holds {w} windows of {u} units: nothing to plan from", path)
+    t_end = ints("t_end_ps", 1, MAX_RECORD_PS)
+    if t_end.shape != (w,):
+        raise bad("t_end_ps", f"has the shape {t_end.shape}, not ({w},)")
+    if (np.diff(t_end) < 0).any():
+        raise bad("t_end_ps", "goes back in time")
+    unit = ints("unit", 1, u - 1)
+    links = ints("links", 2, MAX_RECORD_PS, cols=3)
+    if links.size and links[:, :2].max() >= unit.size:
+        raise bad("links", f"names a node outside 0..{unit.size - 1}")
+    wps = z["window_ps"]
+    if wps.dtype.kind not in "iu" or wps.ndim != 0 or not 0 < int(wps) <= MAX_RECORD_PS:
+        raise bad("window_ps", f"is not one positive integer ({wps.dtype}, shape {wps.shape})")
+    sent = ints("sent", 2, MAX_RECORD_EVENTS, cols=4) if "sent" in z else np.zeros((0, 4), dtype=np.int64)
+    if sent.size and (sent[:, 0].max() >= w or sent[:, 1:3].max() >= u):
+        raise bad("sent", f"names a window outside 0..{w - 1} or a unit outside 0..{u - 1}")
+    run_id = z.get("run_id")
+    if run_id is not None and (run_id.dtype.kind != "U" or run_id.ndim != 0):
+        raise bad("run_id", "is not one string")
+    return WindowRecord(t_end, events, seconds("unit_s", (w, u)), seconds("boundary_s", (w,)), unit, links,
+                        int(wps), seconds("writer_s", (w,)), seconds("local_s", (w,)), sent,
+                        str(run_id) if run_id is not None else "")
 
 
 class Recorder:
@@ -159,8 +229,8 @@ class Recorder:
             self.local_s.append(local)
         self._writer_pending = 0.0
 
-    def finish(self, unit: list[int], links, window_ps: int) -> WindowRecord:
-        """The record (``links``: ``(a, b, delay_ps)`` rows)."""
+    def finish(self, unit: list[int], links, window_ps: int, run_id: str = "") -> WindowRecord:
+        """The record (``links``: ``(a, b, delay_ps)`` rows; ``run_id``: that of the run's summary)."""
         w = len(self.t_end_ps)
         self.boundary_s += [0.0] * (w - len(self.boundary_s))
         self.writer_s += [0.0] * (w - len(self.writer_s))
@@ -171,7 +241,7 @@ class Recorder:
                             np.array(self.boundary_s, dtype=np.float64), np.array(unit, dtype=np.int64),
                             np.array(links, dtype=np.int64).reshape(-1, 3), window_ps,
                             np.array(self.writer_s, dtype=np.float64), np.array(self.local_s, dtype=np.float64),
-                            np.array(self.sent, dtype=np.int64).reshape(-1, 4))
+                            np.array(self.sent, dtype=np.int64).reshape(-1, 4), run_id)
 
 
 class Prediction(NamedTuple):

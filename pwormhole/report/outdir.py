@@ -10,13 +10,15 @@ InputError naming the file and line.
 from __future__ import annotations
 
 import csv
-import json
+import math
 import os
 from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import InputError
+from ..outfiles import RECORD_NAME
+from ..tokens import read_json
 
 # where the run a report describes lies in each kind of folder, in order of preference
 RUN_FOLDERS = (".", "wormhole", "packet", os.path.join("wormhole", "ranks1"), os.path.join("packet", "ranks1"))
@@ -55,19 +57,6 @@ class OutDir(NamedTuple):
     compare: dict | None
     compare_runs: tuple[RunFiles, RunFiles] | None  # (packet, wormhole)
     scaling: list[dict] | None
-
-
-def read_json(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg}", path, e.lineno) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", path) from None
-    if not isinstance(data, dict):
-        raise InputError("not a JSON object", path, 1)
-    return data
 
 
 def _rows(path: str, n_cols: int, what: str, hex_cols: int = 0) -> np.ndarray:
@@ -116,10 +105,88 @@ def _optional(path: str, reader):
     return reader(path) if os.path.isfile(path) else None
 
 
+_INT_KEYS = ("ranks", "seed", "sim_time_ps", "events", "windows", "window_ps", "flows", "flows_finished",
+             "bytes_sent", "bytes_delivered", "drops", "lost_packets", "pfc_pauses", "ecn_marks", "cnps", "nacks",
+             "retransmitted_bytes", "skips", "memo_hits", "memo_misses", "memo_follows", "memo_follows_steady",
+             "memo_successors", "memo_entries", "memo_bytes", "wakes_interrupted", "hpcc_crowded_nic_flows",
+             "fluid_flows", "nvlink_packet_flows", "fluid_shared_flows", "eventless_bytes", "packet_events_est",
+             "iteration_time_ns", "nvlink_servers_by_packets", "nvlink_by_packets_from_ns")
+_FLOAT_KEYS = ("wall_s", "events_per_s", "sync_wall_s", "cpu_s", "ready_wait_s", "skipped_time_fraction")
+_STR_KEYS = ("mode", "scenario", "cc", "nvlink_cc", "engine", "run_id", "nvlink_model", "nvlink_packets_reason",
+             "interrupted", "aborted")
+_NUMBER_DICT_KEYS = ("fct_ns", "slowdown", "collectives", "partition")
+_DICT_KEYS = ("inputs", "accel", "monitors", "stuck")
+_INT_LIST_KEYS = ("events_by_rank", "iterations")
+INT64_MAX = 2**63 - 1
+
+
+def _is_int(v) -> bool:
+    return type(v) is int and -INT64_MAX <= v <= INT64_MAX
+
+
+def _is_number(v) -> bool:
+    return _is_int(v) or (type(v) is float and math.isfinite(v))
+
+
+def check_summary(summary: dict, path: str) -> None:
+    """InputError naming ``path`` and the key unless every key a report reads has the kind of value a
+    run writes there (integers within int64, finite numbers, strings, lists and objects of them)."""
+    def bad(key: str, what: str):
+        return InputError(f"summary key {key!r} is not {what}: {str(summary[key])[:60]!r}", path)
+
+    for k in _INT_KEYS:
+        if k in summary and not _is_int(summary[k]):
+            raise bad(k, "an integer")
+    for k in _FLOAT_KEYS:
+        if k in summary and not _is_number(summary[k]):
+            raise bad(k, "a finite number")
+    for k in _STR_KEYS:
+        if summary.get(k) is not None and not isinstance(summary[k], str):
+            raise bad(k, "a string")
+    if "complete" in summary and not isinstance(summary["complete"], bool):
+        raise bad("complete", "true or false")
+    for k in _NUMBER_DICT_KEYS:
+        v = summary.get(k)
+        if v is not None and not (isinstance(v, dict) and all(x is None or _is_number(x) for x in v.values())):
+            raise bad(k, "an object of numbers")
+    for k in _DICT_KEYS:
+        v = summary.get(k)
+        if v is not None and not (isinstance(v, dict) and all(x is None or isinstance(x, (str, bool, dict, list))
+                                                              or _is_number(x) for x in v.values())):
+            raise bad(k, "an object")
+    for k in _INT_LIST_KEYS:
+        v = summary.get(k)
+        if v is not None and not (isinstance(v, list) and all(_is_int(x) for x in v)):
+            raise bad(k, "a list of integers")
+    gpus = summary.get("gpus")
+    if gpus is not None and not (isinstance(gpus, list) and all(
+            isinstance(g, dict) and all(_is_int(x) for x in g.values()) for g in gpus)):
+        raise bad("gpus", "a list of objects of integers")
+    outputs = summary.get("outputs")
+    if not (isinstance(outputs, list) and all(isinstance(n, str) for n in outputs)
+            and isinstance(summary.get("run_id"), str)):
+        raise InputError("names no 'outputs' and 'run_id': not a summary of this version of pwormhole (run it "
+                         "again)", path)
+
+
+# files of a run that a report reads besides its FCT and PFC files, the monitors' included
+_RUN_FILES = ("collectives.csv", "timeline.csv", "link_util.csv", RECORD_NAME)
+
+
 def read_run(folder: str) -> RunFiles:
-    """The outputs of the run in ``folder`` (its ``summary.json`` must be there)."""
-    summary = read_json(os.path.join(folder, "summary.json"))
+    """The outputs of the run in ``folder`` (its ``summary.json`` must be there). InputError when a file
+    of a run is there that the summary does not list as its output (left by another run)."""
+    path = os.path.join(folder, "summary.json")
+    summary = read_json(path)
+    check_summary(summary, path)
     files = summary.get("inputs") or {}
+    outputs = set(summary["outputs"])
+    names = {n for n in (files.get("fct_file"), files.get("pfc_file"), files.get("qlen_file"), *_RUN_FILES)
+             if isinstance(n, str) and n}
+    for n in sorted(names - outputs):
+        if os.path.isfile(os.path.join(folder, n)):
+            raise InputError(f"{n} here is not an output of the run in summary.json (an earlier run's?): remove "
+                             "it, or run again into an empty folder", os.path.join(folder, n))
     fct_name = files.get("fct_file") or "fct.txt"
     pfc_name = files.get("pfc_file") or "pfc.txt"
     return RunFiles(folder, summary, _optional(os.path.join(folder, fct_name), read_fcts),
@@ -139,6 +206,10 @@ def read_out_dir(path: str) -> OutDir:
         compare = read_json(os.path.join(path, "compare.json"))
         if all(os.path.isfile(os.path.join(path, m, "summary.json")) for m in ("packet", "wormhole")):
             compare_runs = (read_run(os.path.join(path, "packet")), read_run(os.path.join(path, "wormhole")))
+            ids = {"packet": compare_runs[0].summary["run_id"], "wormhole": compare_runs[1].summary["run_id"]}
+            if compare.get("runs") != ids:
+                raise InputError("compare.json is not the comparison of the runs in packet/ and wormhole/ (their "
+                                 "run_id differ): run compare again", os.path.join(path, "compare.json"))
     scaling = _optional(os.path.join(path, "scaling.csv"), read_csv)
     if run is None and compare is None and scaling is None:
         raise InputError(f"{path!r} holds no summary.json, compare.json nor scaling.csv: not an output folder of "

@@ -18,14 +18,13 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..outfiles import write_text
+from ..outfiles import REPORT_NAME, write_text
 from ..units import format_time
 from . import analysis, charts, monitors
 from .compare import fct_errors, read_fct
 from .outdir import OutDir, RunFiles, read_out_dir
 from .summary import approx
 
-REPORT_NAME = "report.html"
 SECTIONS = (("run", "Run"), ("fct", "Flow completion times"), ("training", "Training"), ("network", "Network"),
             ("scaling", "Scaling"))
 MAX_TABLE_ROWS = 400

@@ -9,14 +9,24 @@ stays as ``NAME.part`` and the error is listed (:class:`RunWriter`).
 
 from __future__ import annotations
 
+import json
 import os
-import sys
 import threading
 
 import numpy as np
 
 from ..errors import InputError, OutputError
-from ..outfiles import check_file_writable, check_output_name, create_fresh, existing
+from ..outfiles import (
+    OWN_FILE_NAMES,
+    OWN_OUTPUT_NAMES,
+    RECORD_NAME,
+    REPORT_NAME,
+    check_file_writable,
+    check_output_name,
+    claim_out_dir,
+    create_fresh,
+    earlier_outputs,
+)
 from ..sync.interrupt import deferred_signals
 from .fct import IncrementalFile, fct_line, pfc_line
 from .summary import write_json_atomic
@@ -41,15 +51,24 @@ def prepare_out_dir(out_dir: str) -> str | None:
     return made
 
 
-def output_names(scn, plot: bool = False) -> list[str]:
-    """The files a run writes in its output folder."""
-    names = [scn.config.fct_output_name, scn.config.pfc_output_name, "summary.json"]
-    if scn.config.qlen_mon_file:  # the monitors (pwormhole.monitor)
-        names += [scn.config.qlen_mon_file, "link_util.csv"]
+def output_names(scn, plot: bool = False, record_windows: bool = False, report: bool = False) -> list[str]:
+    """The files a run writes in its output folder: the config's FCT and PFC names first (then its
+    queue monitor's, when on), then pwormhole's own."""
+    cfg = scn.config
+    names = [cfg.fct_output_name, cfg.pfc_output_name]
+    if cfg.qlen_mon_file:  # the monitors (pwormhole.monitor)
+        names.append(cfg.qlen_mon_file)
+    names.append("summary.json")
+    if cfg.qlen_mon_file:
+        names.append("link_util.csv")
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):
         names += ["collectives.csv", "timeline.csv"]
         if plot:
             names.append("timeline.png")
+    if record_windows:
+        names.append(RECORD_NAME)
+    if report:
+        names.append(REPORT_NAME)
     return names
 
 
@@ -61,29 +80,55 @@ def _same_file(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
+def summary_output_names(out_dir: str) -> list[str]:
+    """The output names the ``summary.json`` in ``out_dir`` lists (its ``outputs`` and its inputs' file
+    names); none when there is no readable one."""
+    try:
+        with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as fh:
+            old = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(old, dict):
+        return []
+    outputs = old.get("outputs")
+    inputs = old.get("inputs")
+    names = list(outputs) if isinstance(outputs, list) else []
+    if isinstance(inputs, dict):
+        names += [inputs.get(k) for k in ("fct_file", "pfc_file", "qlen_file")]
+    return [n for n in names if isinstance(n, str)]
+
+
 def check_outputs(out_dir: str, names: list[str], source: str | None = None, memo_cache: str | None = None) -> None:
-    """Before simulating: the output ``names`` (the first two from the config
-    ``source``) are plain distinct names, none is a folder in ``out_dir``, a
-    ``memo_cache`` can be written and is none of them (InputError otherwise);
-    a warning names the existing files that the run will replace."""
-    for name in names[:2]:
+    """Before simulating: the output ``names`` of :func:`output_names` (the config's, from ``source``, first)
+    are plain distinct names, none of them pwormhole's own but where pwormhole names it, none is a folder
+    in ``out_dir``; a ``memo_cache`` can be written and is no output of this run nor of an earlier run
+    in ``out_dir`` (InputError otherwise)."""
+    own = [i for i, n in enumerate(names) if n in OWN_FILE_NAMES]
+    configured = names[:own[0]] if own else names
+    for name in configured:
         why = check_output_name(name)
         if why:
             raise InputError(f"output file name {name!r} {why}", source)
-    if names[0] == names[1]:
-        raise InputError(f"the FCT and PFC output files have the same name {names[0]!r}", source)
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise InputError(f"two outputs of the run have the same name {name!r}", source)
     for name in names:
         if os.path.isdir(os.path.join(out_dir, name)):
             raise InputError(f"cannot write {os.path.join(out_dir, name)}: it is a folder")
     if memo_cache:
         check_file_writable(memo_cache, "--memo-cache")
-        for name in names:
+        taken = set(names) | set(earlier_outputs(out_dir, summary_output_names(out_dir)))
+        for name in sorted(taken | OWN_OUTPUT_NAMES):
             for p in (os.path.join(out_dir, name), os.path.join(out_dir, name + ".part")):
                 if _same_file(memo_cache, p) or _same_file(memo_cache + ".part", p):
-                    raise InputError(f"--memo-cache {memo_cache!r} is the run's output {p}; give another file")
-    replaced = existing(out_dir, names)
-    if replaced:
-        print(f"pwormhole: warning: replacing existing files in {out_dir}: {', '.join(replaced)}", file=sys.stderr)
+                    raise InputError(f"--memo-cache {memo_cache!r} is the name of an output of pwormhole in "
+                                     f"{out_dir} ({p}); give another file")
+
+
+def claim(out_dir: str, names: list[str], memo_cache: str | None = None) -> None:
+    """Just before simulating: ``out_dir`` keeps no earlier run's outputs but those this run replaces
+    (:func:`~pwormhole.outfiles.claim_out_dir`; one warning line)."""
+    claim_out_dir(out_dir, names, summary_output_names(out_dir), keep=memo_cache)
 
 
 class RunWriter:

@@ -12,7 +12,7 @@ import operator
 from fractions import Fraction
 
 from ..errors import InputError
-from .model import Link, Topology
+from .model import MAX_LINKS, MAX_NODES, Link, Topology
 
 G = 10**9
 
@@ -49,6 +49,14 @@ def _uplink_rate(down_bps: int, spines: int, oversubscription: float, what: str)
     return int(Fraction(down_bps) / (spines * ratio))
 
 
+def _check_size(what: str, n_nodes: int, n_links: int) -> None:
+    """InputError before building when a topology would pass :data:`~.model.MAX_NODES` nodes or
+    :data:`~.model.MAX_LINKS` links (a built network takes ~33 KB per node)."""
+    if n_nodes > MAX_NODES or n_links > MAX_LINKS:
+        raise InputError(f"{what} has {n_nodes:,} nodes and {n_links:,} links, over the limit of {MAX_NODES:,} "
+                         f"nodes and {MAX_LINKS:,} links")
+
+
 def _check(rate_bps: int, delay_ps: int, what: str) -> None:
     if rate_bps <= 0:
         raise InputError(f"{what}: link rate must be positive, got {rate_bps}")
@@ -69,6 +77,7 @@ def fat_tree(k: int, host_rate_bps: int = 100 * 10**9, fabric_rate_bps: int = 10
     _check(fabric_rate_bps, delay_ps, "fat-tree")
     half = k // 2
     n_hosts = k * half * half
+    _check_size(f"fat-tree k={k}", n_hosts + 5 * k * half // 2, n_hosts + 2 * k * half * half)
     edge0 = n_hosts
     agg0 = edge0 + k * half
     core0 = agg0 + k * half
@@ -103,6 +112,7 @@ def leaf_spine(hosts: int, leaves: int, spines: int, host_rate_bps: int = 100 * 
     if not oversubscription > 0:
         raise InputError(f"oversubscription must be positive, got {oversubscription}")
     _check(host_rate_bps, delay_ps, "leaf-spine host link")
+    _check_size(f"leaf-spine of {hosts} hosts", hosts + leaves + spines, hosts + leaves * spines)
     per_leaf = hosts // leaves
     up = _uplink_rate(host_rate_bps * per_leaf, spines, oversubscription, "leaf-spine")
     _check(up, delay_ps, "leaf-spine uplink")
@@ -118,6 +128,7 @@ def star(hosts: int, rate_bps: int = 100 * 10**9, delay_ps: int = 1_000_000) -> 
     """``hosts`` hosts on one switch (the switch is the last node)."""
     if hosts < 2:
         raise InputError(f"a star needs at least 2 hosts, got {hosts}")
+    _check_size(f"a star of {hosts} hosts", hosts + 1, hosts)
     _check(rate_bps, delay_ps, "star")
     return Topology(hosts + 1, frozenset({hosts}), [Link(h, hosts, rate_bps, delay_ps) for h in range(hosts)],
                     name=f"star-{hosts}")
@@ -130,6 +141,7 @@ def dumbbell(left: int, right: int, host_rate_bps: int = 100 * 10**9, bottleneck
         raise InputError(f"a dumbbell needs hosts on both sides, got {left} and {right}")
     _check(bottleneck_bps, delay_ps, "dumbbell")
     n_h = left + right
+    _check_size(f"a dumbbell of {n_h} hosts", n_h + 2, n_h + 1)
     a, b = n_h, n_h + 1
     links = [Link(h, a if h < left else b, host_rate_bps, delay_ps) for h in range(n_h)]
     links.append(Link(a, b, bottleneck_bps, delay_ps))
@@ -188,6 +200,10 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
     per_seg = servers if servers_per_segment is None else servers_per_segment
     if not _is_int(per_seg) or per_seg < 1:
         raise InputError(f"rail-optimized: servers_per_segment must be an integer >= 1, got {servers_per_segment!r}")
+    n_gpus = servers * gpus_per_server
+    leaves = -(-servers // per_seg) * rails
+    _check_size(f"rail-optimized of {n_gpus} GPUs", n_gpus + servers * nvswitches_per_server + leaves + spines,
+                n_gpus * (nvswitches_per_server + 1) + leaves * spines)
     nic_rate_bps, delay_ps, nvlink_rate_bps, nvlink_delay_ps = (
         _whole(v, what) for v, what in ((nic_rate_bps, "nic_rate_bps"), (delay_ps, "delay_ps"),
                                          (nvlink_rate_bps, "nvlink_rate_bps"), (nvlink_delay_ps, "nvlink_delay_ps")))

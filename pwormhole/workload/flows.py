@@ -28,3 +28,11 @@ class Flow:
     size_bytes: int
     start_ps: int
     sport: int = 10000
+
+
+def traffic_start_ps(flows, dag=None) -> int:
+    """When the traffic starts: 0 for a workload DAG (its first ops start at 0), else the first flow's
+    start (0 without flows); the origin of link failure times (:class:`~pwormhole.config.LinkDown`)."""
+    if dag is not None:
+        return 0
+    return min((f.start_ps for f in flows if f.start_ps >= 0), default=0)

@@ -40,8 +40,37 @@ NS = 1000  # ps per ns
 
 MAX_DAG_OPS = 10_000_000
 """Most ops (compute, flows, marks) the iterations of one run may add up to: a DAG takes ~0.5 KB
-per op before any simulation (10 M ops ~ 5 GB). More iterations than that are refused once the
-first one is built (a single iteration is never refused)."""
+per op before any simulation (10 M ops ~ 5 GB). A workload over it is refused before its DAG is
+built (:func:`iteration_ops`)."""
+
+
+def _collective_ops(kind: str, members: int) -> int:
+    """The ops :func:`~.collectives.collective` adds for a collective of ``kind`` on ``members``."""
+    if members < 2:
+        return 0  # a group of one is skipped
+    steps = 2 * (members - 1) if kind == "allreduce" else members - 1  # (all-to-all: m - 1 flows each)
+    return members * steps + members
+
+
+def iteration_ops(spec) -> int:
+    """How many ops (compute, flows, marks) :func:`build_training_dag` adds for one iteration of
+    ``spec``, at most (counted from the layer list and the group sizes, before building)."""
+    n = spec.all_gpus
+    size = {"tp": spec.tp, "dp": spec.dp, "ep": spec.ep, "dp_ep": spec.dp // max(1, spec.ep)}
+
+    def comm(phase) -> int:
+        kind = COMM_KIND.get(phase.comm)
+        m = size.get(phase.group, 0)
+        if kind is None or phase.size_bytes <= 0 or m < 2:
+            return 0
+        return n // m * _collective_ops(kind, m)
+
+    ops = n + comm(spec.param_allgather)  # the update, the parameters' all-gather
+    for layer in spec.layers:
+        ops += 3 * n + comm(layer.forward) + comm(layer.input_grad) + comm(layer.weight_grad)
+    if spec.pp > 1 and spec.pp_comm_bytes > 0:  # a flow and two marks per GPU and boundary, both ways
+        ops += len(micro_batches(spec)) * 2 * (spec.pp - 1) * (n // spec.pp) * 3
+    return ops
 
 
 def micro_batches(spec) -> list[list[int]]:
@@ -72,6 +101,13 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                          source or spec.source)
     if iterations < 1:
         raise InputError(f"iterations must be >= 1, got {iterations}")
+    ops = iteration_ops(spec)
+    if ops * iterations > MAX_DAG_OPS:
+        many = (f"{iterations} iterations of {ops:,} DAG ops make {ops * iterations:,}" if iterations > 1
+                else f"one iteration of {spec.name} has {ops:,} DAG ops")
+        raise InputError(f"{many}, over the limit of {MAX_DAG_OPS:,} (about 0.5 KB each before any "
+                         f"simulation): fewer iterations, micro-batches (--ga), layers or GPUs",
+                         source or spec.source)
     n = spec.all_gpus
     hosts = gpu_hosts[:n]
     dag = Dag()
@@ -131,9 +167,6 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
     mbs = micro_batches(spec)
     update_ns = sum(layer.update_ns for layer in spec.layers)
     for it in range(iterations):
-        if it == 1 and len(dag) * iterations > MAX_DAG_OPS:
-            raise InputError(f"--iterations {iterations}: {len(dag)} DAG ops per iteration make "
-                             f"{len(dag) * iterations} ops, over the limit of {MAX_DAG_OPS}; run fewer iterations")
         dag.iteration = it
         for mb, chunk in enumerate(mbs):
             for s in range(spec.pp):
@@ -169,4 +202,5 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
         for s in range(spec.pp):  # distributed optimizer: parameters all-gathered after the update
             comm(s, spec.param_allgather, "param_allgather", True, it)
     dag.iterations = iterations
+    assert len(dag) <= ops * iterations, "iteration_ops counts fewer ops than the DAG has"
     return dag
