@@ -15,11 +15,11 @@ import sys
 from . import compiled
 from .accel.config import NVLINK_CHOICES
 from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE, LinkDown
-from .errors import InputError, OutputError, StuckError, Terminated
+from .errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
 from .hpcc_config import LINK_DOWN_BASE_PS
 from .outfiles import discard_out_dir
 from .sync import interrupt
-from .units import format_time, parse_time_ps
+from .units import format_time, parse_size_bytes, parse_time_ps
 from .workload.flows import traffic_start_ps
 
 
@@ -79,7 +79,7 @@ def _training_scenario(args):
         topo = topology_from_arg(f"rail-optimized:gpus={servers * 8}")
     if args.config:
         from .hpcc_config import read_hpcc_config
-        cfg, warnings = read_hpcc_config(args.config)
+        cfg, warnings = read_hpcc_config(args.config, input_files=False)
         spec.warnings.extend(warnings)
     else:
         cfg = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN))  # training default: DCQCN
@@ -107,7 +107,7 @@ def _chakra_scenario(args, topo):
     dag = load_chakra(args.workload, topo)
     if args.config:
         from .hpcc_config import read_hpcc_config
-        cfg, warnings = read_hpcc_config(args.config)
+        cfg, warnings = read_hpcc_config(args.config, input_files=False)
     else:
         cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN)), []
         cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
@@ -125,8 +125,8 @@ def _load_scenario(args):
 
 
 def _link_down_settings(args, scn) -> None:
-    """``--link-down TIME:A-B`` (repeatable) added to the config's ``LINK_DOWN``; a note where the
-    traffic of an HPCC config does not start at 2 s, where its ns-3 would fail the link."""
+    """``--link-down TIME:A-B`` (repeatable) added to the config's ``LINK_DOWN``; a note where a flow
+    list does not start at 2 s, where HPCC's ns-3 would fail the config's link."""
     cfg = scn.config
     for text in getattr(args, "link_down", None) or ():
         time_text, sep, ends = text.rpartition(":")
@@ -142,8 +142,8 @@ def _link_down_settings(args, scn) -> None:
             raise InputError(f"--link-down {text!r}: link {a}-{b} connects a node to itself")
         cfg.link_down += (LinkDown(t_ps, int(a), int(b), f"--link-down {text}"),)
     start_ps = traffic_start_ps(scn.flows, scn.dag)
-    for d in cfg.link_down:
-        if d.path is not None and start_ps != LINK_DOWN_BASE_PS:
+    for d in cfg.link_down:  # (a workload starts at 0: that its ns-3 run never fails the link goes unsaid)
+        if d.path is not None and scn.dag is None and start_ps != LINK_DOWN_BASE_PS:
             scn.warnings.append(f"{d.path}: {d.given} fails the link {format_time(d.after_ps)} after the traffic "
                                 f"starts (at {format_time(start_ps + d.after_ps)}); HPCC's ns-3 fails it at 2 s + "
                                 f"{format_time(d.after_ps)}, where its flow files start")
@@ -172,6 +172,13 @@ def _monitor_settings(args, cfg) -> None:
         if ps <= 0 or ps % 1000:
             raise InputError(f"{name} must be a positive whole number of ns, got {text!r}")
         setattr(cfg, fld, ps)
+    if args.monitor_limit is not None:
+        if cfg.qlen_mon_file is None:
+            raise InputError("--monitor-limit needs --monitor (or QLEN_MON_FILE in the config)")
+        try:
+            cfg.monitor_limit_bytes = parse_size_bytes(args.monitor_limit)
+        except ValueError as e:
+            raise InputError(f"--monitor-limit: {e}") from None
     iv = cfg.monitor_interval_ps
     if cfg.link_interval_ps % iv:
         if args.link_interval is not None:
@@ -370,6 +377,11 @@ def _run_mpi(comm, args) -> int:
         simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
                  progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
                  memo_cache=args.memo_cache, report=_wants_report(args))
+    except AgreedInputError as e:  # found before the run, known to every rank
+        discard_out_dir(getattr(args, "made_out", None))
+        if comm.rank == 0:
+            print(f"pwormhole: error: {e}", file=sys.stderr)
+        return 2
     except (Terminated, KeyboardInterrupt) as e:  # raised on every rank at the same boundary
         code = 143 if isinstance(e, Terminated) else 130
         if comm.rank == 0:
@@ -561,6 +573,9 @@ def add_run_arguments(r) -> None:
                    help="queue sampling interval (default 100ns, ns-3's qlen_mon_interval)")
     m.add_argument("--link-interval", metavar="TIME",
                    help="link_util.csv interval, a multiple of the sampling interval (default 10us)")
+    m.add_argument("--monitor-limit", metavar="SIZE",
+                   help="refuse a run whose link_util.csv could grow past SIZE over its expected length (default "
+                        "1GB; sizes as 500MB, 4GB)")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.add_argument("--report", action="store_true",
                    help="also write report.html, a self-contained page of the results (always for the default "

@@ -118,6 +118,7 @@ class ModelConfig:
     qlen_mon_end_ps: int | None = 2_100_000_000_000  # QLEN_MON_END (2.1 s); None: to the run's end
     monitor_interval_ps: int = 100_000  # third.cc's qlen_mon_interval, 100 ns (not a config key)
     link_interval_ps: int = 10_000_000  # link_util.csv's interval, 10 us (a multiple of the above; pwormhole's)
+    monitor_limit_bytes: int = 10**9  # link_util.csv may be expected to grow to this at most (--monitor-limit)
 
     source: str | None = None  # the config file this came from
 

@@ -30,6 +30,10 @@ class InputError(Exception):
         return where + self.message
 
 
+class AgreedInputError(InputError):
+    """An input mistake that every MPI rank knows of (found by one rank or more before the run's first
+    window, and agreed on by all): rank 0 prints it once and every rank exits with status 2."""
+
 
 class StuckError(Exception):
     """The run could not make progress (a PFC deadlock, flows whose packets

@@ -17,7 +17,7 @@ from pwormhole.errors import InputError
 from pwormhole.outfiles import check_output_name
 from pwormhole.tokens import open_text, to_float, to_int
 from pwormhole.topology.model import Topology
-from pwormhole.units import PS_PER_NS, PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
+from pwormhole.units import MAX_TIME_PS, PS_PER_NS, PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
 
 IMPLEMENTED_CC = {CC_DCQCN: "DCQCN", CC_HPCC: "HPCC", CC_TIMELY: "TIMELY", CC_DCTCP: "DCTCP"}
 # CC modes of third.cc refused, and why (shown with the error)
@@ -46,11 +46,11 @@ _BOOL = {
 # key -> (field, smallest allowed value, largest allowed value)
 _INT = {
     "PACKET_PAYLOAD_SIZE": ("packet_payload_bytes", 1, MAX_PAYLOAD_BYTES),
-    "L2_CHUNK_SIZE": ("l2_chunk_size", 0, None),
-    "L2_ACK_INTERVAL": ("l2_ack_interval", 1, None),
-    "FAST_RECOVERY_TIMES": ("fast_recovery_times", 0, None),
-    "MI_THRESH": ("mi_thresh", 0, None),
-    "INT_MULTI": ("int_multi", 1, None),
+    "L2_CHUNK_SIZE": ("l2_chunk_size", 0, 2**40),
+    "L2_ACK_INTERVAL": ("l2_ack_interval", 1, 2**31 - 1),
+    "FAST_RECOVERY_TIMES": ("fast_recovery_times", 0, 2**31 - 1),
+    "MI_THRESH": ("mi_thresh", 0, 2**31 - 1),
+    "INT_MULTI": ("int_multi", 1, 2**31 - 1),
 }
 # microseconds in the file (may be fractional), > 0
 _MICROS = {
@@ -93,7 +93,7 @@ _COMMENT = re.compile(r"\{[^}]*\}?")
 _KEY_LINES_ATTR = "_hpcc_key_lines"
 
 
-def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
+def read_hpcc_config(path: str | os.PathLike, input_files: bool = True) -> tuple[ModelConfig, list[str]]:
     """Read an HPCC ns-3 ``config.txt`` into a :class:`ModelConfig`.
 
     Format: one ``KEY value...`` per line. Blank lines, CRLF and tabs are fine; a
@@ -127,7 +127,8 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
       with ``0 <= p <= 1`` [``pmax_map``];
     * BUFFER_SIZE: MB of 2**20 bytes per switch, > 0 [``buffer_size_bytes``];
     * TOPOLOGY_FILE, FLOW_FILE, TRACE_FILE: input paths, resolved (see below) to
-      absolute paths [``topology_file``, ``flow_file``, ``trace_file``];
+      absolute paths [``topology_file``, ``flow_file``, ``trace_file``]; not read, nor
+      looked for, with ``input_files=False`` (the command line names the inputs);
     * FCT_OUTPUT_FILE, PFC_OUTPUT_FILE, QLEN_MON_FILE: only the base name is kept
       [``fct_output_name``, ``pfc_output_name``, ``qlen_mon_file``]; outputs go
       under ``--out``; a name of pwormhole's own outputs (``summary.json``...),
@@ -177,9 +178,9 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
             def err(msg: str) -> InputError:
                 return InputError(msg, spath, lineno)
 
-            def positive_time(key: str, v: str, unit: str, unit_name: str) -> int:
+            def positive_time(key: str, v: str, unit: str, unit_name: str, cap: bool = False) -> int:
                 try:
-                    ps = parse_time_ps(v, default_unit=unit)
+                    ps = parse_time_ps(v, default_unit=unit, cap=cap)
                 except ValueError as e:
                     raise err(f"{key} value {v!r} is not a time in {unit_name}: {e}") from None
                 if ps <= 0:
@@ -232,7 +233,7 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                     raise err(f"{key} value {v!r} is outside {rng}")
                 setattr(cfg, fld, x)
             elif key == "SIMULATOR_STOP_TIME":
-                cfg.simulator_stop_ps = positive_time(key, one(), "s", "seconds")
+                cfg.simulator_stop_ps = positive_time(key, one(), "s", "seconds", cap=True)  # (past it: never)
             elif key == "LINK_DOWN":
                 if len(vals) != 3:
                     raise err(f"LINK_DOWN takes 3 values (time_us node_a node_b), got {' '.join(vals)!r}")
@@ -249,14 +250,16 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                 setattr(cfg, _MAPS[key], _read_map(key, vals, spath, lineno, warnings))
             elif key == "BUFFER_SIZE":
                 v = one()
-                mb = to_int(v, "BUFFER_SIZE value (MB)", spath, lineno)
+                mb = to_int(v, "BUFFER_SIZE value (MB)", spath, lineno, hi=2**20)  # up to 1 TB
                 if mb <= 0:
                     raise err(f"BUFFER_SIZE value {v!r} must be a positive number of MB")
                 cfg.buffer_size_bytes = mb * 2**20
             elif key in _INPUT_FILES:
                 v = one()
-                found = _resolve_input(v, conf_dir)
-                if found is None:
+                found = _resolve_input(v, conf_dir) if input_files else None
+                if not input_files:  # the command line names the inputs: the config's are not read
+                    pass
+                elif found is None:
                     tried = conf_dir / v
                     msg = (f"{key} {v!r} not found (looked relative to {conf_dir}, its parent "
                            f"folders and the current directory; first candidate {tried})")
@@ -277,7 +280,7 @@ def read_hpcc_config(path: str | os.PathLike) -> tuple[ModelConfig, list[str]]:
                     raise err(f"{key} value {v!r}: {name!r} {why}; choose another name")
                 setattr(cfg, _OUTPUT_NAMES[key], name)
             elif key in _MON_TIMES:
-                ns = to_int(one(), f"{key} value (ns)", spath, lineno, lo=0)
+                ns = to_int(one(), f"{key} value (ns)", spath, lineno, lo=0, hi=MAX_TIME_PS // PS_PER_NS)
                 setattr(cfg, _MON_TIMES[key], ns * PS_PER_NS)
             elif key in _ACCEPTED:
                 if not vals:
@@ -343,9 +346,9 @@ def _kb_to_bytes(key: str, rate_tok: str, v: str, path: str, line: int) -> int:
     if kb is None or not kb.is_finite():
         raise InputError(f"{key} value {v!r} for {rate_tok} is not a number of KB", path, line)
     b = kb * 1000
-    if b < 0 or b != b.to_integral_value():
+    if b < 0 or b != b.to_integral_value() or b > 2**50:
         raise InputError(f"{key} value {v!r} for {rate_tok} must be a non-negative whole number of bytes "
-                         f"(KB of 1000 bytes)", path, line)
+                         f"(KB of 1000 bytes), at most 2**50", path, line)
     return int(b)
 
 
@@ -393,4 +396,15 @@ def check_k_maps(cfg: ModelConfig, topology: Topology) -> None:
                     cfg.source, lines.get(key))
 
 
-__all__ = ["read_hpcc_config", "check_k_maps", "IMPLEMENTED_CC", "LINK_DOWN_BASE_PS", "MAX_LINK_DOWN_US"]
+def check_min_rate(cfg: ModelConfig, topology: Topology) -> None:
+    """InputError (naming the config's line) when ``MIN_RATE`` is above a NIC's line rate: no QP of
+    that NIC could ever be paced that slowly, and DCQCN's and HPCC's floors would exceed the line."""
+    nics = [ln.rate_bps for ln in topology.links if not (topology.is_switch(ln.a) and topology.is_switch(ln.b))
+            and not (ln.a in topology.nvswitches or ln.b in topology.nvswitches)]
+    if nics and cfg.min_rate_bps > min(nics):
+        raise InputError(f"MIN_RATE {format_rate(cfg.min_rate_bps)} is above the line rate of the slowest NIC "
+                         f"({format_rate(min(nics))})", cfg.source, getattr(cfg, _KEY_LINES_ATTR, {}).get("MIN_RATE"))
+
+
+__all__ = ["read_hpcc_config", "check_k_maps", "check_min_rate", "IMPLEMENTED_CC", "LINK_DOWN_BASE_PS",
+           "MAX_LINK_DOWN_US"]

@@ -287,6 +287,17 @@ def merge(parts: list[MonitorData]) -> MonitorData:
     return MonitorData(max((d.samples for d in parts), default=0), qlen, sorted(dumps.items()), links, rates)
 
 
+LINK_UTIL_ROW_BYTES = 48  # a link_util.csv row (its text; the samplers hold about twice that)
+
+
+def link_util_bound_bytes(w: Window, directions: int, end_ps: int) -> int:
+    """The most ``link_util.csv`` can hold for a run expected to end at ``end_ps``: a row per link
+    direction and interval (rows where bytes moved only, so a sparse run writes far fewer)."""
+    last_ps = end_ps if w.last_k >= INF_PS else min(end_ps, w.time_ps(w.last_k))
+    intervals = max(0, last_ps - w.start_ps) // w.link_interval_ps + 1
+    return directions * intervals * LINK_UTIL_ROW_BYTES
+
+
 def monitor_summary(w: Window, data: MonitorData) -> dict:
     """``monitors`` in ``summary.json``: the files, the window and the intervals (ns), the samples taken."""
     return {"qlen_file": w.qlen_name, "link_util_file": LINK_UTIL_NAME, "start_ns": w.start_ps // PS_PER_NS,
@@ -334,5 +345,5 @@ def write_link_util(path: str, data: MonitorData, w: Window) -> None:
             fh.write(f"{(w.start_ps + j * iv) // PS_PER_NS},{key[0]},{key[1]},{key[2]},{b},{util:.4f}\n")
 
 
-__all__ = ["Window", "window_of", "MonitorData", "monitor_summary", "PortSampler", "MonitoredLP", "merge", "write_qlen",
-           "write_link_util", "LINK_UTIL_NAME", "QLEN_BUCKET_BYTES"]
+__all__ = ["Window", "window_of", "link_util_bound_bytes", "MonitorData", "monitor_summary", "PortSampler",
+           "MonitoredLP", "merge", "write_qlen", "write_link_util", "LINK_UTIL_NAME", "QLEN_BUCKET_BYTES"]

@@ -29,12 +29,13 @@ from .accel.config import HPCC_CROWDED_NIC
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
 from .config import CC_HPCC
-from .errors import InputError, OutputError, StuckError, Terminated
+from .errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
 from .lp.engine import INF_PS, LogicalProcess
 from .monitor import (
     LINK_UTIL_NAME,
     MonitorData,
     MonitoredLP,
+    link_util_bound_bytes,
     monitor_summary,
     window_of,
     write_link_util,
@@ -67,6 +68,7 @@ from .sync.local import LocalTransport
 from .sync.mpi import MpiTransport, allreduce_sum
 from .sync.windows import run_windows
 from .units import format_time
+from .workload.flows import traffic_start_ps
 
 PROGRESS_AFTER_S = 2.0
 FLUID_SHARED_WARNING = ("--nvlink fluid with --nvlink-cc nic: {} NVLink flows shared a port with another flow's "
@@ -525,9 +527,14 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     if record_windows and comm is not None:
         raise InputError("--record-windows runs in one process (one LP per unit); run it without mpiexec")
     names = output_names(scn, plot, record_windows, report)
+    err = None
     if rank0:
-        prepare_out_dir(out_dir)
-        check_outputs(out_dir, names, scn.config.source, memo_cache)
+        try:
+            prepare_out_dir(out_dir)
+            check_outputs(out_dir, names, scn.config.source, memo_cache)
+        except InputError as e:
+            err = e
+    _agree(comm, err)  # (before the plan's broadcast)
     parts = comm.size if comm is not None else n_lps
     plan = None
     grid = None
@@ -541,12 +548,25 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
         plan = _plan_owner(scn, parts, comm, rank0)
         owner = plan.owner
         grid = plan.grid
-    memo = _load_memo(scn, accel, memo_cache)
-    sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
-    standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
+    try:
+        memo = _load_memo(scn, accel, memo_cache)
+        sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
+        standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
+        show = progress if rank0 else False
+        sampled = accel is not None and accel.sample_ps > 0  # (--sample)
+        expected = (expected_end_ps(scn, standalone_ns)
+                    if show is not False or sim.monitor_window is not None or sampled else None)
+        if sim.monitor_window is not None and expected is not None:
+            _check_monitor_size(sim, expected)
+        span_ps = (expected or 0) - traffic_start_ps(scn.flows, scn.dag)
+        if sampled and rank0 and accel.sample_ps >= span_ps:
+            print(f"pwormhole: warning: --sample {format_time(accel.sample_ps)} is not shorter than the "
+                  f"{format_time(span_ps)} the run is expected to last: Wormhole takes at most one sample and "
+                  "fast-forwards nothing", file=sys.stderr)
+    except InputError as e:
+        err = e
+    _agree(comm, err)
     writer = RunWriter(scn, out_dir, standalone_ns, rank0)
-    show = progress if rank0 else False
-    expected = expected_end_ps(scn, standalone_ns) if show is not False else None
     run_id = secrets.token_hex(8) if rank0 else ""  # binds the folder's files to this run's summary.json
     head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
             "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed,
@@ -602,6 +622,37 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
                       f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished")
     _raise_outcome(writer.errors, interrupted, sim.stuck, out_dir)
     return summary
+
+
+def _agree(comm, err: InputError | None) -> None:
+    """Raise ``err``; under MPI, an :class:`AgreedInputError` on every rank when any rank has one (the
+    first rank's message, naming the rank unless every rank found the same), else nothing."""
+    if comm is None:
+        if err is not None:
+            raise err
+        return
+    failed = [(r, e) for r, e in enumerate(comm.allgather(None if err is None else str(err))) if e is not None]
+    if failed:
+        r, msg = failed[0]
+        everywhere = len(failed) == comm.size and all(e == msg for _, e in failed)
+        raise AgreedInputError(msg if everywhere else f"rank {r}: {msg}")
+
+
+def _check_monitor_size(sim: Run, expected_ps: int) -> None:
+    """InputError, before simulating, when ``link_util.csv`` could grow past the config's
+    ``monitor_limit_bytes`` over the run's expected span (the standalone critical path: at least)."""
+    cfg = sim.scn.config
+    w = sim.monitor_window
+    assert w is not None
+    bound = link_util_bound_bytes(w, 2 * len(sim.scn.topology.links), expected_ps)
+    if bound > cfg.monitor_limit_bytes:
+        need_ps = -(-w.link_interval_ps * bound // cfg.monitor_limit_bytes)
+        need_ps = -(-need_ps // w.interval_ps) * w.interval_ps  # a multiple of the sampling interval
+        raise InputError(f"{LINK_UTIL_NAME} could grow to {bound / 1e9:,.1f} GB ({2 * len(sim.scn.topology.links)} "
+                         f"link directions x a row per {format_time(w.link_interval_ps)} over the "
+                         f"{format_time(expected_ps - w.start_ps)} the run is expected to last), over the limit of "
+                         f"{cfg.monitor_limit_bytes / 1e9:g} GB: a --link-interval of {format_time(need_ps)} or "
+                         "more, or a larger --monitor-limit")
 
 
 def _write_monitors(sim: Run, data: MonitorData, writer: RunWriter, out_dir: str) -> None:

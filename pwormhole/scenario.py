@@ -162,16 +162,17 @@ def from_files(topology_path: str, flows_path: str, config_path: str | None = No
                topology: Topology | None = None, cc: str | None = None) -> Scenario:
     """Load a topology (HPCC, SimAI, htsim ``.topo`` or a builder spec) and a flow
     file (HPCC flow list or htsim connection matrix), with an optional HPCC
-    config (or ``cc`` without one); formats are detected from the content unless
-    ``fmt`` forces one."""
+    config (or ``cc`` without one; the files it names are not read: these are the inputs);
+    formats are detected from the content unless ``fmt`` forces one."""
     from .inputs import FLOWS_FORMATS, load_flows
 
     if config_path:
-        cfg, warnings = read_hpcc_config(config_path)
+        cfg, warnings = read_hpcc_config(config_path, input_files=False)
     else:  # ``cc`` (a name of config.CC_NAMES); default HPCC, as HPCC's config.txt
         cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(cc or "", ModelConfig().cc_mode)), []
     topo = topology if topology is not None else topology_from_arg(topology_path, fmt)
     flows, dag = load_flows(flows_path, topo, fmt if fmt in FLOWS_FORMATS else None)
+    cfg.flow_file = os.path.abspath(flows_path)
     if cfg.source is None:
         cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
     check_k_maps(cfg, topo)

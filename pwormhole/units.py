@@ -16,6 +16,8 @@ PS_PER_NS = 1_000
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
 PS_PER_S = 1_000_000_000_000
+MAX_TIME_PS = 2**62  # 53 days: every time of a run, and sums of them, stay int64
+MAX_RATE_BPS = 10**15  # 1 Pb/s: rates, and bytes x 8e12 / rate, stay far from overflow
 
 _TIME_UNITS = {
     "ps": 1,
@@ -55,11 +57,12 @@ def _split(text: str, what: str) -> tuple[Decimal, str]:
         raise ValueError(f"cannot read {what} {text!r}") from None
 
 
-def parse_time_ps(text: str | int | float, default_unit: str = "s") -> int:
+def parse_time_ps(text: str | int | float, default_unit: str = "s", cap: bool = False) -> int:
     """Parse a duration such as ``"1000ns"``, ``"0.001ms"`` or ``"2"`` into int ps.
 
     A bare number is in ``default_unit``. Raises ValueError for an unknown unit,
-    a negative value, or a value that is not a whole number of picoseconds.
+    a negative value, a value that is not a whole number of picoseconds, or one past
+    :data:`MAX_TIME_PS` (with ``cap``, a stop time, that is :data:`MAX_TIME_PS`: never).
     """
     if isinstance(text, int):
         text = str(text)
@@ -72,6 +75,10 @@ def parse_time_ps(text: str | int | float, default_unit: str = "s") -> int:
         raise ValueError(f"negative time {text!r}")
     if ps != ps.to_integral_value():
         raise ValueError(f"time {text!r} is not a whole number of picoseconds")
+    if ps > MAX_TIME_PS and cap:
+        return MAX_TIME_PS
+    if ps > MAX_TIME_PS:
+        raise ValueError(f"time {text!r} is past the limit of {MAX_TIME_PS} ps (53 days)")
     return int(ps)
 
 
@@ -92,6 +99,8 @@ def parse_rate_bps(text: str | int) -> int:
         raise ValueError(f"rate must be positive, got {text!r}")
     if bps != bps.to_integral_value():
         raise ValueError(f"rate {text!r} is not a whole number of bits per second")
+    if bps > MAX_RATE_BPS:
+        raise ValueError(f"rate {text!r} is over the limit of {format_rate(MAX_RATE_BPS)}")
     return int(bps)
 
 

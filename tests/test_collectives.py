@@ -141,7 +141,7 @@ def test_dag_runs_identical_on_any_lp_count():
 
 def test_bad_dag_inputs():
     dag = Dag()
-    with pytest.raises(InputError, match="size must be positive"):
+    with pytest.raises(InputError, match="size must be 1..1000000000000000 bytes, got 0"):
         dag.flow(0, 1, 0)
     with pytest.raises(InputError, match="same host"):
         dag.flow(1, 1, 10)

@@ -14,11 +14,12 @@ from __future__ import annotations
 from ..config import NVLINK_CC_NONE, ModelConfig
 from ..errors import InputError
 from ..events import Lead
-from ..hpcc_config import check_k_maps
+from ..hpcc_config import check_k_maps, check_min_rate
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
+from ..units import MAX_TIME_PS
 from ..workload.dag import Dag
-from ..workload.flows import Flow, traffic_start_ps
+from ..workload.flows import MAX_FLOW_BYTES, Flow, traffic_start_ps
 from .dagrun import DagRuntime
 from .nodes import DagLead, DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
 from .packet import (
@@ -92,6 +93,7 @@ class Network:
         self.failed: list[tuple] = []  # (t_ps, a, b, [(link index, tx_bytes at a, tx_bytes at b) when it failed])
         self.link_ports: list[tuple] = []  # link index -> (port at link.a, port at link.b)
         check_k_maps(cfg, topo)
+        check_min_rate(cfg, topo)
         self.nodes: list = []
         for n in range(topo.n_nodes):
             if n in topo.switches:
@@ -136,8 +138,10 @@ class Network:
                     raise InputError(f"flow {f.flow_id}: unknown node id {end} (topology has {topo.n_nodes} nodes)")
                 if end in topo.switches:
                     raise InputError(f"flow {f.flow_id}: endpoint {end} is a switch, not a host")
-            if f.size_bytes <= 0:
-                raise InputError(f"flow {f.flow_id}: size must be positive, got {f.size_bytes}")
+            if not 0 < f.size_bytes <= MAX_FLOW_BYTES:
+                raise InputError(f"flow {f.flow_id}: size must be 1..{MAX_FLOW_BYTES} bytes, got {f.size_bytes}")
+            if f.start_ps > MAX_TIME_PS:
+                raise InputError(f"flow {f.flow_id}: start {f.start_ps} ps is past the limit of {MAX_TIME_PS} ps")
 
     def _check_link_down(self) -> list[tuple[int, int, int]]:
         """``[(t_ps, a, b)]`` of ``cfg.link_down`` in time order, at their times after the traffic's start

@@ -31,17 +31,25 @@ import os
 
 import numpy as np
 
+from ..errors import InputError
 from ..outfiles import save_figure
 
 
 def read_fct(path: str) -> dict[tuple[str, str, str, str], int]:
     """``(sip, dip, sport, dport) -> fct_ns`` of an ``fct.txt``."""
     out = {}
-    with open(path) as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) >= 8:
-                out[(parts[0], parts[1], parts[2], parts[3])] = int(parts[6])
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                parts = line.split()
+                if len(parts) >= 8:
+                    fct = parts[6]
+                    if not (fct.isdigit() and len(fct) < 19):
+                        raise InputError(f"fct.txt line has an FCT that is not a 64-bit count of ns: {fct!r}",
+                                         path, lineno)
+                    out[(parts[0], parts[1], parts[2], parts[3])] = int(fct)
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {getattr(e, 'strerror', None) or e}", path) from None
     return out
 
 

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..outfiles import RECORD_NAME
 from ..tokens import read_json
 
+INT64_MAX = 2**63 - 1
 # where the run a report describes lies in each kind of folder, in order of preference
 RUN_FOLDERS = (".", "wormhole", "packet", os.path.join("wormhole", "ranks1"), os.path.join("packet", "ranks1"))
 
@@ -73,10 +74,14 @@ def _rows(path: str, n_cols: int, what: str, hex_cols: int = 0) -> np.ndarray:
                     raise InputError(f"{what} line has {len(f)} columns, expected {n_cols}: {line.strip()!r}",
                                      path, lineno)
                 try:
-                    out.append([int(x, 16 if i < hex_cols else 10) for i, x in enumerate(f[:n_cols])])
+                    row = [int(x, 16 if i < hex_cols else 10) for i, x in enumerate(f[:n_cols])]
                 except ValueError:
                     raise InputError(f"{what} line has a value that is not an integer: {line.strip()!r}",
                                      path, lineno) from None
+                if not all(-INT64_MAX <= v <= INT64_MAX for v in row):
+                    raise InputError(f"{what} line has a value outside the 64-bit integers: {line.strip()!r}",
+                                     path, lineno)
+                out.append(row)
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read: {e}", path) from None
     return np.array(out, dtype=np.int64).reshape(-1, n_cols)
@@ -117,7 +122,6 @@ _STR_KEYS = ("mode", "scenario", "cc", "nvlink_cc", "engine", "run_id", "nvlink_
 _NUMBER_DICT_KEYS = ("fct_ns", "slowdown", "collectives", "partition")
 _DICT_KEYS = ("inputs", "accel", "monitors", "stuck")
 _INT_LIST_KEYS = ("events_by_rank", "iterations")
-INT64_MAX = 2**63 - 1
 
 
 def _is_int(v) -> bool:

@@ -31,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .flows import Flow
+from ..units import MAX_TIME_PS
+from .flows import MAX_FLOW_BYTES, Flow
 
 OP_COMPUTE = 0
 OP_FLOW = 1
@@ -133,14 +134,14 @@ class Dag:
 
     def compute(self, host: int, duration_ps: int, deps=(), label: str = "", not_before_ps: int = 0) -> int:
         """Add a compute op of ``duration_ps`` (int ps, >= 0) on ``host``; returns its op id."""
-        if duration_ps < 0:
-            raise InputError(f"{label or 'compute'}: negative duration {duration_ps} ps")
+        if not 0 <= duration_ps <= MAX_TIME_PS:
+            raise InputError(f"{label or 'compute'}: duration {duration_ps} ps is outside 0..{MAX_TIME_PS}")
         return self._add(OP_COMPUTE, host, int(duration_ps), deps, label, not_before_ps)
 
     def flow(self, src: int, dst: int, size_bytes: int, deps=(), label: str = "", not_before_ps: int = 0) -> int:
         """Add a flow of ``size_bytes`` (> 0) from host ``src`` to host ``dst``; returns its op id."""
-        if size_bytes <= 0:
-            raise InputError(f"{label or 'flow'}: size must be positive, got {size_bytes}")
+        if not 0 < size_bytes <= MAX_FLOW_BYTES:
+            raise InputError(f"{label or 'flow'}: size must be 1..{MAX_FLOW_BYTES} bytes, got {size_bytes}")
         if src == dst:
             raise InputError(f"{label or 'flow'}: source and destination are the same host {src}")
         fid = len(self.flows)

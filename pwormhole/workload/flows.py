@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_FLOW_BYTES = 10**15  # 1 PB: a QP's byte counters and bytes x 8e12 stay within int64 arithmetic
+
 
 @dataclass(frozen=True, slots=True)
 class Flow:

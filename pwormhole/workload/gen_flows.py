@@ -49,9 +49,13 @@ from pwormhole.errors import InputError
 from pwormhole.outfiles import atomic
 from pwormhole.tokens import open_text, to_float
 from pwormhole.topology.model import Topology
-from pwormhole.units import PS_PER_S, format_rate, parse_rate_bps, parse_time_ps
+from pwormhole.units import PS_PER_S, format_rate, format_time, parse_rate_bps, parse_time_ps
 from pwormhole.workload.flows import Flow
 from pwormhole.workload.hpcc_flows import FIRST_SPORT
+
+MAX_GEN_FLOWS = 2_000_000
+"""Most flows one ``gen-flows`` may write: ~350 B of memory each while generated (a run of them needs
+far more); a window and load expected to give more are refused before any is drawn."""
 
 PG = 3  # traffic_gen.py writes "src dst 3 100 size t": priority group 3 ...
 DPORT = 100  # ... and destination port 100
@@ -195,6 +199,11 @@ def generate_flows(topo: Topology, cdf: Cdf, load: float, duration_ps: int, seed
             if rates[h] <= 0:
                 raise InputError(f"host {h} of topology {topo.name} has no link; it has no rate to load")
     mean = cdf.mean_bytes
+    expected = sum(duration_ps * rates[h] * load / (mean * 8 * PS_PER_S) for h in hosts)
+    if expected > MAX_GEN_FLOWS:
+        raise InputError(f"about {expected:,.0f} flows expected ({len(hosts)} hosts at load {load:g} over "
+                         f"{format_time(duration_ps)}, mean size {mean:,.0f} B), over the limit of "
+                         f"{MAX_GEN_FLOWS:,}: a shorter duration or a lower load")
     # Only uniform doubles are drawn (numpy's PCG64 ``random()``, a stream that
     # numpy keeps stable); exponentials and choices are computed from them.
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -333,4 +342,4 @@ def main(args) -> int:
     return 0
 
 
-__all__ = ["Cdf", "read_cdf", "generate_flows", "write_hpcc_flows", "host_rates", "add_parser", "main"]
+__all__ = ["MAX_GEN_FLOWS", "Cdf", "read_cdf", "generate_flows", "write_hpcc_flows", "host_rates", "add_parser", "main"]

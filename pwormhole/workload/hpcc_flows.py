@@ -12,7 +12,7 @@ from pwormhole.errors import InputError
 from pwormhole.tokens import TokenReader, to_int
 from pwormhole.topology.model import Topology
 from pwormhole.units import parse_time_ps
-from pwormhole.workload.flows import Flow
+from pwormhole.workload.flows import MAX_FLOW_BYTES, Flow
 
 FIRST_SPORT = 10000  # third.cc: "each host use port number from 10000"
 N_PRIORITIES = 8  # qbb queues per port (SwitchMmu::qCnt); pg indexes them
@@ -71,7 +71,7 @@ def read_hpcc_flows(path: str | os.PathLike, topology: Topology | None = None) -
             dst = to_int(d_tok, f"dst node id of flow {i + 1}", spath, d_line, lo=0)
             pg = to_int(p_tok, f"priority group of flow {i + 1}", spath, p_line, 0, N_PRIORITIES - 1)
             dport = to_int(dp_tok, f"dport of flow {i + 1}", spath, dp_line, 0, 65535)
-            size = to_int(z_tok, f"size of flow {i + 1}", spath, z_line)
+            size = to_int(z_tok, f"size of flow {i + 1}", spath, z_line, hi=MAX_FLOW_BYTES)  # (> 0: below)
             if size <= 0:
                 raise InputError(f"size {z_tok!r} of flow {i + 1} must be a positive number of bytes",
                                  spath, z_line)

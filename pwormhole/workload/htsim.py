@@ -77,6 +77,7 @@ from pwormhole.errors import InputError
 from pwormhole.tokens import head_tokens, open_text, to_int
 from pwormhole.units import parse_time_ps
 from pwormhole.workload.dag import Dag
+from pwormhole.workload.flows import MAX_FLOW_BYTES
 
 UNBOUNDED_FLOW_BYTES = 10**15  # htsim "size 0": a flow that keeps sending until the run stops
 
@@ -247,7 +248,7 @@ def _connection(toks, spath, lineno, nodes, ids, triggers) -> Connection:
                 raise InputError(f"bad start {v!r} of connection {toks[0]} (microseconds): {e}",
                                  spath, lineno) from None
         elif k == "size":
-            c.size_bytes = to_int(v, f"size of connection {toks[0]}", spath, lineno, lo=0)
+            c.size_bytes = to_int(v, f"size of connection {toks[0]}", spath, lineno, lo=0, hi=MAX_FLOW_BYTES)
             size_seen = True
         elif k == "id":
             c.flow_id = to_int(v, f"id of connection {toks[0]}", spath, lineno, lo=0)

@@ -84,6 +84,8 @@ from dataclasses import dataclass, field
 
 from pwormhole.errors import InputError
 from pwormhole.tokens import open_text
+from pwormhole.units import MAX_TIME_PS
+from pwormhole.workload.flows import MAX_FLOW_BYTES
 
 POLICIES = ("DATA", "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_DLRM",
             "HYBRID_DLRM_ENHANCED", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA",
@@ -198,12 +200,14 @@ def looks_like_simai_workload(path: str | os.PathLike) -> bool:
     return bool(toks) and toks[0] in POLICIES
 
 
-def _int_field(tok: str, what: str, path: str, line: int, lo: int) -> int:
+def _int_field(tok: str, what: str, path: str, line: int, lo: int, hi: int = 2**62) -> int:
     if not _INT.match(tok):
         raise InputError(f"{what} {tok!r} is not an integer", path, line)
     v = int(tok)
     if v < lo:
         raise InputError(f"{what} {tok!r} must be >= {lo}", path, line)
+    if v > hi:
+        raise InputError(f"{what} {tok!r} is over the limit of {hi}", path, line)
     return v
 
 
@@ -268,8 +272,8 @@ def _parse_layer(toks: list[str], n_fields: int, number: int, policy: str, path:
     for col, (c_i, t_i, s_i), label in (("fwd", (2, 3, 4), "forward"),
                                         ("ig", (5, 6, 7), "input-gradient"),
                                         ("wg", (8, 9, 10), "weight-gradient")):
-        comp = _int_field(toks[c_i], f"{label} compute time of layer {name}", path, lineno, 0)
-        size = _int_field(toks[s_i], f"{label} comm size of layer {name}", path, lineno, 0)
+        comp = _int_field(toks[c_i], f"{label} compute time of layer {name}", path, lineno, 0, MAX_TIME_PS // 1000)
+        size = _int_field(toks[s_i], f"{label} comm size of layer {name}", path, lineno, 0, MAX_FLOW_BYTES)
         dec = _decode_comm(toks[t_i], col)
         if dec is None:
             warnings.append(f"{path}:{lineno}: unknown {label} comm type {toks[t_i]!r} of layer {name}; "
@@ -282,7 +286,7 @@ def _parse_layer(toks: list[str], n_fields: int, number: int, policy: str, path:
             dec = ("NONE", "none")
         comm, group = dec
         phases.append(Phase(comp, comm, group, size if comm != "NONE" else 0))
-    upd = _int_field(toks[11], f"update time of layer {name}", path, lineno, 0)
+    upd = _int_field(toks[11], f"update time of layer {name}", path, lineno, 0, MAX_TIME_PS // 1000)
     return Layer(name, dep, phases[0], phases[1], phases[2], upd, lineno)
 
 
@@ -326,7 +330,7 @@ def read_simai_workload(path: str | os.PathLike, n_layers: int | None = None,
     vals = {}
     for key, lo in _INT_KEYS.items():
         if key in params:
-            vals[key] = _int_field(params[key], f"header {key}", spath, 1, lo)
+            vals[key] = _int_field(params[key], f"header {key}", spath, 1, lo, MAX_FLOW_BYTES)
     tp = vals.get("model_parallel_NPU_group", 1)
     ep = vals.get("ep", 1)
     pp = vals.get("pp", 1)
