@@ -66,7 +66,7 @@ from .standalone import StandaloneFct
 from .sync import interrupt
 from .sync.local import LocalTransport
 from .sync.mpi import MpiTransport, allreduce_sum
-from .sync.windows import run_windows
+from .sync.windows import Transport, run_windows
 from .units import format_time
 from .workload.flows import traffic_start_ps
 
@@ -228,7 +228,7 @@ class Run:
     def events(self) -> int:
         return sum(lp.events for lp in self.lps)
 
-    def _transport(self):
+    def _transport(self) -> Transport:
         if self.comm is None:
             return LocalTransport(self.lps, self.recorder)
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished,

@@ -140,6 +140,13 @@ class Wormhole:
 
     merge_reports = staticmethod(merge_reports)  # of several LPs or ranks
 
+    def take_heaps_changed(self) -> bool:
+        """Whether a group woke or froze here since the last call (the window loop then reads the
+        minimum and horizon again)."""
+        changed = self.heaps_changed
+        self.heaps_changed = False
+        return changed
+
     def on_boundary(self, t: int, done, report) -> None:
         """Flow-table updates, wakes, then acceleration decisions, at boundary ``t`` (ps);
         ``report`` is the merged :meth:`local_report` of every LP."""
@@ -348,6 +355,7 @@ class Wormhole:
     def _wake(self, g: Group, t: int) -> dict:
         """Wake ``g`` at ``t``: advance its flows, return its events and ports; the bytes advanced."""
         fz = g.frozen
+        assert fz is not None
         g.frozen = None
         self.frozen.discard(g)
         self.heaps_changed = True

@@ -34,9 +34,12 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..events import INF_PS, EventFilter, EventQueue, Handler, Lead
+
+if TYPE_CHECKING:
+    from .dagrun import DagRuntime
 from . import cc
 from .packet import (
     EV_ARRIVE_HOST,
@@ -858,8 +861,8 @@ class Host(Node):
         self.retx_bytes = 0
         self.bytes_delivered = 0
         self.bytes_sent = 0
-        # workload DAG (None for flow lists)
-        self.dag = None
+        # workload DAG (None for flow lists; its handlers run only with one)
+        self.dag: DagRuntime | None = None
         self.compute_free_ps = 0  # the GPU's compute stream is busy until then
         self.op_start = {}  # op id -> start time of ops begun here and not yet logged
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
@@ -938,7 +941,9 @@ class Host(Node):
 
     def dag_satisfy(self, children, t: int) -> None:
         """One dependency of each of ``children`` (ops on this host) is met at ``t``."""
-        rem = self.dag.remaining
+        rt = self.dag
+        assert rt is not None
+        rem = rt.remaining
         for c in children:
             n = rem[c] - 1
             rem[c] = n
@@ -948,6 +953,7 @@ class Host(Node):
     def on_op_start(self, op: int, t: int) -> None:
         """Start a ready op (compute: on the GPU's stream; flow: a new QP; mark: ends now)."""
         rt = self.dag
+        assert rt is not None
         nb = rt.not_before_ps[op]
         if nb > t:
             self.heap.push(nb, self.kbase + self.seq, EV_OP_START, self, op)
@@ -970,6 +976,7 @@ class Host(Node):
     def on_op_done(self, op: int, t: int) -> None:
         """A compute op or mark ended here: log it, meet its children, notify other hosts."""
         rt = self.dag
+        assert rt is not None
         self.op_log.append((op, self.op_start.pop(op), t))
         ch = rt.at_end[op]
         if ch:
@@ -979,11 +986,14 @@ class Host(Node):
 
     def on_notify(self, op: int, t: int) -> None:
         """A dependency that ended on another host reached this one."""
-        self.dag_satisfy(self.dag.remote_children[(op, self.node_id)], t)
+        rt = self.dag
+        assert rt is not None
+        self.dag_satisfy(rt.remote_children[(op, self.node_id)], t)
 
     def flow_received(self, fid: int, t: int) -> None:
         """The last byte of DAG flow ``fid`` arrived here (its destination)."""
         rt = self.dag
+        assert rt is not None
         op = rt.flow_op[fid]
         ch = rt.at_end[op]
         if ch:

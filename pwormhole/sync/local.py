@@ -66,11 +66,11 @@ class LocalTransport:
             return lps[0].next_time(), lps[0].horizon_ps()
         return min(lp.next_time() for lp in lps), min(lp.horizon_ps() for lp in lps)
 
-    def run_until(self, t_end: int) -> None:
+    def run_until(self, t_end_ps: int) -> None:
         rec = self.recorder
         if rec is None:
             for lp in self.lps:
-                lp.run_until(t_end)
+                lp.run_until(t_end_ps)
             return
         clock = time.thread_time  # CPU seconds: a loaded machine does not count
         if self._events_end is not None:
@@ -78,27 +78,27 @@ class LocalTransport:
         events = []
         seconds = []
         for lp in self.lps:
-            if lp.next_time() >= t_end:  # idle in this window: no call, so no per-LP overhead recorded
+            if lp.next_time() >= t_end_ps:  # idle in this window: no call, so no per-LP overhead recorded
                 events.append(0)
                 seconds.append(0.0)
                 continue
             t0 = clock()
-            events.append(lp.run_until(t_end))
+            events.append(lp.run_until(t_end_ps))
             seconds.append(clock() - t0)
-        rec.window(t_end, events, seconds)
+        rec.window(t_end_ps, events, seconds)
         self._events_end = clock()
 
-    def run_quiet(self, t_end: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
+    def run_quiet(self, t_end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
         """:meth:`run_until`, then, with one LP and no recorder, its next windows while nothing in them
         reaches the boundary (:meth:`~pwormhole.lp.engine.LogicalProcess.run_quiet`) and they end before
         ``limit_ps``. Returns ``(end of the last window run, windows run)``."""
         if len(self.lps) == 1 and self.recorder is None:
-            return self.lps[0].run_quiet(t_end, window_ps, limit_ps)
-        self.run_until(t_end)
-        return t_end, 1
+            return self.lps[0].run_quiet(t_end_ps, window_ps, limit_ps)
+        self.run_until(t_end_ps)
+        return t_end_ps, 1
 
-    def exchange(self, t_end: int, report) -> Exchanged:
-        """Deliver the outboxes; the records of every LP, and ``report(t_end)`` (all LPs at once)."""
+    def exchange(self, t_end_ps: int, report) -> Exchanged:
+        """Deliver the outboxes; the records of every LP, and ``report(t_end_ps)`` (all LPs at once)."""
         lps = self.lps
         t0 = time.thread_time() if self.recorder is not None else 0.0
         if len(lps) > 1:
@@ -114,7 +114,7 @@ class LocalTransport:
         ops = drain([lp.op_log for lp in lps])
         if self.recorder is not None and self._events_end is not None:
             self._events_end += time.thread_time() - t0  # delivery between LPs of one process: not a rank's work
-        return Exchanged(next_ps, finished, pfc, ops, report(t_end) if report is not None else None, 0)
+        return Exchanged(next_ps, finished, pfc, ops, report(t_end_ps) if report is not None else None, 0)
 
     def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
         return self.first_min()  # read after the boundary hook: exact whatever it did

@@ -165,15 +165,15 @@ class MpiTransport:
         """``(earliest event time, horizon)`` of every rank."""
         return self._min_pair(self.lp.next_time(), self.lp.horizon_ps())
 
-    def run_until(self, t_end: int) -> None:
-        self.lp.run_until(t_end)
+    def run_until(self, t_end_ps: int) -> None:
+        self.lp.run_until(t_end_ps)
 
-    def run_quiet(self, t_end: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
+    def run_quiet(self, t_end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
         """One window: the other ranks' events decide whether the next is quiet."""
-        self.lp.run_until(t_end)
-        return t_end, 1
+        self.lp.run_until(t_end_ps)
+        return t_end_ps, 1
 
-    def exchange(self, t_end: int, report) -> Exchanged:
+    def exchange(self, t_end_ps: int, report) -> Exchanged:
         """To every peer: the events bound for its nodes, this rank's minimum next event time and
         horizon (its heap and everything it sends, each event with the lead its receiver will see),
         the window's counts of completions and op records, the completions the hook tracks, its
@@ -185,7 +185,7 @@ class MpiTransport:
         size = comm.size
         me = comm.rank
         local_min, local_hz = _pending(lp)
-        rep = report(t_end) if report is not None else None
+        rep = report(t_end_ps) if report is not None else None
         out: list = [None] * size
         for peer, box in lp.outboxes.items():
             if box:

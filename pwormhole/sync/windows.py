@@ -14,26 +14,17 @@ skipped, and a window ends before a frozen group's wake. Keys are deterministic,
 in a later window, and the horizon depends on the events alone, so the result does not depend
 on the number of LPs.
 
-Transports: :class:`pwormhole.sync.local.LocalTransport` (N LPs in one
-process) and :class:`pwormhole.sync.mpi.MpiTransport` (one LP per rank, one
-collective per window in the common case). A transport offers ``ready()``
-(every rank built: the run's clock starts after it; returns the seconds waited),
-``first_min()``, ``run_until(t_end)``, ``run_quiet(t_end, window_ps, limit_ps)`` (``run_until``, then,
-where it can, the next windows before ``limit_ps`` while nothing in them reaches the boundary; returns
-the last one's end and the windows run), ``exchange(t_end, report) ->
-Exchanged``, ``next_min(exchanged, put_back)`` (the global minimum and horizon after the
-boundary hook, as a ``(t_ps, horizon_ps)`` pair like ``first_min()``; ``put_back``: the hook put
-events back or took some out, so those exchanged before it may be stale), ``last_event_ps()``
-(the time of the last event any LP ran; every rank calls it when nothing is left), ``close()`` (returns
-the records still held back, as an ``Exchanged``, or None) and ``sync_s``. Under MPI the
-completions and op records reach the outputs in batches
-(:class:`~pwormhole.sync.mpi.MpiTransport`); only their counts, and the completions the
-boundary hook tracks, travel every window.
+Transports (:class:`Transport`): :class:`pwormhole.sync.local.LocalTransport` (N LPs in one
+process) and :class:`pwormhole.sync.mpi.MpiTransport` (one LP per rank, one collective per window
+in the common case). Under MPI the completions and op records reach the outputs in batches; only
+their counts, and the completions the boundary hook tracks, travel every window. Acceleration
+takes part in the loop through :class:`BoundaryHook`.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -57,20 +48,67 @@ class Exchanged(NamedTuple):
     horizon_ps: int | None = None  # global horizon before the boundary hook (None: not exchanged)
 
 
+class Transport(Protocol):
+    """How the LPs of a run meet at window boundaries (in one process or over MPI ranks)."""
+
+    sync_s: float  # seconds spent exchanging (collectives)
+
+    def ready(self) -> float:
+        """Every rank is built (the run's clock starts after it); returns the seconds waited."""
+
+    def first_min(self) -> tuple[int, int]:
+        """``(earliest pending event time, horizon)`` over every LP."""
+
+    def run_until(self, t_end_ps: int) -> None:
+        """Run every local LP's events before ``t_end_ps``."""
+
+    def run_quiet(self, t_end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
+        """:meth:`run_until`, then, where it can, the next windows before ``limit_ps`` while nothing in them
+        reaches the boundary; returns ``(end of the last window run, windows run)``."""
+
+    def exchange(self, t_end_ps: int, report: Callable[[int], object] | None) -> Exchanged:
+        """Deliver what the LPs produced; the window's records and every LP's ``report(t_end_ps)``."""
+
+    def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
+        """``(earliest pending event time, horizon)`` after the boundary hook (``put_back``: it put events
+        back or took some out, so the exchanged minimum may be stale)."""
+
+    def last_event_ps(self) -> int:
+        """The time of the last event any LP ran (every rank calls it when nothing is left)."""
+
+    def close(self) -> Exchanged | None:
+        """The end of the loop: the records still held back, or None."""
+
+
+class BoundaryHook(Protocol):
+    """What acceleration contributes to the loop (:class:`~pwormhole.accel.wormhole.Wormhole`): its local
+    report travels in each exchange, its frozen groups' wakes count as pending events, and a wake or a
+    freeze at a boundary changes the LPs' heaps."""
+
+    def local_report(self, t_ps: int) -> object:
+        """What this process contributes at boundary ``t_ps`` (merged over LPs and ranks by the transport)."""
+
+    def next_wake_ps(self) -> int:
+        """The earliest wake of a frozen group (the same on every rank; ``INF_PS``: none)."""
+
+    def take_heaps_changed(self) -> bool:
+        """Whether a wake or freeze put events back or took some out since the last call."""
+
+
 def by_finish(rec) -> tuple[int, int]:
     """Sort key of a completion ``(flow id, finish_ps, start_ps)``: ``(finish_ps, flow id)``."""
     return rec[1], rec[0]
 
 
-def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None, cut_ps=(),
-                on_rest=None, quiet_until=None) -> tuple[int, int]:
+def run_windows(transport: Transport, window_ps: int, stop_ps: int, on_boundary: Callable[[int, Exchanged], bool],
+                accel: BoundaryHook | None = None, cut_ps=(), on_rest: Callable[[Exchanged], None] | None = None,
+                quiet_until: Callable[[], int] | None = None) -> tuple[int, int]:
     """Run window by window until no event is left before ``stop_ps`` or
     ``on_boundary(t_boundary_ps, exchanged)`` returns True.
 
-    ``accel`` (optional, a :class:`~pwormhole.accel.wormhole.Wormhole`): its
-    ``local_report`` travels in the exchange, its frozen groups' wakes
-    (``next_wake_ps``) count as pending events, and a wake or freeze at a boundary
-    (``heaps_changed``) puts events back or takes some out. ``cut_ps``: times that must be boundaries (a
+    ``accel`` (optional, a :class:`BoundaryHook`): its ``local_report`` travels in the exchange, its
+    frozen groups' wakes count as pending events, and a wake or freeze at a boundary puts events back
+    or takes some out. ``cut_ps``: times that must be boundaries (a
     link failure): the window holding one ends there (shorter windows keep the
     conservative rule), and the boundary puts events back.
 
@@ -128,13 +166,12 @@ def run_windows(transport, window_ps: int, stop_ps: int, on_boundary, accel=None
         if got.signal:  # some rank was signalled: every rank stops here
             _close(transport, on_rest)
             raise interrupt.exception_for(got.signal)
-        put_back = cut or (accel is not None and accel.heaps_changed)  # the same on every rank
-        if put_back and accel is not None:
-            accel.heaps_changed = False
+        changed = accel is not None and accel.take_heaps_changed()  # (the same on every rank)
+        put_back = cut or changed
         t_min, horizon = transport.next_min(got, put_back)
 
 
-def _close(transport, on_rest) -> None:
+def _close(transport: Transport, on_rest) -> None:
     rest = transport.close()
     if rest is not None and on_rest is not None:
         on_rest(rest)
