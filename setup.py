@@ -6,7 +6,7 @@ that fails, the install goes on without them (pure Python: ``pwormhole run`` the
 says so) and no manifest is written, so that a partial build is never used.
 """
 
-import hashlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -15,10 +15,12 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-# = compiled.COMPILED_MODULES
-MODULES = ("pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine",
-           "pwormhole.sync.codec", "pwormhole.accel.fluid")
-MANIFEST = "_compiled.json"  # = compiled.MANIFEST
+# pwormhole/compiled.py names the modules and the manifest (loaded by path: the package is not installed yet)
+_spec = importlib.util.spec_from_file_location("_pwormhole_compiled", ROOT / "pwormhole" / "compiled.py")
+compiled = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compiled)
+MODULES = compiled.COMPILED_MODULES
+MANIFEST = compiled.MANIFEST
 DIRECTIVES = {"language_level": 3, "annotation_typing": False}
 
 
@@ -26,12 +28,8 @@ def warn(msg: str) -> None:
     print(f"pwormhole: {msg}; installing the pure-Python engine only", file=sys.stderr)
 
 
-def source_digest(py: Path) -> str:  # = compiled.source_digest
-    return hashlib.sha256(py.read_bytes() + b"\0" + py.with_suffix(".pxd").read_bytes()).hexdigest()
-
-
 # taken before compiling: the manifest names the sources the extensions are made of
-DIGESTS = {m: source_digest(ROOT / Path(*m.split(".")).with_suffix(".py")) for m in MODULES}
+DIGESTS = {m: compiled.source_digest(ROOT / Path(*m.split(".")).with_suffix(".py")) for m in MODULES}
 
 
 class OptionalBuildExt(build_ext):

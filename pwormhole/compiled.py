@@ -21,7 +21,8 @@ import os
 from pathlib import Path
 
 COMPILED_MODULES = (
-    "pwormhole.events", "pwormhole.net.packet", "pwormhole.net.nodes", "pwormhole.net.cc", "pwormhole.lp.engine",
+    "pwormhole.engine.events", "pwormhole.engine.lp", "pwormhole.net.packet", "pwormhole.net.device",
+    "pwormhole.net.switch", "pwormhole.net.host", "pwormhole.net.cc", "pwormhole.net.freeze", "pwormhole.net.dispatch",
     "pwormhole.sync.codec", "pwormhole.accel.fluid",
 )
 MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from

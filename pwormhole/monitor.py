@@ -38,8 +38,8 @@ from operator import attrgetter, ne
 from typing import NamedTuple
 
 from .config import ModelConfig
-from .lp.engine import INF_PS, LogicalProcess
-from .net.nodes import QLEN_BUCKET_BYTES, QueueWatch
+from .engine.lp import INF_PS, LogicalProcess
+from .net.switch import QLEN_BUCKET_BYTES, QueueWatch
 from .outfiles import atomic
 from .units import PS_PER_NS
 

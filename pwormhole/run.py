@@ -29,8 +29,8 @@ from .accel.config import HPCC_CROWDED_NIC
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .accel.wormhole import Wormhole
 from .config import CC_HPCC
+from .engine.lp import INF_PS, LogicalProcess
 from .errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
-from .lp.engine import INF_PS, LogicalProcess
 from .monitor import (
     LINK_UTIL_NAME,
     MonitorData,
@@ -43,7 +43,7 @@ from .monitor import (
 )
 from .monitor import merge as merge_monitors
 from .net.build import Network
-from .net.nodes import handler_table
+from .net.dispatch import handler_table
 from .outfiles import RECORD_NAME, REPORT_NAME
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
 from .partition.plan import PartitionPlan, make_plan

@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .config import CC_DCQCN
-from .lp.engine import LogicalProcess
+from .engine.lp import LogicalProcess
 from .net.build import Network
-from .net.nodes import handler_table, route_path
+from .net.dispatch import handler_table
+from .net.freeze import route_path
 from .topology.model import Link, Topology
 from .workload.flows import Flow
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from pwormhole.accel.groups import FlowState, components
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.solvers import max_min_shares
-from pwormhole.lp.engine import LogicalProcess
+from pwormhole.engine.lp import LogicalProcess
 from pwormhole.net import cc
 
 

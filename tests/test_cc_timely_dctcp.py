@@ -18,12 +18,12 @@ from helpers import G100, US, flows_of, star_topo
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import CC_DCTCP, CC_TIMELY, ModelConfig
+from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
-from pwormhole.events import EventQueue
 from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
-from pwormhole.net.nodes import SendQP
+from pwormhole.net.host import SendQP
 from pwormhole.net.packet import T_ACK, new_packet
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config

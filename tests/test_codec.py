@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pwormhole.events import Lead
+from pwormhole.engine.events import Lead
 from pwormhole.net.packet import T_ACK, T_DATA, T_PFC, new_packet
 from pwormhole.sync.codec import earliest, pack_events, unpack_events
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from helpers import MPIEXEC, needs_mpi
 
-from pwormhole import compiled, events
+from pwormhole import compiled
+from pwormhole.engine import events
 from pwormhole.config import MAX_PAYLOAD_BYTES
 from pwormhole.errors import InputError
 from pwormhole.hpcc_config import read_hpcc_config
@@ -45,7 +46,7 @@ def test_compiled_engine_built_where_required():
 
 
 def test_pure_switch_imports_the_sources():
-    code = ("import pwormhole.compiled as c, pwormhole.net.nodes as n, pwormhole.events as e;"
+    code = ("import pwormhole.compiled as c, pwormhole.net.host as n, pwormhole.engine.events as e;"
             "print(c.engine(), n.__file__.endswith('.py'), e.EventQueue.__name__)")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PWORMHOLE_PURE": "1"},
                          capture_output=True, text=True, check=True).stdout.split()

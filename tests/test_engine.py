@@ -140,13 +140,13 @@ def test_handler_objects_and_plain_methods_give_one_answer(monkeypatch):
     """The compiled engine's NetHandler table and the pure engine's unbound methods run the
     same events (on a fat tree with PFC, ECN and ECMP) to the same finish times."""
     from pwormhole import run as run_module
-    from pwormhole.net import nodes
+    from pwormhole.net import dispatch
     from pwormhole.run import Run
     from pwormhole.scenario import fat_tree_mix_scenario
     runs = {}
     for objects in (True, False):
-        table = nodes.handler_table(objects=objects)
-        assert all(isinstance(h, nodes.NetHandler) == objects for h in table if h is not None)
+        table = dispatch.handler_table(objects=objects)
+        assert all(isinstance(h, dispatch.NetHandler) == objects for h in table if h is not None)
         monkeypatch.setattr(run_module, "handler_table", lambda table=table: table)
         runs[objects] = Run(fat_tree_mix_scenario()).run()
     with_objects, plain = runs[True], runs[False]
@@ -158,7 +158,7 @@ def test_ecmp_index_is_the_big_integer_formula():
     """ecmp_index (by 32-bit halves) against (((h ^ salt) * ECMP_MIX) >> 40) % n."""
     import random
 
-    from pwormhole.net.nodes import ECMP_MIX, ecmp_index
+    from pwormhole.net.device import ECMP_MIX, ecmp_index
     rng = random.Random(3)
     edges = [0, 1, (1 << 32) - 1, 1 << 32, (1 << 63) - 1]
     cases = [(h, s, n) for h in edges for s in edges[:-1] + [(1 << 62) - 1] for n in (1, 2, 3, 4, 7, 64)]

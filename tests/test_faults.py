@@ -24,12 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pwormhole import compiled
+from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
-from pwormhole.events import EventQueue
 from pwormhole.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
-from pwormhole.net.nodes import ECMP_MIX, SendQP, Switch
+from pwormhole.net.device import ECMP_MIX
+from pwormhole.net.host import SendQP
+from pwormhole.net.switch import Switch
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario, from_hpcc_config, number_sports
 from pwormhole.standalone import StandaloneFct

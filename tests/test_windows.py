@@ -5,8 +5,8 @@ from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import LinkDown
+from pwormhole.engine.events import INF_PS, EventQueue, Lead, run_quiet
 from pwormhole.errors import InputError
-from pwormhole.events import INF_PS, EventQueue, Lead, run_quiet
 from pwormhole.net.dagrun import DagRuntime
 from pwormhole.partition.grid import WindowGrid, check_cut_links, round_robin_owner, units_of, window_ps
 from pwormhole.run import Run

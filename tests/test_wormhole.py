@@ -27,7 +27,7 @@ from pwormhole.accel.sampling import Sample, back_off
 from pwormhole.accel.steady import enforced_window, fifo_shares, fills_a_queue, goodput
 from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.net import cc
-from pwormhole.net.nodes import route_path, take_events
+from pwormhole.net.freeze import route_path, take_events
 from pwormhole.net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_NIC_WAKE, EV_TIMER, EV_TX_DONE, EV_WIRE, T_PFC
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag

@@ -9,7 +9,7 @@ import pytest
 from helpers import MPIEXEC
 
 from pwormhole import cli
-from pwormhole.lp.engine import INF_PS, next_due_ps
+from pwormhole.engine.lp import INF_PS, next_due_ps
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"

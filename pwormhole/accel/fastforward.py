@@ -17,12 +17,12 @@ from bisect import bisect_left
 
 from ..config import CC_TIMELY
 from ..net import cc
-from ..net.nodes import shift_packets, take_events
+from ..net.freeze import shift_packets, take_events
 from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_TIMER, TM_RP
 from .config import BPS_PER_BYTE_PS
 from .groups import route_path
 
-# fields of an event tuple (lp/engine.py) and of a timer's argument (net/nodes.py Host.timer)
+# fields of an event tuple (engine/lp.py) and of a timer's argument (net/host.py Host.timer)
 EV_T, EV_KEY, EV_KIND, EV_TARGET, EV_ARG = range(5)
 TIMER_QP, TIMER_KIND = 0, 1
 

@@ -1,11 +1,13 @@
 # C types for fluid.py when it is compiled (fluid.py stays the model and the pure-Python
-# fallback; the rules of net/nodes.pxd). Rates and bytes left are C doubles: +, -, * and
+# fallback; the rules of net/device.pxd). Rates and bytes left are C doubles: +, -, * and
 # comparisons give the bits Python floats give (setup.py compiles without fused multiply-add);
 # the one floor division (_reschedule) is done on Python floats.
 import cython
 
-from pwormhole.events cimport Handler
-from pwormhole.net.nodes cimport Host, Port, Switch
+from pwormhole.engine.events cimport Handler
+from pwormhole.net.device cimport Port
+from pwormhole.net.host cimport Host
+from pwormhole.net.switch cimport Switch
 
 cdef long long _PS_PER_S
 

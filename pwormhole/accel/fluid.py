@@ -44,8 +44,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config import NVLINK_CC_NIC
+from ..engine.events import INF_PS, Handler
 from ..errors import InputError
-from ..events import INF_PS, Handler
 from ..net.packet import EV_MODEL
 from ..units import PS_PER_S
 from .config import NVLINK_FLUID, NVLINK_PACKET

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from ..lp.engine import INF_PS
-from ..net.nodes import SwitchPort, route_path
+from ..engine.lp import INF_PS
+from ..net.freeze import route_path
+from ..net.switch import SwitchPort
 from .config import BACKOFF_MIN_FLOWS
 
 __all__ = ["FlowState", "FlowTable", "Group", "components", "route_path"]

@@ -43,7 +43,7 @@ import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
 
 from ..config import CC_HPCC
-from ..net.nodes import SwitchPort
+from ..net.switch import SwitchPort
 from ..outfiles import atomic
 from .config import (
     HPCC_EARLY_MIN_PACKETS,

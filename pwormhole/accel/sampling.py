@@ -17,7 +17,7 @@ from .config import (
 
 class Sample(NamedTuple):
     """One sample of a flow (a tuple: exchanged between ranks and kept by the thousand): the
-    boundary it was taken at, then the fields of ``net.nodes.QPSnapshot`` in their order."""
+    boundary it was taken at, then the fields of ``net.host.QPSnapshot`` in their order."""
 
     t_ps: int  # the boundary it was taken at
     rate_bps: int  # CC rate: DCQCN's rate; HPCC's window over its base RTT (its pacing rate without a window)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from itertools import chain
 
-from ..net.nodes import SwitchPort
+from ..net.switch import SwitchPort
 from ..units import PS_PER_S
 from .config import BPS_PER_BYTE_PS, FIFO_SWEEPS, FIFO_TOLERANCE, MAX_MIN_ROUNDS
 

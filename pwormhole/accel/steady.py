@@ -18,7 +18,7 @@ from itertools import islice
 from math import inf as INF
 from typing import NamedTuple
 
-from ..net.nodes import SwitchPort
+from ..net.switch import SwitchPort
 from .config import (
     BPS_PER_BYTE_PS,
     FIFO_SATURATION,

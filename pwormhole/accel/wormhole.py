@@ -20,7 +20,7 @@ from collections.abc import Callable
 from time import thread_time
 
 from ..config import CC_DCQCN, CC_HPCC, CC_NAMES, NVLINK_CC_NONE
-from ..lp.engine import INF_PS
+from ..engine.lp import INF_PS
 from ..net import cc
 from ..net.cc import min_window_bytes
 from . import fastforward as ff

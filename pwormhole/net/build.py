@@ -12,8 +12,8 @@ pairs.
 from __future__ import annotations
 
 from ..config import NVLINK_CC_NONE, ModelConfig
+from ..engine.events import Lead
 from ..errors import InputError
-from ..events import Lead
 from ..hpcc_config import check_k_maps, check_min_rate
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
@@ -21,7 +21,10 @@ from ..units import MAX_TIME_PS
 from ..workload.dag import Dag
 from ..workload.flows import MAX_FLOW_BYTES, Flow, traffic_start_ps
 from .dagrun import DagRuntime
-from .nodes import DagLead, DropPort, Host, HostPort, RouteTable, Switch, SwitchPort, drop_host_port, unwire
+from .device import RouteTable
+from .dispatch import DagLead
+from .freeze import unwire
+from .host import Host, HostPort, drop_host_port
 from .packet import (
     EV_ARRIVE_HOST,
     EV_ARRIVE_SWITCH,
@@ -33,6 +36,7 @@ from .packet import (
     ecmp_hash,
     overhead_bytes,
 )
+from .switch import DropPort, Switch, SwitchPort
 
 DEFAULT_RTO_PS = 1_000_000_000  # 1 ms without ACK progress => go back (lossy runs only)
 

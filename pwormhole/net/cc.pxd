@@ -1,8 +1,8 @@
 # C types for cc.py when it is compiled (cc.py stays the model and the pure-Python fallback);
-# the rule of nodes.pxd: only sums and comparisons of integers in C, products as Python ints.
+# the rule of device.pxd: only sums and comparisons of integers in C, products as Python ints.
 import cython
 
-from pwormhole.net.nodes cimport Host, SendQP
+from pwormhole.net.host cimport Host, SendQP
 from pwormhole.net.packet cimport Packet
 
 cdef int TM_ALPHA, TM_DECREASE, TM_RP

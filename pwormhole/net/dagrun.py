@@ -18,12 +18,12 @@ the network, a notification to another host), for the window loop's horizon
 (:class:`~pwormhole.net.nodes.DagLead`).
 
 The children are tuples and ``remaining`` a list: the compiled hosts take them typed
-(``net/nodes.pxd``).
+(``net/host.pxd``).
 """
 
 from __future__ import annotations
 
-from ..events import INF_PS
+from ..engine.events import INF_PS
 from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
 
 

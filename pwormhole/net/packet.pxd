@@ -1,5 +1,5 @@
 # C types for packet.py when it is compiled (packet.py stays the model and the pure-Python
-# fallback; the rule of nodes.pxd: integers that only add and compare are C 64-bit).
+# fallback; the rule of device.pxd: integers that only add and compare are C 64-bit).
 import cython
 
 @cython.final

@@ -1,6 +1,6 @@
 # C types for codec.py when it is compiled (codec.py stays the model and the pure-Python fallback).
 import cython
-from pwormhole.events cimport Lead
+from pwormhole.engine.events cimport Lead
 from pwormhole.net.packet cimport Packet, new_packet
 
 cdef Py_ssize_t ROW, HOP

@@ -84,7 +84,7 @@ def pack_events(evs: list) -> tuple:
 def earliest(evs: list, t_min_ps: int, horizon_ps: int, lead) -> tuple:
     """``(t_min_ps, horizon_ps)`` lowered by the events ``evs`` bound for another LP: by each event's
     time, and by its time plus the lead its receiver will see (``lead.lead_ps``, a
-    :class:`~pwormhole.events.Lead`)."""
+    :class:`~pwormhole.engine.events.Lead`)."""
     for ev in evs:
         t_ps = ev[0]
         if t_ps < t_min_ps:

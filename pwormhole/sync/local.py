@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..lp.engine import LogicalProcess
+from ..engine.lp import LogicalProcess
 from .windows import Exchanged, by_finish
 
 
@@ -90,7 +90,7 @@ class LocalTransport:
 
     def run_quiet(self, t_end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
         """:meth:`run_until`, then, with one LP and no recorder, its next windows while nothing in them
-        reaches the boundary (:meth:`~pwormhole.lp.engine.LogicalProcess.run_quiet`) and they end before
+        reaches the boundary (:meth:`~pwormhole.engine.lp.LogicalProcess.run_quiet`) and they end before
         ``limit_ps``. Returns ``(end of the last window run, windows run)``."""
         if len(self.lps) == 1 and self.recorder is None:
             return self.lps[0].run_quiet(t_end_ps, window_ps, limit_ps)

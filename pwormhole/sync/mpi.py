@@ -27,7 +27,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..lp.engine import INF_PS
+from ..engine.lp import INF_PS
 from . import interrupt
 from .codec import earliest, pack_events, unpack_events
 from .windows import Exchanged, by_finish

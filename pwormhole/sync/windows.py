@@ -28,7 +28,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ..lp.engine import INF_PS, next_due_ps
+from ..engine.lp import INF_PS, next_due_ps
 from . import interrupt
 
 

@@ -1,6 +1,6 @@
 """One logical process: its nodes and their event queue.
 
-The hot loop (:meth:`pwormhole.events.EventQueue.run`) pops events ``(t_ps, key, kind,
+The hot loop (:meth:`pwormhole.engine.events.EventQueue.run`) pops events ``(t_ps, key, kind,
 target, arg)`` in ``(t_ps, key)`` order and calls ``handlers[kind](target, arg, t_ps)``;
 keys are unique (DESIGN.md invariant 2). Nothing else happens per event: no logging,
 no objects, no acceleration branches. Everything else happens at window boundaries,
@@ -9,7 +9,7 @@ driven by :mod:`pwormhole.sync`.
 
 from __future__ import annotations
 
-from ..events import INF_PS, EventQueue, Lead, run_quiet
+from .events import INF_PS, EventQueue, Lead, run_quiet
 
 
 def next_due_ps(event_ps: int, wake_ps: int) -> int:
@@ -27,7 +27,7 @@ class LogicalProcess:
     Attributes:
         lp_id: index of this LP (its rank under MPI).
         nodes: the node objects it owns.
-        heap: its :class:`~pwormhole.events.EventQueue` (shared by reference with its nodes and ports).
+        heap: its :class:`~pwormhole.engine.events.EventQueue` (shared by reference with its nodes and ports).
         outboxes: ``peer lp id -> list of events`` for events crossing to that LP.
         handlers: the handler table, indexed by event kind (given by the network model).
         finished: ``(flow id, finish_ps, start_ps)`` of flows completed since the last boundary.
@@ -35,7 +35,7 @@ class LogicalProcess:
         op_log: ``(op id, start_ps, end_ps)`` of DAG compute ops and marks ended since the last boundary.
         flow_start_log: flow ids whose QP started since the last boundary.
         events: events processed so far.
-        lead: the :class:`~pwormhole.events.Lead` of its events (:meth:`horizon_ps`; set by the runner).
+        lead: the :class:`~pwormhole.engine.events.Lead` of its events (:meth:`horizon_ps`; set by the runner).
         quiet_end_ps: the end of the last window :meth:`run_quiet` ran whole (a run interrupted in one
             of them stopped there).
     """
@@ -103,7 +103,7 @@ class LogicalProcess:
         return n
 
     def run_quiet(self, end_ps: int, window_ps: int, limit_ps: int) -> tuple[int, int]:
-        """Run to ``end_ps``, then window by window (:func:`~pwormhole.events.run_quiet`) while no
+        """Run to ``end_ps``, then window by window (:func:`~pwormhole.engine.events.run_quiet`) while no
         record is made for the boundary (a completion, an op, a flow start, a PFC frame) and a window
         ends before ``limit_ps``; one LP alone. Returns ``(end of the last window run, windows run)``."""
         self.run_until(end_ps)

@@ -1,0 +1,1 @@
+"""pwormhole.engine: the event queue and its hot loop (events.py), one logical process (lp.py)."""

@@ -1,1 +1,0 @@
-"""pwormhole.lp (see DESIGN.md layout)."""

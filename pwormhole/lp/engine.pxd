@@ -1,1 +1,0 @@
-# engine.py is compiled with the engine's other modules; its hot loop is EventQueue.run (events.pxd).
