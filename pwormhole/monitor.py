@@ -15,7 +15,7 @@ A sample at ``t`` sees the state after everything before ``t`` and nothing at ``
 is an event and nothing is scanned per sample: each switch port's ``mon`` (a
 :class:`QueueWatch`; None when the monitors are off) is told after each change of its egress
 bytes and counts the samples since the change before at the length before
-(:class:`~pwormhole.net.nodes.QueueWatch`, compiled with the engine). The samples, and
+(:class:`~pwormhole.net.switch.QueueWatch`, compiled with the engine). The samples, and
 so the files, do not depend on the number of LPs or ranks (each LP watches its own ports; the
 data are merged at the end, :func:`merge`).
 

@@ -174,7 +174,8 @@ class Run:
         # makes those of its own)
         self.format_finished: Callable[[list], list[str]] | None = None
         grid = grid if grid is not None else WindowGrid(scn.topology)
-        self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag, grid.window_ps)
+        self.window_ps = grid.window_ps
+        self.net = Network(scn.topology, scn.flows, scn.config, seed, scn.dag)
         if comm is not None:
             n_lps = comm.size
         if owner is None:
@@ -196,7 +197,7 @@ class Run:
         self.samplers = [lp.sampler for lp in self.lps if isinstance(lp, MonitoredLP)]
         self._monitors_done = False
         self.n_lps = n_lps
-        self.accel = Wormhole(self.net, self.lps, accel, memo) if accel is not None else None
+        self.accel = Wormhole(self.net, self.lps, accel, self.window_ps, memo) if accel is not None else None
         if leads:  # the window loop's horizon (sync.windows); False: every window one grid cell
             lead = self.net.horizon_lead(self.accel.fluid_fids if self.accel is not None else ())
             for lp in self.lps:
@@ -346,7 +347,7 @@ class Run:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             with _cyclic_gc_paused():
-                self.t_end_ps, self.windows = run_windows(transport, self.net.window_ps, stop_ps, on_boundary,
+                self.t_end_ps, self.windows = run_windows(transport, self.window_ps, stop_ps, on_boundary,
                                                           accel, [f[0] for f in failures], take_records,
                                                           quiet_until)
             self.sync_wall_s = transport.sync_s
@@ -594,7 +595,7 @@ def simulate(scn: Scenario, out_dir: str, until_ps: int | None = None, seed: int
     if recorder is not None and grid is not None:
         try:
             recorder.finish(grid.unit, [(ln.a, ln.b, ln.delay_ps) for ln in scn.topology.links],
-                            sim.net.window_ps, run_id).save(os.path.join(out_dir, RECORD_NAME))
+                            sim.window_ps, run_id).save(os.path.join(out_dir, RECORD_NAME))
         except OutputError as e:
             writer.errors.append(str(e))
     summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
@@ -700,7 +701,7 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         sync_by_rank = comm.allgather(sim.sync_wall_s)
         ready_s = max(comm.allgather(sim.ready_wait_s))
     summary = run_summary({**head, "complete": sim.complete}, sim.last_end_ps() if sim.complete else sim.t_end_ps,
-                          sim.wall_s, events_by_rank, sim.windows, sim.net.window_ps, max(sync_by_rank),
+                          sim.wall_s, events_by_rank, sim.windows, sim.window_ps, max(sync_by_rank),
                           fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns), counters)
     summary["cpu_s"] = cpu_s
     if comm is not None:

@@ -26,7 +26,6 @@ from .config import CC_DCQCN
 from .engine.lp import LogicalProcess
 from .net.build import Network
 from .net.dispatch import handler_table
-from .net.freeze import route_path
 from .topology.model import Link, Topology
 from .workload.flows import Flow
 
@@ -39,7 +38,7 @@ STEADY_PACKETS = 256
 def route_links(net: Network, flow: Flow, known: dict) -> tuple:
     """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses;
     ``known``: route (its ports) -> its links, filled as routes are met."""
-    ports = tuple(route_path(net.nodes, flow.src, flow.dst, net.nodes[flow.src].flow_hash[flow.flow_id]))
+    ports = tuple(net.path_of(flow.flow_id))
     links = known.get(ports)
     if links is None:
         nvs = net.topo.nvswitches
@@ -119,7 +118,7 @@ class StandaloneFct:
         nv = frozenset(i + 1 for i, (_, _, is_nv) in enumerate(hops) if is_nv and i + 1 < n - 1)
         topo = Topology(n, frozenset(range(1, n - 1)), links, name="alone", nvswitches=nv)
         flow = Flow(0, 0, n - 1, 3, 100, size_bytes, 0)
-        net = Network(topo, [flow], self.cfg, window_ps=self.net.window_ps)  # the real run's window
+        net = Network(topo, [flow], self.cfg)
         net.max_rtt_ps, net.max_bdp_bytes = rtt_ps, win_bytes  # the real network's QP window
         lp = LogicalProcess(0, net.nodes, net.initial_events(), [0] * n, handler_table())
         heap, handlers, dst = lp.heap, lp.handlers, net.nodes[n - 1]

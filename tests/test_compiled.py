@@ -23,8 +23,8 @@ import pytest
 from helpers import MPIEXEC, needs_mpi
 
 from pwormhole import compiled
-from pwormhole.engine import events
 from pwormhole.config import MAX_PAYLOAD_BYTES
+from pwormhole.engine import events
 from pwormhole.errors import InputError
 from pwormhole.hpcc_config import read_hpcc_config
 

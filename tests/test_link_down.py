@@ -19,7 +19,7 @@ import pytest
 from helpers import G100, MPIEXEC, US, config, flows_of, needs_mpi
 
 from pwormhole import cli
-from pwormhole.accel.wormhole import AccelConfig, route_path
+from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import LinkDown
 from pwormhole.errors import InputError, StuckError
 from pwormhole.run import Run, simulate
@@ -74,7 +74,7 @@ def test_failure_mid_flow_moves_it_to_the_other_spine():
     flows = flows_of([(0, 1, 1_000_000, T0)])
     base = Run(Scenario("t", topo, flows, config())).run()
     net = base.net
-    path = route_path(net.nodes, 0, 1, net.nodes[0].flow_hash[0])
+    path = net.path_of(0)
     spine = path[1].peer.node_id
     other = 9 - spine  # spines 4 and 5
     t_fail = T0 + 30 * US
@@ -108,7 +108,7 @@ def test_failure_under_pfc_releases_the_dead_ports_buffer():
     cfg = config("dcqcn", has_win=False, buffer_size_bytes=200_000)
     base = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
     net = base.net
-    spines = [route_path(net.nodes, h, 3, net.nodes[h].flow_hash[h])[1].peer.node_id for h in range(3)]
+    spines = [net.path_of(h)[1].peer.node_id for h in range(3)]
     busiest = max((6, 7), key=spines.count)
     assert spines.count(busiest) >= 2 and base.counters()["pfc_pauses"] > 0
     t_fail = T0 + 40 * US
@@ -199,7 +199,7 @@ def test_fat_tree_permutation_with_a_failed_link(tmp_path):
     base = Run(_fat_scenario(False)).run()
     net = base.net
     crossing = sorted(f.flow_id for f in net.flows if set(_ports(net, *FAT_DOWN)) &
-                      set(route_path(net.nodes, f.src, f.dst, net.nodes[f.src].flow_hash[f.flow_id])))
+                      set(net.path_of(f.flow_id)))
     assert crossing == [5, 6, 8, 10, 11]
     runs = {}
     for name, accel, lps in (("packet", None, 1), ("wormhole", FAT_ACCEL, 1), ("wormhole-2lps", FAT_ACCEL, 2)):

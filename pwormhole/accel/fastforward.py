@@ -20,7 +20,6 @@ from ..net import cc
 from ..net.freeze import shift_packets, take_events
 from ..net.packet import EV_ARRIVE_HOST, EV_ARRIVE_SWITCH, EV_TIMER, TM_RP
 from .config import BPS_PER_BYTE_PS
-from .groups import route_path
 
 # fields of an event tuple (engine/lp.py) and of a timer's argument (net/host.py Host.timer)
 EV_T, EV_KEY, EV_KIND, EV_TARGET, EV_ARG = range(5)
@@ -81,13 +80,11 @@ def wake_by(fs, t: int, una: int, goodput: float, margin_rtts: int, known: dict 
 def index_starts(net, skip_fids) -> dict:
     """Port -> sorted start times of the flow list's flows crossing it (data and ACKs, with
     their ECMP choices), but those in ``skip_fids`` or without a path."""
-    nodes = net.nodes
     by_port: dict = {}
     for f in net.flows:
         if f.flow_id in skip_fids or f.flow_id in net.no_path:
             continue
-        h = nodes[f.src].flow_hash[f.flow_id]
-        for p in set(route_path(nodes, f.src, f.dst, h)) | set(route_path(nodes, f.dst, f.src, h)):
+        for p in set(net.path_of(f.flow_id)) | set(net.path_of(f.flow_id, acks=True)):
             by_port.setdefault(p, []).append(f.start_ps)
     return {p: sorted(v) for p, v in by_port.items()}
 
@@ -128,18 +125,17 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
         for p in fs.ack_ports:
             port_adv[p] = port_adv.get(p, 0) + acks * ack_bytes
     for p, a in port_adv.items():
-        p.tx_bytes += a
+        p.carried(a)
     t0 = fz.t0
-    nodes = net.nodes
     hop_adv_bytes = {fid: [port_adv.get(p, 0) for p in fs.data_hops] for fid, fs in flows.items()}  # per INT hop
     for fid, fs in flows.items():
         b = advance_bytes.get(fid, 0)
         if fs.src in local:
-            qp = nodes[fs.src].sqp.get(fid)
+            qp = net.sender_qp(fid)
             if qp is not None:
                 qp.advance(b, t0, d, alpha_decay, hop_adv_bytes[fid] if qp.hops else None)
         if fs.dst in local:
-            nodes[fs.dst].advance_rx(fid, b, t0, d)
+            net.advance_receiver(fid, b, t0, d)
     packets = [ev[EV_ARG] for _lp, evs in fz.events for ev in evs
                if ev[EV_KIND] == EV_ARRIVE_HOST or ev[EV_KIND] == EV_ARRIVE_SWITCH]
     for p in ports:

@@ -36,7 +36,7 @@ cdef class FluidDomain:
     @cython.locals(up=Port, down=Port, ack_up=Port, ack_down=Port, packets=cython.longlong, wire=cython.longlong,
                    acks=cython.longlong)
     cpdef start(self, Host host, long long fid, long long t)
-    @cython.locals(dst=Host, src=Host, st=FluidFlow, active=dict, done=list, acked=set)
+    @cython.locals(st=FluidFlow, active=dict, done=list, acked=set)
     cpdef on_event(self, arg, long long t)
     @cython.locals(best=cython.longlong)
     cpdef long long lead_ps(self, list flow_end_ps) except *

@@ -85,7 +85,7 @@ class FluidDomain:
 
     Args:
         nvswitch: the server's lowest-numbered NVSwitch (a
-            :class:`~pwormhole.net.nodes.Switch`: its heap and event key counter are used).
+            :class:`~pwormhole.net.switch.Switch`: its heap and event key counter are used).
         net: the :class:`~pwormhole.net.build.Network`.
     """
 
@@ -121,7 +121,7 @@ class FluidDomain:
             host.open_qp(fid, t, t, 0)
             return
         flow = self.flows[fid]
-        h = host.flow_hash[fid]
+        h = self.net.ecmp_hash(fid)
         up = host.pick_port(flow.dst, h)  # host -> NVSwitch (the ECMP choice of its packets)
         down = up.peer.pick_port(flow.dst, h)  # NVSwitch -> destination
         ack_up = self.nodes[flow.dst].pick_port(flow.src, h)  # the ACKs may cross another NVSwitch
@@ -143,19 +143,11 @@ class FluidDomain:
         what, x = arg
         if what == "recv":
             flow = self.flows[x]
-            dst = self.nodes[flow.dst]
-            dst.bytes_delivered += flow.size_bytes
-            if dst.dag is not None:
-                dst.flow_received(x, t)  # may start the next ring step here, now
+            self.nodes[flow.dst].model_delivered(x, flow.size_bytes, t, True)  # may start the next ring step
             self._post(self._ack_arrival(x, t), ("ack", x))
         elif what == "ack":
             flow = self.flows[x]
-            src = self.nodes[flow.src]
-            src.finished.append((x, t, self.start_ps.pop(x)))
-            if src.dag is not None:
-                ch = src.dag.at_src[src.dag.flow_op[x]]
-                if ch:
-                    src.dag_satisfy(ch, t)
+            self.nodes[flow.src].flow_completed(x, t, self.start_ps.pop(x))
         else:  # "next" or "rates"
             if what == "next" and x != self.version:
                 return  # superseded by a later start or finish
@@ -173,7 +165,7 @@ class FluidDomain:
             self._reschedule(t)
 
     def lead_ps(self, flow_end_ps: list) -> int:
-        """The lead of an event of this domain (:class:`~pwormhole.net.nodes.DagLead`): the least
+        """The lead of an event of this domain (:class:`~pwormhole.net.dispatch.DagLead`): the least
         ``flow_end_ps[fid]`` of its flows not yet complete (an event may end any of them)."""
         best = INF_PS
         for fid in self.active:
@@ -201,11 +193,11 @@ class FluidDomain:
         for fid, st in self.active.items():
             flow = self.flows[fid]
             up, down = st.data_ports
-            self.nodes[flow.src].bytes_sent += self.sent_bytes(fid, t)
-            self.nodes[flow.dst].bytes_delivered += self.sent_bytes(fid, t - up.delay_ps - down.delay_ps)
+            self.nodes[flow.src].model_sent(self.sent_bytes(fid, t))
+            self.nodes[flow.dst].model_delivered(fid, self.sent_bytes(fid, t - up.delay_ps - down.delay_ps), t, False)
         for fid in self.ack_ports:  # last byte sent, not yet delivered: one packet's flight from it
             flow = self.flows[fid]
-            self.nodes[flow.dst].bytes_delivered += flow.size_bytes
+            self.nodes[flow.dst].model_delivered(fid, flow.size_bytes, t, False)
 
     # -- model -------------------------------------------------------------------------
     def _post(self, t: int, arg) -> None:
@@ -258,7 +250,7 @@ class FluidDomain:
         t_recv = at_nvs + _tx_ps(last_wire, down.rate_bps) + down.delay_ps
         self.start_ps[fid] = st.start_ps
         self.ack_ports[fid] = st.ack_ports
-        self.nodes[flow.src].bytes_sent += flow.size_bytes  # all on the wire now (packet mode counts
+        self.nodes[flow.src].model_sent(flow.size_bytes)  # all on the wire now (packet mode counts
         # as it sends; a run stopped mid-flow counts nothing of a fluid flow before this)
         self._post(t_recv, ("recv", fid))
 
@@ -409,11 +401,8 @@ def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:
         anchor = inside[fid]
         if anchor not in domains:
             domains[anchor] = FluidDomain(net.nodes[anchor], net)
-        host = net.nodes[net.flows[fid].src]
-        if host.node_id in local:
-            if host.flow_models is None:
-                host.flow_models = {}
-            host.flow_models[fid] = domains[anchor]
+        if net.flows[fid].src in local:
+            net.set_flow_model(fid, domains[anchor])
     for lp in lps:
         # (the pure method through __dict__: compiled, FluidDomain.on_event would name the C function)
         lp.set_handler(EV_FLUID, FluidEvents(None) if COMPILED else FluidDomain.__dict__["on_event"])

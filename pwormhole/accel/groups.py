@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections import Counter, deque
 
 from ..engine.lp import INF_PS
-from ..net.freeze import route_path
 from ..net.switch import SwitchPort
 from .config import BACKOFF_MIN_FLOWS
 
-__all__ = ["FlowState", "FlowTable", "Group", "components", "route_path"]
+__all__ = ["FlowState", "FlowTable", "Group", "components"]
 
 
 class FlowState:

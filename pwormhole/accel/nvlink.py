@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from ..config import CC_DCQCN, NVLINK_CC_NIC
-from .groups import route_path
 
 
 def nvlink_flows(net) -> tuple[dict, list]:
@@ -43,12 +42,10 @@ def nvlink_flows(net) -> tuple[dict, list]:
     anchor_of: dict[int, int] = {}  # domain (its union-find root) -> its lowest-numbered NVSwitch
     for n in sorted(nvs_ids):
         anchor_of.setdefault(find(n), n)
-    nodes = net.nodes
     inside: dict = {}
     odd: list = []
     for f in net.flows:
-        h = nodes[f.src].flow_hash[f.flow_id]
-        legs = [route_path(nodes, f.src, f.dst, h), route_path(nodes, f.dst, f.src, h)]
+        legs = [net.path_of(f.flow_id), net.path_of(f.flow_id, acks=True)]
         crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in nvs_ids}
         if not crossed:
             continue

@@ -122,13 +122,13 @@ def record(memo, g, t: int, goodput: dict, flows: dict, hpcc: bool) -> None:
     memo.insert(key, graph, conv, rec)
 
 
-def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
+def apply(g, fz, d: int, flows: dict, net, local, hpcc: bool) -> dict:
     """Bytes to advance each flow of ``g`` woken ``d`` ps after a memo jump, and the recorded
     steady rates set (local senders). A frozen flow keeps its pipeline of the lookup, so it
     advances by the bytes the recorded flow sent: acknowledged plus its pipeline's growth, over
     the whole convergence time or, for a jump cut short, scaled by ``d / convergence``."""
     if isinstance(fz.memo, Pending):
-        return progress(g, fz, fz.t0 + d, flows, nodes, local, hpcc)
+        return progress(g, fz, fz.t0 + d, flows, net, local, hpcc)
     entry, mapping = fz.memo
     whole = d >= entry.convergence_ps
     adv = {}
@@ -140,7 +140,7 @@ def apply(g, fz, d: int, flows: dict, nodes, local, hpcc: bool) -> dict:
             b = b * d // max(1, entry.convergence_ps)
         adv[fid] = min(b // fs.mtu * fs.mtu, room(fs, fz.una0[fid], fz.inflight0[fid]))
         if fs.src in local:
-            qp = nodes[fs.src].sqp.get(fid)
+            qp = net.sender_qp(fid)
             if qp is not None:  # the recorded pacing rate (HPCC's window follows it)
                 jump_to_rate(qp, int(rec["rate_bps"]), hpcc)
     return adv
@@ -175,7 +175,7 @@ def lead_position(lead, lf, t: int, since_ps: int):
     return sent, s.pacing_rate_bps
 
 
-def progress(g, fz, t: int, flows: dict, nodes, local, hpcc: bool) -> dict:
+def progress(g, fz, t: int, flows: dict, net, local, hpcc: bool) -> dict:
     """Bytes to advance each flow of a follower ``g`` woken at ``t``: its leader flow's bytes
     sent since the lookup (``fz.memo.at``, else :func:`lead_position`), and that flow's pacing
     rate set (local senders)."""
@@ -188,7 +188,7 @@ def progress(g, fz, t: int, flows: dict, nodes, local, hpcc: bool) -> dict:
         b = 0 if pos is None else max(0, pos[0] - sent0)
         adv[fid] = min(b // fs.mtu * fs.mtu, room(fs, fz.una0[fid], fz.inflight0[fid]))
         if pos is not None and fs.src in local:
-            qp = nodes[fs.src].sqp.get(fid)
+            qp = net.sender_qp(fid)
             if qp is not None:
                 jump_to_rate(qp, pos[1], hpcc)
     return adv

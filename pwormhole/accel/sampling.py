@@ -29,7 +29,7 @@ class Sample(NamedTuple):
     pacing_rate_bps: int  # the QP's pacing rate
 
 
-def take_samples(t: int, due_flows, flows: dict, nodes, local) -> list:
+def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
     """Sorted ``(flow id, Sample)`` at ``t`` of the flows in ``due_flows`` (iterables of flow
     ids) whose sender node is in ``local``; ``flows``: flow id -> FlowState."""
     samples = []
@@ -37,7 +37,7 @@ def take_samples(t: int, due_flows, flows: dict, nodes, local) -> list:
         src = flows[fid].src
         if src not in local:
             continue
-        qp = nodes[src].sqp.get(fid)
+        qp = net.sender_qp(fid)
         if qp is not None:
             samples.append((fid, Sample(t, *qp.snapshot(t))))
     samples.sort()

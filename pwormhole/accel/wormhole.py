@@ -36,13 +36,13 @@ from .config import (
 )
 from .fastforward import Frozen
 from .follow import Followers
-from .groups import FlowState, FlowTable, Group, crowded_nic_flows, route_path
+from .groups import FlowState, FlowTable, Group, crowded_nic_flows
 from .memo import group_parts
 from .sampling import back_off, merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 from .successor import Successors
 
-__all__ = ["AccelConfig", "Wormhole", "route_path"]
+__all__ = ["AccelConfig", "Wormhole"]
 
 
 class Wormhole:
@@ -63,7 +63,7 @@ class Wormhole:
     (CPU seconds on this process's heaps at freezes and wakes: the part of the hook each rank does for itself).
     """
 
-    def __init__(self, net, lps, cfg: AccelConfig, memo=None):
+    def __init__(self, net, lps, cfg: AccelConfig, window_ps: int, memo=None):
         self.net = net
         self.lps = lps
         self.cfg = cfg
@@ -75,9 +75,9 @@ class Wormhole:
             self.cc_limits = (f"{CC_NAMES.get(mode, mode)}: groups below line rate are never fast-forwarded (the "
                               "rate changes every RTT: no steady state to trust); no memo replay")
         self.memo = memo if cfg.memo and self.cc_limits is None else None
-        self.sample_ps = cfg.sample_ps or net.window_ps
-        self.min_skip_ps = cfg.min_skip_ps or 8 * net.window_ps
-        self.window_ps = net.window_ps
+        self.sample_ps = cfg.sample_ps or window_ps
+        self.min_skip_ps = cfg.min_skip_ps or 8 * window_ps
+        self.window_ps = window_ps  # the run's window (partition.grid): samples and wakes keep to its grid
         self.hpcc = net.cfg.cc_mode == CC_HPCC
         eff = cfg.resolved(self.hpcc)
         self.min_span_packets = eff.min_span_packets
@@ -135,7 +135,7 @@ class Wormhole:
         if t >= self.next_sample_ps:
             due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t] \
                 if t >= self.check_from_ps else None
-            samples = take_samples(t, due, self.flows, self.net.nodes, self.heap_of) if due else []
+            samples = take_samples(t, due, self.flows, self.net, self.heap_of) if due else []
         return started, samples
 
     merge_reports = staticmethod(merge_reports)  # of several LPs or ranks
@@ -204,11 +204,10 @@ class Wormhole:
             return
         net = self.net
         f = net.flows[fid]
-        h = net.nodes[f.src].flow_hash[fid]
         rtt_ps, win_bytes = net.qp_window(f)
-        data = route_path(net.nodes, f.src, f.dst, h)  # its path's RTT from its own ports (no BFS per source)
+        data = net.path_of(fid)  # its path's RTT from its own ports (no BFS per source)
         fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes, data,
-                       route_path(net.nodes, f.dst, f.src, h), ff.path_rtt_ps(data, self.mtu), t)
+                       net.path_of(fid, acks=True), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
         merged = self.table.touching(fs.ports)
         for g in merged:
@@ -238,13 +237,11 @@ class Wormhole:
                 self.wakes_interrupted += 1
                 self._wake(g, t)
         apply()
-        no_path = self.net.no_path
-        nodes = self.net.nodes
-        nvs = self.net.topo.nvswitches
+        net = self.net
+        no_path = net.no_path
+        nvs = net.topo.nvswitches
         for fid in sorted(self.ungrouped):  # NVLink flows rerouted over the NIC fabric join the groups
-            f = self.net.flows[fid]
-            if fid not in no_path and route_path(nodes, f.src, f.dst, nodes[f.src].flow_hash[fid])[0].peer.node_id \
-                    not in nvs:
+            if fid not in no_path and net.path_of(fid)[0].peer.node_id not in nvs:
                 self.ungrouped.discard(fid)
                 if fid in self.ungrouped_active:
                     self.ungrouped_active.discard(fid)
@@ -254,8 +251,7 @@ class Wormhole:
             if fid in no_path:
                 del self.flows[fid]
                 continue
-            h = nodes[fs.src].flow_hash[fid]
-            data, ack = route_path(nodes, fs.src, fs.dst, h), route_path(nodes, fs.dst, fs.src, h)
+            data, ack = net.path_of(fid), net.path_of(fid, acks=True)
             fs.set_path(data, ack, ff.path_rtt_ps(data, self.mtu))
             fs.samples.clear()
         self.rerouted.update(self.flows)
@@ -364,7 +360,7 @@ class Wormhole:
         self.skipped_flow_ps += d * len(g.flows)
         flows = {fid: self.flows[fid] for fid in g.flows}
         if fz.memo is not None:
-            advance = replay.apply(g, fz, d, self.flows, self.net.nodes, self.heap_of, self.hpcc)
+            advance = replay.apply(g, fz, d, self.flows, self.net, self.heap_of, self.hpcc)
         else:
             advance = {}
             for fid, fs in flows.items():

@@ -23,7 +23,7 @@ from ..workload.flows import MAX_FLOW_BYTES, Flow, traffic_start_ps
 from .dagrun import DagRuntime
 from .device import RouteTable
 from .dispatch import DagLead
-from .freeze import unwire
+from .freeze import route_path, unwire
 from .host import Host, HostPort, drop_host_port
 from .packet import (
     EV_ARRIVE_HOST,
@@ -67,8 +67,6 @@ class Network:
         seed: seed of the per-node random streams (ECMP salt, ECN, losses).
         dag: a workload DAG whose flows are ``flows`` (None: ``flows`` start
             at their own ``start_ps``).
-        window_ps: the synchronization window of the run (kept for the
-            boundary logic; :mod:`pwormhole.partition.grid` computes it).
 
     Link failures (``cfg.link_down``) are listed in ``failures`` as ``(t_ps,
     node_a, node_b)`` in time order; the run applies each with :meth:`fail_link` at a window
@@ -81,15 +79,13 @@ class Network:
             ``cfg.link_down`` names two nodes no link joins.
     """
 
-    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None,
-                 window_ps: int = 0):
+    def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None):
         self.topo = topo
         self.flows = flows
         self.dag = dag
         self.cfg = cfg
         self.seed = seed
         self.adj = adjacency(topo)
-        self.window_ps = window_ps
         self._check_flows()
         self.failures = self._check_link_down()
         self.down_links: set[int] = set()
@@ -376,10 +372,40 @@ class Network:
         rtt, _, bdp = self.pair(flow.src, flow.dst)
         return rtt, bdp
 
+    # -- what a flow-level observer asks (acceleration reaches the model through these) --
+    def ecmp_hash(self, fid: int) -> int:
+        """The ECMP hash of flow ``fid``'s packets, data and ACKs (its 5-tuple's)."""
+        return self.nodes[self.flows[fid].src].flow_hash[fid]
+
+    def path_of(self, fid: int, acks: bool = False) -> list:
+        """The egress ports flow ``fid``'s data (``acks``: its ACKs, from its destination) cross, as its
+        packets take them now (ECMP choices and the routes after any link failure)."""
+        f = self.flows[fid]
+        a, b = (f.dst, f.src) if acks else (f.src, f.dst)
+        return route_path(self.nodes, a, b, self.nodes[f.src].flow_hash[fid])
+
+    def sender_qp(self, fid: int):
+        """Flow ``fid``'s queue pair at its source (a :class:`~pwormhole.net.host.SendQP`), None when it
+        is not sending there (not started, finished, or carried by a flow model)."""
+        return self.nodes[self.flows[fid].src].sqp.get(fid)
+
+    def advance_receiver(self, fid: int, b: int, t0_ps: int, d_ps: int) -> None:
+        """Fast-forward flow ``fid``'s receiver (its destination host): ``b`` more bytes received in order,
+        ``d_ps`` from ``t0_ps`` passed (:meth:`~pwormhole.net.host.Host.advance_rx`)."""
+        self.nodes[self.flows[fid].dst].advance_rx(fid, b, t0_ps, d_ps)
+
+    def set_flow_model(self, fid: int, model) -> None:
+        """Flow ``fid`` is carried by ``model`` instead of a QP: at its start its source host calls
+        ``model.start(host, fid, t)`` (:meth:`~pwormhole.net.host.Host.on_flow_start`)."""
+        host = self.nodes[self.flows[fid].src]
+        if host.flow_models is None:
+            host.flow_models = {}
+        host.flow_models[fid] = model
+
     # -- scheduling -----------------------------------------------------------
     def horizon_lead(self, model_fids) -> Lead:
         """The leads of this network's events for the window loop's horizon: a
-        :class:`~pwormhole.net.nodes.DagLead` with a DAG (``model_fids``: the flows a flow model
+        :class:`~pwormhole.net.dispatch.DagLead` with a DAG (``model_fids``: the flows a flow model
         carries, not packets), else 0 for every event."""
         if self.dag_rt is None:
             return Lead()

@@ -15,7 +15,7 @@ Built once per run from the DAG and the topology, read by every host:
 
 :meth:`DagRuntime.leads` bounds how soon an op leads to a network event (a flow's start over
 the network, a notification to another host), for the window loop's horizon
-(:class:`~pwormhole.net.nodes.DagLead`).
+(:class:`~pwormhole.net.dispatch.DagLead`).
 
 The children are tuples and ``remaining`` a list: the compiled hosts take them typed
 (``net/host.pxd``).

@@ -166,6 +166,10 @@ class Port:
         """The packets waiting in this port's queues."""
         return ()
 
+    def carried(self, b: int) -> None:
+        """``b`` bytes crossed this port without packets (a fast-forward): its byte counter moves."""
+        self.tx_bytes += b
+
     def skip_time(self, t0_ps: int, d_ps: int) -> None:
         """Its traffic was fast-forwarded from ``t0_ps`` by ``d_ps``: move its pending deadlines."""
 

@@ -71,6 +71,7 @@ cdef class Host(Node):
     @cython.locals(qp=SendQP, seq=cython.longlong, port=HostPort)
     cpdef receive_ack(self, Packet pkt, long long t)
     cpdef complete(self, SendQP qp, long long t)
+    cpdef flow_completed(self, long long fid, long long t, long long start_ps)
     cpdef on_flow_start(self, long long fid, long long t)
     cpdef post(self, long long t, Node target, int kind, arg)
     @cython.locals(rem=list, c=cython.Py_ssize_t, n=cython.longlong)

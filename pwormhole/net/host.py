@@ -576,11 +576,28 @@ class Host(Node):
         qp.done = True
         del self.sqp[qp.fid]
         self._detach(qp)
-        self.finished.append((qp.fid, t, qp.start_ps))
+        self.flow_completed(qp.fid, t, qp.start_ps)
+
+    def flow_completed(self, fid: int, t: int, start_ps: int) -> None:
+        """Flow ``fid`` sent from here (started at ``start_ps``) completed at ``t``: its last ACK came
+        back (by its QP, or by the flow model that carried it); its DAG children may start."""
+        self.finished.append((fid, t, start_ps))
         if self.dag is not None:
-            ch = self.dag.at_src[self.dag.flow_op[qp.fid]]
+            ch = self.dag.at_src[self.dag.flow_op[fid]]
             if ch:
                 self.dag_satisfy(ch, t)
+
+    # -- flows a model carries without packets (pwormhole.accel.fluid) ----------------
+    def model_sent(self, b: int) -> None:
+        """A flow model put ``b`` more bytes of a flow from here on the wire."""
+        self.bytes_sent += b
+
+    def model_delivered(self, fid: int, b: int, t: int, last: bool) -> None:
+        """A flow model delivered ``b`` more bytes of flow ``fid`` here at ``t``; ``last``: its last
+        byte (a DAG flow's children on this host may start)."""
+        self.bytes_delivered += b
+        if last and self.dag is not None:
+            self.flow_received(fid, t)
 
     @staticmethod
     def _detach(qp) -> None:
