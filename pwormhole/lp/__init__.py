@@ -1,1 +1,1 @@
-"""pwormhole.lp (see DESIGN.md layout)."""
+"""pwormhole.lp (see docs/design.md, "Layers and what may import what")."""

@@ -26,7 +26,7 @@ outbox given for it (the port's ``remote``; a host's ``remote_boxes``), like
 ns-3's remote point-to-point channel. Whoever runs the nodes wires both with
 ``Node.attach``. Each node draws its event keys from its own counter
 (``kbase + seq``) so that ties break the same way however the nodes are split
-(DESIGN.md invariant 2).
+(docs/design.md invariant 2).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def counters():
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
-    """The per-node random stream, seeded from ``(seed, node_id)`` (invariant 7)."""
+    """The per-node random stream, seeded from ``(seed, node_id)`` (docs/design.md invariant 7)."""
     return random.Random(seed * 1_000_003 + node_id * 7_919 + 1)
 
 
