@@ -25,7 +25,7 @@ mode, in the same process) on:
   removed (compute kept), i.e. Wormhole on the NIC traffic alone: what the
   events ratio would be if NVLink steps cost nothing; and GPT-7B TP8 DP4 PP2
   (4 layers, sequence 2048) under HPCC the same way, whose per-flow FCTs are
-  ill-conditioned (bench/RESULTS.md, issue 22);
+  ill-conditioned (bench/RESULTS.md, "Overlapping rings under HPCC");
 * one Mixtral 8x7B (``moe-8x7b``) iteration, 1 layer, TP 8 EP 2 on 16 GPUs,
   so the expert all-to-alls cross the NICs, under DCQCN and under HPCC;
 * HPCC's S3 real input (100-flow DCQCN incast, ``tests/data/hpcc/reference/s3_dcqcn``);

@@ -1,6 +1,6 @@
 """pwormhole: packet-level RDMA datacenter network simulation for large-model training.
 
-See DESIGN.md (shared) and README.md. Time is integer picoseconds, rates integer
+See docs/design.md and README.md. Time is integer picoseconds, rates integer
 bits per second, sizes integer bytes throughout.
 """
 

@@ -45,7 +45,7 @@ def test_cut_short_hpcc_replay_leaves_the_flows_where_the_packet_run_has_them():
     """A jump cut short by a joining step advances the bytes the recorded flows sent
     (acknowledged plus the pipeline's growth) in proportion to the time spent and sets their
     recorded rates: 3 us after the join the replayed flows are within 8 KB and 3% of the packet
-    run's, and every FCT within 0.5% (bench/RESULTS.md, issue 22, item 3). Without HPCC's
+    run's, and every FCT within 0.5% (bench/RESULTS.md, "Overlapping rings under HPCC"). Without HPCC's
     early freeze, which records the transient before the join (the next test). The group the
     join forms is looked up too (its old flows just woke, ``replay.known``): 2 more misses."""
     acc = AccelConfig(early=False)

@@ -1,1 +1,1 @@
-"""pwormhole.accel (see DESIGN.md layout)."""
+"""pwormhole.accel (see docs/design.md, "Layers and what may import what")."""

@@ -141,7 +141,8 @@ HPCC_CROWDED_NIC = 3
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on
 one NIC their FCTs are far off packet mode at p99, with two per NIC they stayed close
-(bench/RESULTS.md, "Coupled rings, twelfth session" and "Hand-overs that HPCC's cuts undo")."""
+(bench/RESULTS.md, "Coupled rings: three or more rings on one NIC" and "Hand-overs that HPCC's
+cuts undo")."""
 
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction

@@ -32,7 +32,7 @@ Model (per domain, exact in the wire bytes of the HPCC ns-3 packet format):
   after the same path back (the flow's completion time, as packet mode records it).
 
 Events are plain tuples ``(t, key, EV_FLUID, domain, arg)`` with keys from the
-counter of the server's lowest-numbered NVSwitch (DESIGN.md invariant 2); a domain
+counter of the server's lowest-numbered NVSwitch (docs/design.md invariant 2); a domain
 lives in that NVSwitch's LP, and no LP assignment splits a server (``partition.grid``),
 so the answer is the same on any LP count. Unlike the rest of Wormhole, these
 events act mid-window (a flow's start cannot wait for a boundary) and rates are floats

@@ -1,15 +1,15 @@
 """Wormhole acceleration: the boundary hook (conflict groups, fast-forward, memoization).
 
 After F. Long et al., "Supercharging Packet-level Network Simulation of Large Model Training
-via Memoization and Fast-Forwarding" (NSDI 2026), sections 4-6, and DESIGN.md ("Wormhole
-acceleration"). Everything runs at window boundaries (invariant 3), after the outboxes are
+via Memoization and Fast-Forwarding" (NSDI 2026), sections 4-6, and docs/design.md ("Wormhole
+acceleration"). Everything runs at window boundaries (docs/design.md invariant 3), after the outboxes are
 delivered; nothing touches the per-event path. At each boundary, in this order: flows finished
 and started update the flow table (:mod:`.groups`), frozen groups due wake
 (:mod:`.fastforward`), samples are stored (:mod:`.sampling`), new groups are looked up in the
 memo cache (:mod:`.replay`), and steady groups (:mod:`.steady`; under HPCC also groups near
 HPCC's fluid steady state) are recorded and frozen.
 
-Same decisions on every rank (invariant 4): decisions use only the replicated flow table and
+Same decisions on every rank (docs/design.md invariants 4 and 9): decisions use only the replicated flow table and
 the samples every rank exchanges (:meth:`Wormhole.local_report`); each rank then changes only
 its own objects.
 """

@@ -1,7 +1,7 @@
 # cython: boundscheck=False, wraparound=False
 """The pending events of one logical process, popped in ``(t_ps, key)`` order.
 
-An event is ``(t_ps, key, kind, target, arg)``; keys are unique (DESIGN.md invariant 2),
+An event is ``(t_ps, key, kind, target, arg)``; keys are unique (docs/design.md invariant 2),
 so the order is that of ``(t_ps, key)`` and any correct priority queue pops the same
 sequence. Two queues with one interface (``push``, ``pop``, ``next_time``, ``horizon``, ``run``,
 ``events``, ``replace``, ``take``, ``len``; :func:`run_quiet` runs either window by window):

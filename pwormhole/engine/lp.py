@@ -2,7 +2,7 @@
 
 The hot loop (:meth:`pwormhole.engine.events.EventQueue.run`) pops events ``(t_ps, key, kind,
 target, arg)`` in ``(t_ps, key)`` order and calls ``handlers[kind](target, arg, t_ps)``;
-keys are unique (DESIGN.md invariant 2). Nothing else happens per event: no logging,
+keys are unique (docs/design.md invariant 2). Nothing else happens per event: no logging,
 no objects, no acceleration branches. Everything else happens at window boundaries,
 driven by :mod:`pwormhole.sync`.
 """

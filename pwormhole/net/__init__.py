@@ -1,1 +1,1 @@
-"""pwormhole.net (see DESIGN.md layout)."""
+"""pwormhole.net (see docs/design.md, "Layers and what may import what")."""

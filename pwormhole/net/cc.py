@@ -31,7 +31,7 @@ High-Precision-Congestion-Control, ``src/point-to-point/model/rdma-hw.cc``):
 TIMELY and DCTCP assign the rate as ns-3 does (``qp->m_rate = ...``, not
 ``ChangeRate``): the pacing deadline of the packet already sent stays.
 
-Rates are integer bps (DESIGN.md invariant 1); products with floats are
+Rates are integer bps (docs/design.md invariant 1); products with floats are
 truncated as ns-3's ``DataRate`` truncates.
 """
 

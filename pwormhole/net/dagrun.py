@@ -9,7 +9,7 @@ Built once per run from the DAG and the topology, read by every host:
   the last byte is acknowledged;
 * ``remote[op]``: ``(host, delay_ps, children)`` for every other host with
   children: a notification leaves the end host when ``op`` ends and arrives
-  after the path's propagation delay (DESIGN.md invariant 6);
+  after the path's propagation delay (docs/design.md invariant 6);
 * ``remaining[op]``: dependencies not yet satisfied (mutable; each op's count
   is only touched by the heap serving its host).
 

@@ -54,7 +54,7 @@ def counters():
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
-    """The per-node random stream, seeded from ``(seed, node_id)`` (invariant 7)."""
+    """The per-node random stream, seeded from ``(seed, node_id)`` (docs/design.md invariant 7)."""
     return random.Random(seed * 1_000_003 + node_id * 7_919 + 1)
 
 

@@ -3,7 +3,7 @@
 A packet is a :class:`Packet` built by :func:`new_packet` (compiled, a C struct
 whose integer fields need no Python objects); it is mutable because switches
 mark ECN and push INT hops into it. An event is a plain tuple
-``(t_ps, key, kind, target, arg)`` (DESIGN.md invariant 2); ``kind`` is one of
+``(t_ps, key, kind, target, arg)`` (docs/design.md invariant 2); ``kind`` is one of
 the ``EV_*`` constants and indexes the handler table (``nodes.handler_table``).
 
 Wire sizes follow the HPCC ns-3 simulator (``simulation/src/point-to-point``):

@@ -1,1 +1,1 @@
-"""pwormhole.partition (see DESIGN.md layout)."""
+"""pwormhole.partition (see docs/design.md, "Layers and what may import what")."""

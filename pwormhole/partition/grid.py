@@ -1,4 +1,4 @@
-"""The window grid of a topology (DESIGN.md invariant 3): units, the window ``L``, the cut-link rule.
+"""The window grid of a topology (docs/design.md invariant 3): units, the window ``L``, the cut-link rule.
 
 A link to an NVSwitch, or shorter than half the median link delay, binds its
 ends into one indivisible *unit* (so a server is never split: its NVLink
@@ -90,7 +90,7 @@ def round_robin_owner(grid: WindowGrid, n_lps: int) -> list[int]:
 
 
 def check_cut_links(topo: Topology, owner: list[int], window_ps: int) -> None:
-    """InputError when ``owner`` cuts an NVSwitch link or a link shorter than the window (invariant 3)."""
+    """InputError when ``owner`` cuts an NVSwitch link or one shorter than the window (docs/design.md invariant 3)."""
     nvs = topo.nvswitches
     for ln in topo.links:
         if owner[ln.a] != owner[ln.b] and (ln.a in nvs or ln.b in nvs):

@@ -1,7 +1,7 @@
 """Topology -> logical-process assignment with METIS (the only module importing pymetis).
 
 Nodes joined by links much shorter than the rest form one indivisible *unit*
-(:mod:`pwormhole.partition.grid`, DESIGN.md invariant 3); METIS (Karypis &
+(:mod:`pwormhole.partition.grid`, docs/design.md invariant 3); METIS (Karypis &
 Kumar, through pymetis) splits the unit graph into ``parts`` with
 
 * vertex weight = expected events at the unit: two events (arrival and

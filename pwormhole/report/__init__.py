@@ -1,1 +1,1 @@
-"""pwormhole.report (see DESIGN.md layout)."""
+"""pwormhole.report (see docs/design.md, "Layers and what may import what")."""

@@ -1,7 +1,7 @@
 """The comparison of packet mode (the reference) and Wormhole mode: errors, ``compare.json``, table and plot.
 
 The driver that runs both modes is :mod:`pwormhole.compare`. ``compare.json``
-keys (DESIGN.md "Measuring"):
+keys (docs/fidelity.md, "Measuring"):
 
 * ``mean_fct_error``, ``p99_fct_error``, ``max_fct_error``: per-flow
   relative FCT error ``|wormhole - packet| / packet``, flows matched by

@@ -1,1 +1,1 @@
-"""pwormhole.sync (see DESIGN.md layout)."""
+"""pwormhole.sync (see docs/design.md, "Layers and what may import what")."""

@@ -1,4 +1,4 @@
-"""The window loop of DESIGN.md invariant 3, over a transport.
+"""The window loop of docs/design.md invariant 3, over a transport.
 
 With ``L`` the window, every LP processes its events with ``t < t_end``, ``t_end`` a multiple
 of ``L``; then, at the boundary, in this order: the transport exchanges what the LPs produced

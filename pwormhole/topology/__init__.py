@@ -1,1 +1,1 @@
-"""pwormhole.topology (see DESIGN.md layout)."""
+"""pwormhole.topology (see docs/design.md, "Layers and what may import what")."""

@@ -1,1 +1,1 @@
-"""pwormhole.workload (see DESIGN.md layout)."""
+"""pwormhole.workload (see docs/design.md, "Layers and what may import what")."""

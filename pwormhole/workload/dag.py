@@ -12,7 +12,7 @@ list or a Chakra trace becomes before simulation. Each op runs on one host:
   collective"), used for reports and to fan dependencies in.
 
 An op starts when all its dependencies are satisfied *at its host* and not
-before ``not_before_ps``. Where a dependency becomes known (DESIGN.md
+before ``not_before_ps``. Where a dependency becomes known (docs/design.md
 invariant 6, dependencies cross nodes as messages):
 
 * a compute op or mark is known at its host when it ends;

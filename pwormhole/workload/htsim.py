@@ -36,7 +36,7 @@ on ``hosts[i]``):
   never finishes within a run (the run then ends at its stop time and is not
   ``complete``); a trigger signalled by its end never fires.
 * A triggered connection ``C`` waits for the connections that activate its
-  trigger. In htsim a trigger fires instantly everywhere; here (DESIGN.md
+  trigger. In htsim a trigger fires instantly everywhere; here (docs/design.md
   invariant 6) it is known where the activation happens and reaches other
   hosts as a notification after the path's propagation delay:
 
