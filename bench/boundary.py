@@ -47,8 +47,8 @@ GPT7B_64 = ["--model", "gpt-7b", "--gpus", "64", "--tp", "8", "--pp", "2", "--di
 
 def child(report: str, argv: list[str]) -> int:
     """One rank: the CLI with the transport timed; its figures written to ``report.RANK``."""
-    from pwormhole import cli
     from pwormhole.accel import wormhole
+    from pwormhole.commands import cli
     from pwormhole.sync import mpi
 
     parts = {"wait_s": 0.0, "exchange_s": 0.0, "hook_s": 0.0, "exchange_cpu_s": 0.0, "hook_cpu_s": 0.0,

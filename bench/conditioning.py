@@ -9,7 +9,7 @@ to such shifts, its per-flow FCTs are not a stable reference. This script measur
 sensitivity: it reruns the packet model with every compute op's duration changed by a
 uniform jitter in ``[-J/2, +J/2]`` (``J`` = ``--jitter-ns``, one window by default; clipped
 at 0), for a few jitter seeds, and reports how far the per-flow FCTs and the iteration time
-move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.compare.compare`).
+move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.commands.compare.compare`).
 
 Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized):
 
@@ -58,7 +58,7 @@ from results_log import ResultsLog
 from wormhole import CC, without_tp_collectives
 
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.compare import compare
+from pwormhole.commands.compare import compare
 from pwormhole.config import ModelConfig
 from pwormhole.report.compare import compare_dirs
 from pwormhole.run import Run, simulate

@@ -42,8 +42,8 @@ MPI_CALLS = ("PMPI_Allgather", "PMPI_Barrier", "PMPI_Allreduce", "PMPI_Alltoall"
 
 def child(lib: str, argv: list[str]) -> int:
     """One process: the CLI, callgrind collecting inside ``run_windows`` only."""
-    from pwormhole import cli
     from pwormhole import run as run_module
+    from pwormhole.commands import cli
     from pwormhole.sync import mpi
 
     mpi.FLUSH_S = float("inf")  # hand-ons every FLUSH_WINDOWS windows only, whatever the speed

@@ -34,7 +34,7 @@ from results_log import ResultsLog
 from wormhole import ROOT, gpt, moe
 
 from pwormhole.accel.config import AccelConfig
-from pwormhole.compare import compare
+from pwormhole.commands.compare import compare
 from pwormhole.run import simulate
 from pwormhole.workload.models import MODELS
 

@@ -4,7 +4,7 @@
 For one scenario (a name from ``bench/wormhole.py``), runs packet mode once
 and then Wormhole mode once per setting, all in this process, and compares
 each Wormhole run with that one packet run exactly as
-:func:`pwormhole.compare.compare` does (per-flow FCT error, iteration
+:func:`pwormhole.commands.compare.compare` does (per-flow FCT error, iteration
 time error, wall and events ratios). Settings (``--sweep``):
 
 * ``theta``: 0.005, 0.01, 0.02, 0.05, 0.1, 0.2 (other fields at their defaults);

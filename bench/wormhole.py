@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wormhole acceleration against packet mode (a benchmark, not a test).
 
-Runs :func:`pwormhole.compare.compare` (packet mode, then Wormhole
+Runs :func:`pwormhole.commands.compare.compare` (packet mode, then Wormhole
 mode, in the same process) on:
 
 * one GPT-7B iteration, 1 layer, TP 8 (one server: TP all-reduces on
@@ -57,7 +57,7 @@ from pathlib import Path
 from results_log import ResultsLog
 
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.compare import compare
+from pwormhole.commands.compare import compare
 from pwormhole.config import ModelConfig
 from pwormhole.scenario import from_hpcc_config, topology_from_arg, training_scenario
 from pwormhole.workload.models import build_model

@@ -22,7 +22,7 @@ import contextlib
 import io
 import os
 
-from . import cli
+from .commands import cli
 from .errors import InputError
 from .outfiles import discard_out_dir
 from .report.outdir import RunFiles, read_run

@@ -112,7 +112,7 @@ class ModelConfig:
     fct_output_name: str = "fct.txt"
     pfc_output_name: str = "pfc.txt"
 
-    # queue-length and link monitors (pwormhole.monitor): on when ``qlen_mon_file`` is set
+    # queue-length and link monitors (pwormhole.report.monitor): on when ``qlen_mon_file`` is set
     qlen_mon_file: str | None = None  # QLEN_MON_FILE's base name (written under --out)
     qlen_mon_start_ps: int = 2 * 10**12  # QLEN_MON_START (ns in the file; third.cc's default 2 s)
     qlen_mon_end_ps: int | None = 2_100_000_000_000  # QLEN_MON_END (2.1 s); None: to the run's end

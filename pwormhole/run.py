@@ -31,7 +31,14 @@ from .accel.wormhole import Wormhole
 from .config import CC_HPCC
 from .engine.lp import INF_PS, LogicalProcess
 from .errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
-from .monitor import (
+from .net.build import Network
+from .net.dispatch import handler_table
+from .outfiles import RECORD_NAME, REPORT_NAME
+from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
+from .partition.plan import PartitionPlan, make_plan
+from .partition.record import Recorder
+from .report import stuck as stuck_text
+from .report.monitor import (
     LINK_UTIL_NAME,
     MonitorData,
     MonitoredLP,
@@ -41,14 +48,7 @@ from .monitor import (
     write_link_util,
     write_qlen,
 )
-from .monitor import merge as merge_monitors
-from .net.build import Network
-from .net.dispatch import handler_table
-from .outfiles import RECORD_NAME, REPORT_NAME
-from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
-from .partition.plan import PartitionPlan, make_plan
-from .partition.record import Recorder
-from .report import stuck as stuck_text
+from .report.monitor import merge as merge_monitors
 from .report.summary import (
     accel_summary,
     fct_summary,
@@ -657,7 +657,7 @@ def _check_monitor_size(sim: Run, expected_ps: int) -> None:
 
 
 def _write_monitors(sim: Run, data: MonitorData, writer: RunWriter, out_dir: str) -> None:
-    """``qlen.txt`` and ``link_util.csv`` (:mod:`pwormhole.monitor`); a write error goes to the writer's."""
+    """``qlen.txt`` and ``link_util.csv`` (:mod:`pwormhole.report.monitor`); a write error goes to the writer's."""
     w = sim.monitor_window
     assert w is not None
     if not data.samples:

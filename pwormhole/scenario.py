@@ -20,7 +20,7 @@ from difflib import get_close_matches
 
 from .config import CC_BY_NAME, CC_DCQCN, ModelConfig
 from .errors import InputError
-from .hpcc_config import check_k_maps, read_hpcc_config
+from .inputs.hpcc_config import check_k_maps, read_hpcc_config
 from .topology.builders import fat_tree
 from .topology.hpcc import read_hpcc_topology
 from .topology.model import Topology
@@ -72,7 +72,7 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
 
     name, _, rest = text.partition(":")
     if name not in BUILDERS or os.path.exists(text):
-        from .inputs import TOPOLOGY_FORMATS, load_topology
+        from .inputs.formats import TOPOLOGY_FORMATS, load_topology
         if not os.path.exists(text) and ("=" in rest or get_close_matches(name, BUILDERS, 1)):
             # a builder's name misspelt, not a file
             raise InputError(f"--topology {text}: no such file, and {name!r} is not a builder "
@@ -164,7 +164,7 @@ def from_files(topology_path: str, flows_path: str, config_path: str | None = No
     file (HPCC flow list or htsim connection matrix), with an optional HPCC
     config (or ``cc`` without one; the files it names are not read: these are the inputs);
     formats are detected from the content unless ``fmt`` forces one."""
-    from .inputs import FLOWS_FORMATS, load_flows
+    from .inputs.formats import FLOWS_FORMATS, load_flows
 
     if config_path:
         cfg, warnings = read_hpcc_config(config_path, input_files=False)

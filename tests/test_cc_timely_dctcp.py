@@ -20,7 +20,7 @@ from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import CC_DCTCP, CC_TIMELY, ModelConfig
 from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
-from pwormhole.hpcc_config import read_hpcc_config
+from pwormhole.inputs.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
 from pwormhole.net.host import SendQP

@@ -26,7 +26,7 @@ from pwormhole import compiled
 from pwormhole.config import MAX_PAYLOAD_BYTES
 from pwormhole.engine import events
 from pwormhole.errors import InputError
-from pwormhole.hpcc_config import read_hpcc_config
+from pwormhole.inputs.hpcc_config import read_hpcc_config
 
 DATA = Path(__file__).parent / "data"
 REF = DATA / "hpcc" / "reference"

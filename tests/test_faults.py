@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pwormhole import compiled
 from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
-from pwormhole.hpcc_config import read_hpcc_config
+from pwormhole.inputs.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
 from pwormhole.net.device import ECMP_MIX

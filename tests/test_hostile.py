@@ -20,7 +20,7 @@ import pytest
 from helpers import MPIEXEC, needs_mpi
 
 from pwormhole import api
-from pwormhole.cli import main
+from pwormhole.commands.cli import main
 from pwormhole.errors import InputError
 from pwormhole.report.page import write_report
 

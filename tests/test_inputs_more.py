@@ -16,7 +16,7 @@ import pytest
 
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
-from pwormhole.inputs import (
+from pwormhole.inputs.formats import (
     detect_flows_format,
     detect_topology_format,
     detect_workload_format,

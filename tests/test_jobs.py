@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pwormhole import scale
+from pwormhole.commands import scale
 from pwormhole.errors import InputError
 from pwormhole.sync import mpi as sync_mpi
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from helpers import G100, MPIEXEC, US, config, flows_of, needs_mpi
 
-from pwormhole import cli
 from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.commands import cli
 from pwormhole.config import LinkDown
 from pwormhole.errors import InputError, StuckError
 from pwormhole.run import Run, simulate

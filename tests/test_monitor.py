@@ -1,4 +1,4 @@
-"""The queue-length and link monitors: HPCC ns-3's qlen.txt, link_util.csv (pwormhole.monitor)."""
+"""The queue-length and link monitors: HPCC ns-3's qlen.txt, link_util.csv (pwormhole.report.monitor)."""
 
 import csv
 import shutil
@@ -12,10 +12,10 @@ from helpers import MPIEXEC, config, flows_of, needs_mpi, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.errors import InputError
-from pwormhole.hpcc_config import read_hpcc_config
-from pwormhole.monitor import QLEN_BUCKET_BYTES
+from pwormhole.inputs.hpcc_config import read_hpcc_config
 from pwormhole.net.packet import overhead_bytes
-from pwormhole.report.monitors import QlenHist, queue_stats, read_qlen
+from pwormhole.report.monitor import QLEN_BUCKET_BYTES
+from pwormhole.report.monitor_read import QlenHist, queue_stats, read_qlen
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario, from_hpcc_config
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pwormhole import cli
+from pwormhole.commands import cli
 from pwormhole.errors import InputError, OutputError
-from pwormhole.hpcc_config import read_hpcc_config
+from pwormhole.inputs.hpcc_config import read_hpcc_config
 
 ROOT = Path(__file__).resolve().parents[1]
 INCAST = ROOT / "tests" / "data" / "incast"

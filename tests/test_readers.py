@@ -16,7 +16,7 @@ import pytest
 
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
-from pwormhole.hpcc_config import check_k_maps, read_hpcc_config
+from pwormhole.inputs.hpcc_config import check_k_maps, read_hpcc_config
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link
 from pwormhole.units import MAX_TIME_PS

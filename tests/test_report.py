@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pwormhole import cli as cli_mod
 from pwormhole import run as run_mod
-from pwormhole import scale
+from pwormhole.commands import cli as cli_mod
+from pwormhole.commands import scale
 from pwormhole.report import analysis
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
 from pwormhole.report.outdir import Fcts, Pfc

@@ -259,7 +259,7 @@ def test_plain_srun_is_refused(cluster, tmp_path):
 
 def test_scale_slurm_submits_and_collects(cluster, tmp_path):
     out = tmp_path / "study"
-    p = cluster.run([sys.executable, "-m", "pwormhole.scale", "--slurm", "--poll", "0.5", "--timeout", "300",
+    p = cluster.run([sys.executable, "-m", "pwormhole.commands.scale", "--slurm", "--poll", "0.5", "--timeout", "300",
                      "--ranks", "1,2", "--modes", "packet", "--out", out, "--", *SCENARIO], check=False, timeout=400)
     assert p.returncode == 0, p.stdout + p.stderr + cluster.logs()
     rows = list(csv.DictReader((out / "scaling.csv").open()))

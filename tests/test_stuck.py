@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import G100, US, config, flows_of, star_topo
 
-from pwormhole import cli
+from pwormhole.commands import cli
 from pwormhole.errors import InputError, StuckError
 from pwormhole.run import Run, simulate
 from pwormhole.scenario import Scenario

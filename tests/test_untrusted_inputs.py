@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from pwormhole.accel import memo as memo_mod
 from pwormhole.accel.memo import MemoCache, MemoLimits
-from pwormhole.cli import main
+from pwormhole.commands.cli import main
 from pwormhole.partition.plan import make_plan
 from pwormhole.scenario import fat_tree_mix_scenario, from_files
 from pwormhole.topology.model import MAX_LINKS, MAX_NODES

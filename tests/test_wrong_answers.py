@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import MPIEXEC
 
-from pwormhole import cli
+from pwormhole.commands import cli
 from pwormhole.engine.lp import INF_PS, next_due_ps
 
 ROOT = Path(__file__).resolve().parents[1]

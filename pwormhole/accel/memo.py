@@ -190,7 +190,7 @@ def flow_match(graph, other):
 MEMO_SETTLE_RTTS = 32
 """A loaded entry's convergence time is at most this many times its group's longest path RTT times
 its flow count (plus the sampling that detects it, :class:`MemoLimits`): its flows share their ports
-in turn, each settling within a few RTTs. Recorded entries sit at 0.3-4.4 (bench/RESULTS.md)."""
+in turn, each settling within a few RTTs (recorded entries: bench/RESULTS.md, constants of accel/)."""
 
 HEADER_BYTES = 64  # a packet's headers at most (RoCE and INT), for a hop's serialization time
 

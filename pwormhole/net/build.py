@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..config import NVLINK_CC_NONE, ModelConfig
 from ..engine.events import Lead
 from ..errors import InputError
-from ..hpcc_config import check_k_maps, check_min_rate
+from ..inputs.hpcc_config import check_k_maps, check_min_rate
 from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
 from ..units import MAX_TIME_PS

@@ -43,7 +43,7 @@ class SwitchPort(Port):
         self.kmin_bytes = 0
         self.kmax_bytes = 0
         self.pmax = 0.0
-        self.mon = None  # a queue monitor (pwormhole.monitor): ``mon.changed(port, t)`` after eg_bytes changes
+        self.mon = None  # a queue monitor (pwormhole.report.monitor): ``mon.changed(port, t)`` after eg_bytes changes
 
     def kick(self, t: int) -> None:
         """Dequeue the next packet (queue 0 first, then round robin) and transmit it."""
@@ -159,7 +159,7 @@ QLEN_BUCKET_BYTES = 1000  # HPCC ns-3's QlenDistribution: a sample's bucket is i
 
 
 class QueueWatch:
-    """The queue samples of one switch port (pwormhole.monitor), its ``mon`` while watched: a
+    """The queue samples of one switch port (pwormhole.report.monitor), its ``mon`` while watched: a
     sample every ``interval_ps`` from ``start_ps`` (indexes 0..``last_k``) sees the egress bytes
     left by everything before it; told of each change, this counts the samples since the last."""
 

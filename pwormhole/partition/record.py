@@ -37,8 +37,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputError
+from ..inputs.tokens import read_json
 from ..outfiles import RECORD_NAME, atomic
-from ..tokens import read_json
 
 EXCHANGE_US = 65.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
 SEND_US = 0.2  # an event sent to another rank: packed and pickled (sync/codec.py; measured, eleventh session)

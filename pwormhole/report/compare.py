@@ -1,6 +1,6 @@
 """The comparison of packet mode (the reference) and Wormhole mode: errors, ``compare.json``, table and plot.
 
-The driver that runs both modes is :mod:`pwormhole.compare`. ``compare.json``
+The driver that runs both modes is :mod:`pwormhole.commands.compare`. ``compare.json``
 keys (docs/fidelity.md, "Measuring"):
 
 * ``mean_fct_error``, ``p99_fct_error``, ``max_fct_error``: per-flow

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputError
+from ..inputs.tokens import read_json
 from ..outfiles import RECORD_NAME
-from ..tokens import read_json
 
 INT64_MAX = 2**63 - 1
 # where the run a report describes lies in each kind of folder, in order of preference

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..outfiles import REPORT_NAME, write_text
 from ..units import format_time
-from . import analysis, charts, monitors
+from . import analysis, charts, monitor_read
 from .compare import fct_errors, read_fct
 from .outdir import OutDir, RunFiles, read_out_dir
 from .summary import approx
@@ -242,7 +242,7 @@ def training_section(d: OutDir) -> str:
 
 def network_section(d: OutDir) -> str:
     r = d.run
-    links, queues = (monitors.network_parts(r.folder, r.summary, table, figure, missing) if r is not None else
+    links, queues = (monitor_read.network_parts(r.folder, r.summary, table, figure, missing) if r is not None else
                      (missing("no run here"), missing("no run here")))
     out = ["<h3>Hottest links</h3>", links, "<h3>Queue lengths of monitored ports</h3>", queues,
            "<h3>PFC pauses over time</h3>"]

@@ -56,7 +56,7 @@ def output_names(scn, plot: bool = False, record_windows: bool = False, report: 
     queue monitor's, when on), then pwormhole's own."""
     cfg = scn.config
     names = [cfg.fct_output_name, cfg.pfc_output_name]
-    if cfg.qlen_mon_file:  # the monitors (pwormhole.monitor)
+    if cfg.qlen_mon_file:  # the monitors (pwormhole.report.monitor)
         names.append(cfg.qlen_mon_file)
     names.append("summary.json")
     if cfg.qlen_mon_file:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pwormhole.tokens import TokenReader, to_float, to_int
+from pwormhole.inputs.tokens import TokenReader, to_float, to_int
 from pwormhole.topology.model import Link, Topology, check_node_count
 from pwormhole.units import parse_rate_bps, parse_time_ps
 

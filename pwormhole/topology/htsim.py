@@ -69,7 +69,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import head_tokens, open_text, to_int
+from pwormhole.inputs.tokens import head_tokens, open_text, to_int
 from pwormhole.topology.model import MAX_LINKS, MAX_NODES, Link, Topology
 
 _HEADER_KEYS = ("nodes", "tiers", "podsize")

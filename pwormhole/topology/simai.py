@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import TokenReader, to_int
+from pwormhole.inputs.tokens import TokenReader, to_int
 from pwormhole.topology.hpcc import read_link_rows
 from pwormhole.topology.model import Topology, check_node_count
 

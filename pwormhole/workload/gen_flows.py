@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pwormhole.errors import InputError
+from pwormhole.inputs.tokens import open_text, to_float
 from pwormhole.outfiles import atomic
-from pwormhole.tokens import open_text, to_float
 from pwormhole.topology.model import Topology
 from pwormhole.units import PS_PER_S, format_rate, format_time, parse_rate_bps, parse_time_ps
 from pwormhole.workload.flows import Flow
@@ -318,7 +318,7 @@ def main(args) -> int:
     if args.topology and args.hosts is not None:
         raise InputError("give either --topology or --hosts, not both")
     if args.topology:
-        from pwormhole.inputs import load_topology
+        from pwormhole.inputs.formats import load_topology
         topo = load_topology(args.topology)
     elif args.hosts is not None:
         if args.hosts < 2:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import TokenReader, to_int
+from pwormhole.inputs.tokens import TokenReader, to_int
 from pwormhole.topology.model import Topology
 from pwormhole.units import parse_time_ps
 from pwormhole.workload.flows import MAX_FLOW_BYTES, Flow

@@ -74,7 +74,7 @@ import os
 from dataclasses import dataclass, field
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import head_tokens, open_text, to_int
+from pwormhole.inputs.tokens import head_tokens, open_text, to_int
 from pwormhole.units import parse_time_ps
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import MAX_FLOW_BYTES

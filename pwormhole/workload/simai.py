@@ -83,7 +83,7 @@ import re
 from dataclasses import dataclass, field
 
 from pwormhole.errors import InputError
-from pwormhole.tokens import open_text
+from pwormhole.inputs.tokens import open_text
 from pwormhole.units import MAX_TIME_PS
 from pwormhole.workload.flows import MAX_FLOW_BYTES
 

@@ -37,11 +37,11 @@ from math import gcd
 from operator import attrgetter, ne
 from typing import NamedTuple
 
-from .config import ModelConfig
-from .engine.lp import INF_PS, LogicalProcess
-from .net.switch import QLEN_BUCKET_BYTES, QueueWatch
-from .outfiles import atomic
-from .units import PS_PER_NS
+from ..config import ModelConfig
+from ..engine.lp import INF_PS, LogicalProcess
+from ..net.switch import QLEN_BUCKET_BYTES, QueueWatch
+from ..outfiles import atomic
+from ..units import PS_PER_NS
 
 QLEN_DUMP_INTERVAL_PS = 100_000_000 * PS_PER_NS  # third.cc's qlen_dump_interval (100 ms)
 LINK_UTIL_NAME = "link_util.csv"

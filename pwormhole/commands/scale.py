@@ -38,7 +38,7 @@ every ``identical`` holds, 1 otherwise.
     pwormhole scale --ranks 1,2,4 --modes packet,wormhole --out DIR -- --hpcc-config X
     pwormhole scale --predict 4,8,16,32 --from-run RUN_DIR --out DIR   (nothing run: a prediction,
         :mod:`pwormhole.partition.record`, from a run made with 'run --record-windows')
-    python -m pwormhole.scale ...   (the same, without the pwormhole command)
+    python -m pwormhole.commands.scale ...   (the same, without the pwormhole command)
 """
 
 from __future__ import annotations
@@ -54,12 +54,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .errors import InputError, OutputError
-from .outfiles import atomic, save_figure
-from .partition.plan import make_plan_from_record
-from .partition.record import EXCHANGE_US, load_of_run, predict
-from .report.summary import write_csv_atomic
-from .report.writer import claim, prepare_out_dir
+from ..errors import InputError, OutputError
+from ..outfiles import atomic, save_figure
+from ..partition.plan import make_plan_from_record
+from ..partition.record import EXCHANGE_US, load_of_run, predict
+from ..report.summary import write_csv_atomic
+from ..report.writer import claim, prepare_out_dir
 
 COLUMNS = ("mode", "ranks", "status", "wall_s", "cpu_s", "sync_wall_s", "events", "speedup", "efficiency",
            "identical", "max_rel_fct_diff", "out", "error")
@@ -506,7 +506,7 @@ def _report(rows: list[dict]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A stand-alone parser (``python -m pwormhole.scale``)."""
+    """A stand-alone parser (``python -m pwormhole.commands.scale``)."""
     p = argparse.ArgumentParser(prog="pwormhole scale", description=DESCRIPTION)
     _add_arguments(p)
     return p

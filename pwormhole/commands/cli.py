@@ -12,15 +12,15 @@ import os
 import shlex
 import sys
 
-from . import compiled
-from .accel.config import NVLINK_CHOICES
-from .config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE, LinkDown
-from .errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
-from .hpcc_config import LINK_DOWN_BASE_PS
-from .outfiles import discard_out_dir
-from .sync import interrupt
-from .units import format_time, parse_size_bytes, parse_time_ps
-from .workload.flows import traffic_start_ps
+from .. import compiled
+from ..accel.config import NVLINK_CHOICES
+from ..config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE, LinkDown
+from ..errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
+from ..inputs.hpcc_config import LINK_DOWN_BASE_PS
+from ..outfiles import discard_out_dir
+from ..sync import interrupt
+from ..units import format_time, parse_size_bytes, parse_time_ps
+from ..workload.flows import traffic_start_ps
 
 
 def _positive(name: str, v: int | None) -> None:
@@ -30,8 +30,8 @@ def _positive(name: str, v: int | None) -> None:
 
 def _training_scenario(args):
     """The scenario of a training workload (``--workload`` or ``--model``), or None."""
-    from .config import CC_DCQCN, ModelConfig
-    from .scenario import topology_from_arg, training_scenario
+    from ..config import CC_DCQCN, ModelConfig
+    from ..scenario import topology_from_arg, training_scenario
 
     if not (args.workload or args.model):
         for flag in ("tp", "dp", "pp", "ep", "ga"):
@@ -44,7 +44,7 @@ def _training_scenario(args):
                 raise InputError(f"--{flag} needs --workload or --model")
         return None
     if args.model:
-        from .workload.models import MODELS
+        from ..workload.models import MODELS
         if args.model.lower() not in MODELS:
             raise InputError(f"unknown model {args.model!r}; known models: {', '.join(MODELS)}")
     if args.cc and args.config:
@@ -61,13 +61,13 @@ def _training_scenario(args):
     if args.workload and (args.format == "chakra" or (args.format is None and _is_chakra(args.workload))):
         return _chakra_scenario(args, topo)
     if args.workload:
-        from .workload.simai import read_simai_workload
+        from ..workload.simai import read_simai_workload
         for flag in ("tp", "dp", "pp", "ep", "ga"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} comes from the workload file; it applies to --model only")
         spec = read_simai_workload(args.workload, args.layers, args.gpus)
     else:
-        from .workload.models import build_model
+        from ..workload.models import build_model
         n = args.gpus or (len(topo.gpus) if topo is not None else None)
         if n is None:
             raise InputError("--model needs --gpus or a --topology")
@@ -78,7 +78,7 @@ def _training_scenario(args):
         servers = -(-spec.all_gpus // 8)
         topo = topology_from_arg(f"rail-optimized:gpus={servers * 8}")
     if args.config:
-        from .hpcc_config import read_hpcc_config
+        from ..inputs.hpcc_config import read_hpcc_config
         cfg, warnings = read_hpcc_config(args.config, input_files=False)
         spec.warnings.extend(warnings)
     else:
@@ -87,16 +87,16 @@ def _training_scenario(args):
 
 
 def _is_chakra(path: str) -> bool:
-    from .inputs import detect_workload_format
+    from ..inputs.formats import detect_workload_format
     return detect_workload_format(path) == "chakra"
 
 
 def _chakra_scenario(args, topo):
     """A Chakra (ASTRA-sim) trace on ``topo`` (default: a rail-optimized fabric with enough GPUs)."""
-    from .config import CC_DCQCN, ModelConfig
-    from .inputs import load_chakra
-    from .scenario import from_dag, topology_from_arg
-    from .workload.chakra import find_rank_files
+    from ..config import CC_DCQCN, ModelConfig
+    from ..inputs.formats import load_chakra
+    from ..scenario import from_dag, topology_from_arg
+    from ..workload.chakra import find_rank_files
 
     for flag in ("tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
         if getattr(args, flag) is not None:
@@ -106,7 +106,7 @@ def _chakra_scenario(args, topo):
         topo = topology_from_arg(f"rail-optimized:gpus={-(-ranks // 8) * 8}")
     dag = load_chakra(args.workload, topo)
     if args.config:
-        from .hpcc_config import read_hpcc_config
+        from ..inputs.hpcc_config import read_hpcc_config
         cfg, warnings = read_hpcc_config(args.config, input_files=False)
     else:
         cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN)), []
@@ -151,7 +151,7 @@ def _link_down_settings(args, scn) -> None:
 
 def _monitor_settings(args, cfg) -> None:
     """``--monitor``, ``--monitor-interval``, ``--link-interval`` into ``cfg`` (the monitors of
-    :mod:`pwormhole.monitor`; a config's QLEN_MON_FILE turns them on too, over its window)."""
+    :mod:`pwormhole.report.monitor`; a config's QLEN_MON_FILE turns them on too, over its window)."""
     if args.monitor and cfg.qlen_mon_file is None:
         cfg.qlen_mon_file = "qlen.txt"  # over the whole run
         cfg.qlen_mon_end_ps = None
@@ -188,7 +188,7 @@ def _monitor_settings(args, cfg) -> None:
 
 
 def _read_scenario(args):
-    from .scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config, small_gpt_scenario
+    from ..scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config, small_gpt_scenario
 
     scn = _training_scenario(args)
     if scn is not None:
@@ -215,8 +215,8 @@ def _read_scenario(args):
 
 
 def _run(args) -> int:
-    from .run import simulate
-    from .sync.mpi import world
+    from ..run import simulate
+    from ..sync.mpi import world
 
     comm = world()
     if comm is not None:
@@ -233,7 +233,7 @@ def _run(args) -> int:
 
 def _wants_report(args) -> bool:
     """``--report``, or the default scenario (``pwormhole run`` with no inputs: a first run shows its page)."""
-    from .scenario import DEFAULT_SCENARIO
+    from ..scenario import DEFAULT_SCENARIO
 
     inputs = (args.hpcc_config, args.topology, args.flows, args.workload, args.model)
     return args.report or (not any(inputs) and args.scenario == DEFAULT_SCENARIO)
@@ -252,7 +252,7 @@ def _until_ps(args) -> int | None:
 def _prepare_out(args) -> None:
     """Create and check ``--out``; what it made is kept in ``args.made_out``, removed again if
     the inputs are then refused (``outfiles.discard_out_dir``)."""
-    from .report.writer import prepare_out_dir
+    from ..report.writer import prepare_out_dir
 
     made = prepare_out_dir(args.out) if args.out else None
     if made is not None:
@@ -280,14 +280,14 @@ def _run_setup(args, comm):
         raise InputError("--record-windows runs one in-process LP per unit: not with mpiexec, --lps or --plan")
     owner = None
     if args.plan:
-        from .partition.plan import PartitionPlan
+        from ..partition.plan import PartitionPlan
         plan = PartitionPlan.from_json(args.plan, scn.topology)
         want = comm.size if comm is not None else args.lps
         if plan.parts != want:
             raise InputError(f"plan has {plan.parts} parts but the run has {want} LPs", args.plan)
         owner = plan.owner
     elif comm is not None:
-        from .partition.plan import check_parts
+        from ..partition.plan import check_parts
         check_parts(scn.topology, comm.size)  # on every rank (rank 0 alone makes the plan)
     if args.lps < 1:
         raise InputError(f"--lps must be >= 1, got {args.lps}")
@@ -298,14 +298,14 @@ def _run_setup(args, comm):
 def _check_memo_cache(args) -> None:
     """A ``--memo-cache`` that cannot be saved is reported before any work (as ``--out`` is)."""
     if args.memo_cache and not args.no_memo and (args.mode or "wormhole") == "wormhole":
-        from .outfiles import check_file_writable
+        from ..outfiles import check_file_writable
         check_file_writable(args.memo_cache, "--memo-cache")
 
 
 def _accel_config(args, comm):
     """The Wormhole settings of ``run`` (None in packet mode)."""
-    from .accel.wormhole import AccelConfig
-    from .units import parse_time_ps
+    from ..accel.wormhole import AccelConfig
+    from ..units import parse_time_ps
 
     mode = args.mode or "wormhole"
     if mode not in ("wormhole", "packet"):
@@ -352,8 +352,8 @@ def _run_mpi(comm, args) -> int:
     stops every rank at the same window boundary (:mod:`pwormhole.sync.interrupt`):
     rank 0 writes the outputs so far and every rank exits 143 (SIGTERM) or 130 (SIGINT).
     """
-    from .run import simulate
-    from .sync.mpi import abort
+    from ..run import simulate
+    from ..sync.mpi import abort
 
     interrupt.arm(lambda signum: _give_up(comm, signum), comm.rank)
     err = None
@@ -412,7 +412,7 @@ _SIGNAL_WORDS = {130: "interrupted (SIGINT)", 143: "terminated (SIGTERM)"}
 
 def _give_up(comm, signum: int) -> None:
     """The stop watchdog's action (its own thread): the ranks did not stop together in time; never returns."""
-    from .sync.mpi import abort
+    from ..sync.mpi import abort
 
     grace = interrupt.GRACE_RANK0_S if comm.rank == 0 else interrupt.GRACE_PEER_S
     why = f"the ranks did not stop together within {grace:g} s"
@@ -440,14 +440,14 @@ def _compare(args) -> int:
     compare(lambda: _load_scenario(args), out, accel, until_ps=until_ps, seed=args.seed, n_lps=args.lps,
             memo_cache=args.memo_cache, first=scn, report=args.report)
     if args.report:
-        from .report.page import write_report
+        from ..report.page import write_report
         write_report(out)
     print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if args.report else ""))
     return 0
 
 
 def _report(args) -> int:
-    from .report.page import write_report
+    from ..report.page import write_report
 
     path = write_report(args.out_dir)
     print(f"report written: {path}")
@@ -455,10 +455,10 @@ def _report(args) -> int:
 
 
 def _partition(args) -> int:
-    from .partition.plan import make_plan, make_plan_from_record
-    from .partition.record import load_of_run, predict
-    from .scenario import default_scenario, from_files, from_hpcc_config
-    from .topology.hpcc import read_hpcc_topology
+    from ..partition.plan import make_plan, make_plan_from_record
+    from ..partition.record import load_of_run, predict
+    from ..scenario import default_scenario, from_files, from_hpcc_config
+    from ..topology.hpcc import read_hpcc_topology
 
     if args.from_run:
         if args.hpcc_config or args.topology or args.flows:
@@ -623,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="weights from a run's windows.npz ('run --record-windows'): its recorded work per unit "
                          "and window, balanced window by window; servers stay whole")
     pa.set_defaults(func=_partition)
-    from .workload import gen_flows
+    from ..workload import gen_flows
     gen_flows.add_parser(sub)
     from .scale import add_parser as add_scale_parser
     add_scale_parser(sub)
@@ -636,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     as ``NAME.part``), 130 SIGINT, 143 SIGTERM."""
     import signal
 
-    from .sync.mpi import launched_under_mpi
+    from ..sync.mpi import launched_under_mpi
 
     parser = build_parser()
     args = parser.parse_args(argv)

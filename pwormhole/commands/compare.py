@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
-from .outfiles import REPORT_NAME
-from .report.compare import compare_dirs, plot_cdf, table
-from .report.summary import write_json_atomic
-from .report.writer import check_outputs, claim, prepare_out_dir
-from .run import simulate
+from ..outfiles import REPORT_NAME
+from ..report.compare import compare_dirs, plot_cdf, table
+from ..report.summary import write_json_atomic
+from ..report.writer import check_outputs, claim, prepare_out_dir
+from ..run import simulate
 
 
 def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: int = 1, memo_cache=None,

@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 
 from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY, MAX_PAYLOAD_BYTES, LinkDown, ModelConfig
 from pwormhole.errors import InputError
+from pwormhole.inputs.tokens import open_text, to_float, to_int
 from pwormhole.outfiles import check_output_name
-from pwormhole.tokens import open_text, to_float, to_int
 from pwormhole.topology.model import Topology
 from pwormhole.units import MAX_TIME_PS, PS_PER_NS, PS_PER_S, PS_PER_US, format_rate, parse_rate_bps, parse_time_ps
 
@@ -133,7 +133,7 @@ def read_hpcc_config(path: str | os.PathLike, input_files: bool = True) -> tuple
       [``fct_output_name``, ``pfc_output_name``, ``qlen_mon_file``]; outputs go
       under ``--out``; a name of pwormhole's own outputs (``summary.json``...),
       ``..``, a ``.part`` name, or the same name for two of them is an error;
-      QLEN_MON_FILE turns on the queue-length and link monitors (:mod:`pwormhole.monitor`);
+      QLEN_MON_FILE turns on the queue-length and link monitors (:mod:`pwormhole.report.monitor`);
     * QLEN_MON_START, QLEN_MON_END: integer ns >= 0, absolute simulated time
       [``qlen_mon_start_ps``, ``qlen_mon_end_ps``]; without QLEN_MON_FILE a warning;
     * accepted, no effect here: TRACE_OUTPUT_FILE, PINT_LOG_BASE, PINT_PROB

@@ -1,6 +1,6 @@
 """The monitors in a report: ``qlen.txt`` (queue-length histograms per switch port, HPCC ns-3's
 format) and ``link_util.csv`` (bytes per link direction per interval), read back, ranked and drawn
-(:mod:`pwormhole.monitor` writes them)."""
+(:mod:`pwormhole.report.monitor` writes them)."""
 
 from __future__ import annotations
 
