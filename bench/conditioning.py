@@ -61,8 +61,9 @@ from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.commands.compare import compare
 from pwormhole.config import ModelConfig
 from pwormhole.report.compare import compare_dirs
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import topology_from_arg, training_scenario
+from pwormhole.simulate import simulate
 from pwormhole.workload.dag import OP_COMPUTE
 from pwormhole.workload.models import build_model
 

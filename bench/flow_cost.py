@@ -39,7 +39,7 @@ from wormhole import ROOT, SCENARIOS
 from pwormhole.accel import wormhole as wh_mod
 from pwormhole.accel.config import SETTLE_RTTS, AccelConfig
 from pwormhole.report.compare import compare_dirs
-from pwormhole.run import simulate
+from pwormhole.simulate import simulate
 
 PHASES = ("before sampling", "settling", "rate wait", "span", "to early freeze", "memo", "between skips", "after wake",
           "never frozen")

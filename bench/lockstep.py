@@ -22,7 +22,7 @@ from wormhole import ROOT
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.report.compare import compare_dirs
-from pwormhole.run import simulate
+from pwormhole.simulate import simulate
 from pwormhole.workload.dag import OP_COMPUTE
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from results_log import ResultsLog
 from wormhole import NVLINK_ROWS, ROOT, SCENARIOS
 
-from pwormhole.run import simulate
+from pwormhole.simulate import simulate
 
 HEADER = ("| scenario | iteration, NVLink without CC | iteration, NIC CC on NVLink | difference | "
           "PFC pauses (no CC / nic) | ECN marks (no CC / nic) |\n|---|---|---|---|---|---|")

@@ -35,7 +35,7 @@ from wormhole import ROOT, gpt, moe
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.commands.compare import compare
-from pwormhole.run import simulate
+from pwormhole.simulate import simulate
 from pwormhole.workload.models import MODELS
 
 SEQ_LEN = 2048

@@ -35,7 +35,7 @@ from wormhole import ACCEL_OVERRIDES, SCENARIOS
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.report.compare import fct_errors, read_fct
-from pwormhole.run import simulate
+from pwormhole.simulate import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 

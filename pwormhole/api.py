@@ -10,24 +10,22 @@
 
 Keyword arguments are the options of ``pwormhole run`` with ``_`` for ``-``
 (``dist_opt=True`` is ``--dist-opt``, ``hpcc_config="mix/config.txt"`` is
-``--hpcc-config``): the run is the one the command would make, with the same
-checks; a wrong value or an unknown option raises
-:class:`~pwormhole.errors.InputError` with the command's one-line message.
+``--hpcc-config``), the fields of :class:`~pwormhole.options.RunOptions` (which
+``simulate`` also takes whole): the run is the one the command would make, with the
+same checks; a value of another type, an unknown option or a wrong value raises
+:class:`~pwormhole.errors.InputError` with a one-line message.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import os
+import dataclasses
 
-from .commands import cli
 from .errors import InputError
+from .options import RunOptions, prepare_run
 from .outfiles import discard_out_dir
 from .report.outdir import RunFiles, read_run
 from .report.page import write_report
-from .run import simulate as run_scenario
+from .simulate import simulate as run_scenario
 
 
 class Result(RunFiles):
@@ -45,73 +43,23 @@ class Result(RunFiles):
         return write_report(self.folder)
 
 
-def _run_options() -> dict[str, argparse.Action]:
-    """The options of ``pwormhole run`` by flag."""
-    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices["run"]._option_string_actions
-
-
-def run_argv(**options) -> list[str]:
-    """The ``pwormhole run`` command line of ``options``: an on/off option takes True, False or None
-    (``name=True`` is the flag ``--name``), a whole-number one an int, a number a float or int,
-    the others a string, a path or a number (a repeatable one also a list of them); None leaves an option
-    out. A value that starts with ``-`` is joined to its flag (``--name=-x``): no value is read as an option.
-    InputError, worded for Python, for an unknown option or a value of another type."""
-    actions = _run_options()
-    argv = ["run"]
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        action = actions.get(flag)
-        if action is None or flag == "--help":
-            raise InputError(f"simulate() got an unexpected keyword argument {name!r}")
-        if value is None or value is False:
-            if value is False and action.nargs != 0:
-                raise InputError(f"simulate(): {name} takes a value, not False (None leaves it out)")
-            continue
-        if action.nargs == 0:
-            if value is not True:
-                raise InputError(f"simulate(): {name} must be True or False, not {type(value).__name__} {value!r}")
-            argv.append(flag)
-            continue
-        values = list(value) if isinstance(value, (list, tuple)) and isinstance(action, argparse._AppendAction) \
-            else [value]
-        for v in values:
-            if action.type is int:
-                ok = type(v) is int
-                kind = "an int"
-            elif action.type is float:
-                ok = type(v) in (int, float)
-                kind = "a number"
-            else:
-                ok = isinstance(v, (str, os.PathLike)) or type(v) in (int, float)
-                kind = "a string, a path or a number"
-            if not ok:
-                raise InputError(f"simulate(): {name} must be {kind}, not {type(v).__name__} {v!r}")
-            text = str(os.fspath(v) if isinstance(v, os.PathLike) else v)
-            argv += [f"{flag}={text}"] if text.startswith("-") else [flag, text]  # never read as an option
-    return argv
-
-
-def simulate(progress: bool = False, quiet: bool = True, **options) -> Result:
-    """Run the scenario ``options`` describe (see the module docstring) and return its results;
-    ``quiet=False`` prints the readable summary, ``progress=True`` shows the progress bar."""
-    argv = run_argv(**options)
-    err = io.StringIO()
+def simulate(options: RunOptions | None = None, /, *, progress: bool = False, quiet: bool = True,
+             **keywords) -> Result:
+    """Run the scenario that ``options`` (a :class:`~pwormhole.options.RunOptions`) or the keyword
+    arguments describe (see the module docstring) and return its results; ``quiet=False`` prints the
+    readable summary, ``progress=True`` shows the progress bar. A keyword argument of another type
+    than its option's, or an unknown one, is an :class:`~pwormhole.errors.InputError`."""
+    if options is not None and keywords:
+        raise InputError("simulate() takes a RunOptions or keyword arguments, not both")
+    opts = options if options is not None else RunOptions.of_keywords("simulate()", **keywords)
+    prep = prepare_run(opts)
     try:
-        with contextlib.redirect_stderr(err):
-            args = cli.build_parser().parse_args(argv)
-    except SystemExit:
-        raise InputError(err.getvalue().strip().splitlines()[-1]) from None
-    args.argv = argv
-    try:
-        scn, out, until_ps, owner, accel = cli._run_setup(args, None)
-        run_scenario(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner, progress=progress,
-                     quiet=quiet, plot=args.plot, accel=accel, memo_cache=args.memo_cache,
-                     report=args.report)
+        run_scenario(prep.scenario, prep.out, dataclasses.replace(prep.settings, progress=progress, quiet=quiet,
+                                                                  report=opts.report))
     except InputError:
-        discard_out_dir(getattr(args, "made_out", None))
+        discard_out_dir(prep.made_out)
         raise
-    return load(out)
+    return load(prep.out)
 
 
 def _number(text: str):

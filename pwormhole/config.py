@@ -22,6 +22,10 @@ CC_BY_NAME = {name: mode for mode, name in CC_NAMES.items()}  # --cc choices
 NVLINK_CC_NONE = "none"  # NVLink runs no end-to-end CC: line rate, link-level backpressure only
 NVLINK_CC_NIC = "nic"  # the NIC's CC also on NVLink queue pairs (SimAI's ns-3)
 NVLINK_CC_CHOICES = (NVLINK_CC_NONE, NVLINK_CC_NIC)
+# the names some options take (pwormhole.options checks them for the API, argparse for the command line)
+INPUT_FORMATS = ("hpcc", "simai", "htsim", "chakra")  # --format
+RUN_MODES = ("wormhole", "packet")  # --mode
+EMBEDDED_SCENARIOS = ("gpt-7b-64gpu", "gpt-350m-16gpu", "fat-tree-mix")  # --scenario (the first: the default)
 MAX_PAYLOAD_BYTES = 1_000_000  # PACKET_PAYLOAD_SIZE: wire bytes x 8e12 (ps x bits) stay below 2^63
 
 

@@ -118,7 +118,7 @@ def write_text(path: str, text: str) -> None:
 
 def save_figure(fig, path: str, dpi: int = 110) -> None:
     """A matplotlib figure as a PNG at ``path`` by :func:`atomic`; the figure is closed."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy (~1 s): loaded only when a figure is saved
 
     try:
         with atomic(path, binary=True) as fh:

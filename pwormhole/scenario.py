@@ -18,16 +18,20 @@ import random
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 
-from .config import CC_BY_NAME, CC_DCQCN, ModelConfig
+from .config import CC_BY_NAME, CC_DCQCN, EMBEDDED_SCENARIOS, ModelConfig
 from .errors import InputError
+from .inputs.formats import FLOWS_FORMATS, TOPOLOGY_FORMATS, load_flows, load_topology
 from .inputs.hpcc_config import check_k_maps, read_hpcc_config
+from .topology import builders
 from .topology.builders import fat_tree
 from .topology.hpcc import read_hpcc_topology
 from .topology.model import Topology
-from .units import PS_PER_US
+from .units import PS_PER_US, parse_rate_bps, parse_time_ps
 from .workload.dag import Dag
 from .workload.flows import Flow
 from .workload.hpcc_flows import FIRST_SPORT, read_hpcc_flows, read_hpcc_trace
+from .workload.models import build_model
+from .workload.training import build_training_dag
 
 
 @dataclass
@@ -67,12 +71,9 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     ``fmt`` forces a file format (``hpcc``, ``simai``, ``htsim``; other values are ignored).
     Raises InputError for an unknown builder or key, a bad value, or a file that cannot be read.
     """
-    from .topology import builders
-    from .units import parse_rate_bps, parse_time_ps
 
     name, _, rest = text.partition(":")
     if name not in BUILDERS or os.path.exists(text):
-        from .inputs.formats import TOPOLOGY_FORMATS, load_topology
         if not os.path.exists(text) and ("=" in rest or get_close_matches(name, BUILDERS, 1)):
             # a builder's name misspelt, not a file
             raise InputError(f"--topology {text}: no such file, and {name!r} is not a builder "
@@ -134,7 +135,6 @@ def training_scenario(spec, topology: Topology, config: ModelConfig | None = Non
 
     Raises InputError when the topology has fewer GPUs than the workload needs.
     """
-    from .workload.training import build_training_dag
 
     cfg = config or ModelConfig(cc_mode=CC_DCQCN)
     if cfg.source is None:
@@ -164,7 +164,6 @@ def from_files(topology_path: str, flows_path: str, config_path: str | None = No
     file (HPCC flow list or htsim connection matrix), with an optional HPCC
     config (or ``cc`` without one; the files it names are not read: these are the inputs);
     formats are detected from the content unless ``fmt`` forces one."""
-    from .inputs.formats import FLOWS_FORMATS, load_flows
 
     if config_path:
         cfg, warnings = read_hpcc_config(config_path, input_files=False)
@@ -191,7 +190,7 @@ def number_sports(flows: list[Flow]) -> list[Flow]:
     return out
 
 
-DEFAULT_SCENARIO = "gpt-7b-64gpu"
+DEFAULT_SCENARIO = EMBEDDED_SCENARIOS[0]
 
 
 def default_scenario() -> Scenario:
@@ -199,7 +198,6 @@ def default_scenario() -> Scenario:
     TP 8 inside each server, PP 2, DP 4, Megatron's distributed optimizer) on a 64-GPU
     rail-optimized fabric (200 Gbps NICs, NVLink inside servers), under DCQCN: its DP
     reduce-scatter and all-gather are long steady flows that Wormhole fast-forwards."""
-    from .workload.models import build_model
     spec = build_model("gpt-7b", 64, tp=8, pp=2, dist_opt=True)
     return training_scenario(spec, topology_from_arg("rail-optimized:gpus=64"), name=DEFAULT_SCENARIO)
 
@@ -208,7 +206,6 @@ def small_gpt_scenario() -> Scenario:
     """One training iteration of a small GPT (4 layers of GPT-3 Medium ``gpt-350m``, sequence
     1024, TP 8 inside each server, DP 2 across the two servers, a gradient all-reduce per
     layer) on a 16-GPU rail-optimized fabric, under DCQCN."""
-    from .workload.models import build_model
     spec = build_model("gpt-350m", 16, tp=8, layers=4, seq_len=1024)
     return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"), name="gpt-350m-16gpu")
 
@@ -239,3 +236,7 @@ def fat_tree_mix_scenario(seed: int = 7) -> Scenario:
     cfg = ModelConfig(cc_mode=CC_DCQCN)
     cfg.simulator_stop_ps = 100 * 10**9  # 100 ms
     return Scenario("fat-tree-mix", topo, number_sports(flows), cfg)
+
+
+# the embedded scenarios of ``pwormhole run --scenario`` (when no input is given), by config.EMBEDDED_SCENARIOS
+EMBEDDED = dict(zip(EMBEDDED_SCENARIOS, (default_scenario, small_gpt_scenario, fat_tree_mix_scenario)))

@@ -9,16 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from pwormhole.api import load, run_argv, simulate
+from pwormhole.api import load, simulate
 from pwormhole.errors import InputError
+from pwormhole.options import RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = {"model": "gpt-350m", "gpus": 16, "tp": 8, "layers": 2, "dist_opt": True}
 
 
-def test_run_argv():
-    assert run_argv(model="gpt-7b", gpus=64, dist_opt=True, plot=False, until=None, hpcc_config="c.txt") == [
-        "run", "--model", "gpt-7b", "--gpus", "64", "--dist-opt", "--hpcc-config", "c.txt"]
+def test_options_of_keywords_are_typed_and_keep_their_command_line():
+    opts = RunOptions.of_keywords(model="gpt-7b", gpus=64, dist_opt=True, plot=False, until=None, hpcc_config="c.txt",
+                                  out=Path("o"), link_down="5us:1-2")
+    assert (opts.model, opts.gpus, opts.dist_opt, opts.plot, opts.until, opts.out) == ("gpt-7b", 64, True, False, None,
+                                                                                      "o")
+    assert opts.link_down == ("5us:1-2",)
+    assert opts.argv == ["run", "--model", "gpt-7b", "--gpus", "64", "--dist-opt", "--hpcc-config", "c.txt", "--out",
+                         "o", "--link-down", "5us:1-2"]
 
 
 def test_simulate_is_the_command_run(tmp_path):
@@ -52,7 +58,7 @@ def test_simulate_errors_are_input_errors(tmp_path):
         simulate(out=str(tmp_path / "x"), model="gpt-7b", gpus=16, tp=3)
     with pytest.raises(InputError, match="simulate\\(\\) got an unexpected keyword argument 'colour'"):
         simulate(out=str(tmp_path / "x"), colour="blue")
-    with pytest.raises(InputError, match="invalid choice: 'fast'"):
+    with pytest.raises(InputError, match="--mode must be one of wormhole, packet, got 'fast'"):
         simulate(out=str(tmp_path / "x"), mode="fast")
     out = tmp_path / "new" / "out"  # refused once the outputs are named: the folders made for it go again
     with pytest.raises(InputError, match="is the name of an output of pwormhole"):

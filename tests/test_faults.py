@@ -32,8 +32,9 @@ from pwormhole.net.build import Network
 from pwormhole.net.device import ECMP_MIX
 from pwormhole.net.host import SendQP
 from pwormhole.net.switch import Switch
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config, number_sports
+from pwormhole.simulate import simulate
 from pwormhole.standalone import StandaloneFct
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link, Topology

@@ -11,8 +11,9 @@ from pwormhole.accel.solvers import max_min
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.simulate import simulate
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.models import build_model
 

@@ -199,7 +199,8 @@ def test_a_memo_entry_outside_its_groups_physics_is_dropped(tmp_path, capsys):
     ({"gpus": "16"}, "simulate(): gpus must be an int, not str '16'"),
     ({"layers": True}, "simulate(): layers must be an int, not bool True"),
     ({"theta": "0.1"}, "simulate(): theta must be a number, not str '0.1'"),
-    ({"out": ["a"]}, "simulate(): out must be a string, a path or a number, not list ['a']"),
+    ({"out": ["a"]}, "simulate(): out must be a string or a path, not list ['a']"),
+    ({"until": [1]}, "simulate(): until must be a string or a number, not list [1]"),
 ])
 def test_api_refuses_a_value_of_another_type(tmp_path, kw, message):
     """Before, ``report="--mode=packet"`` ran packet mode and ``plot="--cc=hpcc"`` ran HPCC: the string

@@ -12,8 +12,9 @@ from pwormhole.accel.groups import crowded_nic_flows
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.steady import hpcc_early, hpcc_lift, hpcc_model, recent_goodput
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario
+from pwormhole.simulate import simulate
 
 ACK = 76 / 1000  # ACK wire bytes per payload byte (one 76-byte ACK per 1000-byte packet)
 PAYLOAD = 1000 / 1078  # payload per wire byte (a 1000-byte packet is 1078 bytes on the wire)

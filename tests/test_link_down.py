@@ -22,8 +22,9 @@ from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.commands import cli
 from pwormhole.config import LinkDown
 from pwormhole.errors import InputError, StuckError
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario
+from pwormhole.simulate import simulate
 from pwormhole.topology.builders import fat_tree
 from pwormhole.topology.model import Link, Topology
 

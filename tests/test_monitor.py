@@ -16,8 +16,9 @@ from pwormhole.inputs.hpcc_config import read_hpcc_config
 from pwormhole.net.packet import overhead_bytes
 from pwormhole.report.monitor import QLEN_BUCKET_BYTES
 from pwormhole.report.monitor_read import QlenHist, queue_stats, read_qlen
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config
+from pwormhole.simulate import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn"

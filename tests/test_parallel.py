@@ -11,8 +11,8 @@ from helpers import MPIEXEC, config, flows_of, needs_mpi, star_topo
 
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
-from pwormhole.run import simulate
 from pwormhole.scenario import Scenario, fat_tree_mix_scenario
+from pwormhole.simulate import simulate
 from pwormhole.topology.hpcc import read_hpcc_topology
 
 ROOT = Path(__file__).resolve().parents[1]

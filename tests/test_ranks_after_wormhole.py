@@ -15,8 +15,9 @@ from pwormhole.accel.wormhole import AccelConfig, Wormhole
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import make_plan_from_record
 from pwormhole.partition.record import WindowRecord, exchange_s, predict, refine
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.simulate import simulate
 from pwormhole.workload.models import build_model
 
 ROOT = Path(__file__).resolve().parents[1]

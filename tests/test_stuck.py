@@ -12,8 +12,9 @@ from helpers import G100, US, config, flows_of, star_topo
 
 from pwormhole.commands import cli
 from pwormhole.errors import InputError, StuckError
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import Scenario
+from pwormhole.simulate import simulate
 from pwormhole.topology.model import Link, Topology
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from pwormhole.errors import InputError
-from pwormhole.run import Run, simulate
+from pwormhole.run import Run
 from pwormhole.scenario import topology_from_arg, training_scenario
+from pwormhole.simulate import simulate
 from pwormhole.topology.simai import read_simai_topology
 from pwormhole.workload.dag import OP_FLOW
 from pwormhole.workload.models import build_model, per_gpu_bytes

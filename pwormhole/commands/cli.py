@@ -1,349 +1,66 @@
-"""Command line: ``pwormhole run | ...``.
+"""Command line: ``pwormhole run | compare | report | partition | gen-flows | scale``.
 
 User mistakes (``InputError``) print one line ``pwormhole: error: ...`` and
 exit with status 2, never a traceback; so do output files that cannot be
-written (``OutputError``, status 4).
+written (``OutputError``, status 4). The options of ``run`` and ``compare`` become a
+:class:`~pwormhole.options.RunOptions`. Each command imports what it runs inside its own
+function: start-up time (``--help`` and an option mistake answer without loading the model,
+numpy and networkx, about 0.5 s).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import shlex
 import sys
 
-from .. import compiled
 from ..accel.config import NVLINK_CHOICES
-from ..config import CC_BY_NAME, NVLINK_CC_CHOICES, NVLINK_CC_NONE, LinkDown
+from ..config import CC_BY_NAME, EMBEDDED_SCENARIOS, INPUT_FORMATS, NVLINK_CC_CHOICES, NVLINK_CC_NONE, RUN_MODES
 from ..errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
-from ..inputs.hpcc_config import LINK_DOWN_BASE_PS
 from ..outfiles import discard_out_dir
 from ..sync import interrupt
-from ..units import format_time, parse_size_bytes, parse_time_ps
-from ..workload.flows import traffic_start_ps
 
 
-def _positive(name: str, v: int | None) -> None:
-    if v is not None and v < 1:
-        raise InputError(f"--{name} must be >= 1, got {v}")
+def _options(args):
+    """The :class:`~pwormhole.options.RunOptions` of ``run``/``compare``'s parsed ``args``."""
+    from ..options import RunOptions
+
+    names = {f.name for f in dataclasses.fields(RunOptions)} - {"argv", "link_down"}
+    return RunOptions(**{n: getattr(args, n) for n in names if hasattr(args, n)},
+                      link_down=tuple(args.link_down or ()), argv=list(args.argv))
 
 
-def _training_scenario(args):
-    """The scenario of a training workload (``--workload`` or ``--model``), or None."""
-    from ..config import CC_DCQCN, ModelConfig
-    from ..scenario import topology_from_arg, training_scenario
+def _simulate(prep, comm=None) -> None:
+    """Simulate a prepared run (:func:`pwormhole.options.prepare_run`); a refusal found while setting it up
+    removes the folder made for it."""
+    from ..simulate import simulate
 
-    if not (args.workload or args.model):
-        for flag in ("tp", "dp", "pp", "ep", "ga"):
-            if getattr(args, flag) is not None:
-                raise InputError(f"--{flag} needs --model (a workload file sets its own)")
-        if args.dist_opt:
-            raise InputError("--dist-opt needs --model")
-        for flag in ("gpus", "layers", "iterations"):
-            if getattr(args, flag) is not None:
-                raise InputError(f"--{flag} needs --workload or --model")
-        return None
-    if args.model:
-        from ..workload.models import MODELS
-        if args.model.lower() not in MODELS:
-            raise InputError(f"unknown model {args.model!r}; known models: {', '.join(MODELS)}")
-    if args.cc and args.config:
-        raise InputError("--cc and --config both set the congestion control; give one")
-    if args.workload and args.model:
-        raise InputError("give either --workload or --model, not both")
-    for flag in ("gpus", "tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
-        _positive(flag, getattr(args, flag))
-    if args.flows or args.hpcc_config:
-        raise InputError("--flows/--hpcc-config cannot be combined with a training workload")
-    topo = topology_from_arg(args.topology, args.format) if args.topology else None
-    if args.workload and args.dist_opt:
-        raise InputError("--dist-opt applies to --model only (a workload file lists its own collectives)")
-    if args.workload and (args.format == "chakra" or (args.format is None and _is_chakra(args.workload))):
-        return _chakra_scenario(args, topo)
-    if args.workload:
-        from ..workload.simai import read_simai_workload
-        for flag in ("tp", "dp", "pp", "ep", "ga"):
-            if getattr(args, flag) is not None:
-                raise InputError(f"--{flag} comes from the workload file; it applies to --model only")
-        spec = read_simai_workload(args.workload, args.layers, args.gpus)
-    else:
-        from ..workload.models import build_model
-        n = args.gpus or (len(topo.gpus) if topo is not None else None)
-        if n is None:
-            raise InputError("--model needs --gpus or a --topology")
-        kw = {k: getattr(args, k) for k in ("tp", "dp", "pp", "ep", "ga") if getattr(args, k) is not None}
-        kw["dist_opt"] = args.dist_opt
-        spec = build_model(args.model, n, layers=args.layers, **kw)
-    if topo is None:  # a rail-optimized fabric of 8-GPU servers with enough GPUs
-        servers = -(-spec.all_gpus // 8)
-        topo = topology_from_arg(f"rail-optimized:gpus={servers * 8}")
-    if args.config:
-        from ..inputs.hpcc_config import read_hpcc_config
-        cfg, warnings = read_hpcc_config(args.config, input_files=False)
-        spec.warnings.extend(warnings)
-    else:
-        cfg = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN))  # training default: DCQCN
-    return training_scenario(spec, topo, cfg, args.iterations or 1)
-
-
-def _is_chakra(path: str) -> bool:
-    from ..inputs.formats import detect_workload_format
-    return detect_workload_format(path) == "chakra"
-
-
-def _chakra_scenario(args, topo):
-    """A Chakra (ASTRA-sim) trace on ``topo`` (default: a rail-optimized fabric with enough GPUs)."""
-    from ..config import CC_DCQCN, ModelConfig
-    from ..inputs.formats import load_chakra
-    from ..scenario import from_dag, topology_from_arg
-    from ..workload.chakra import find_rank_files
-
-    for flag in ("tp", "dp", "pp", "ep", "ga", "layers", "iterations"):
-        if getattr(args, flag) is not None:
-            raise InputError(f"--{flag} does not apply to a Chakra trace")
-    if topo is None:
-        ranks = len(find_rank_files(args.workload))
-        topo = topology_from_arg(f"rail-optimized:gpus={-(-ranks // 8) * 8}")
-    dag = load_chakra(args.workload, topo)
-    if args.config:
-        from ..inputs.hpcc_config import read_hpcc_config
-        cfg, warnings = read_hpcc_config(args.config, input_files=False)
-    else:
-        cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(args.cc, CC_DCQCN)), []
-        cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
-    name = os.path.basename(os.path.normpath(args.workload)).rstrip(".") or "chakra"
-    return from_dag(name, topo, dag, cfg, warnings)
-
-
-def _load_scenario(args):
-    scn = _read_scenario(args)
-    scn.config.nvlink_cc = args.nvlink_cc
-    _monitor_settings(args, scn.config)
-    _link_down_settings(args, scn)
-    scn.command = shlex.join(["pwormhole", *map(str, getattr(args, "argv", []))])
-    return scn
-
-
-def _link_down_settings(args, scn) -> None:
-    """``--link-down TIME:A-B`` (repeatable) added to the config's ``LINK_DOWN``; a note where a flow
-    list does not start at 2 s, where HPCC's ns-3 would fail the config's link."""
-    cfg = scn.config
-    for text in getattr(args, "link_down", None) or ():
-        time_text, sep, ends = text.rpartition(":")
-        a, dash, b = ends.partition("-")
-        if not (sep and dash and a.isdigit() and b.isdigit()):
-            raise InputError(f"--link-down {text!r}: expected TIME:A-B (the link between nodes A and B fails "
-                             "TIME after the traffic starts, e.g. 50us:3-7)")
-        try:
-            t_ps = parse_time_ps(time_text)
-        except ValueError as e:
-            raise InputError(f"--link-down {text!r}: {e}") from None
-        if int(a) == int(b):
-            raise InputError(f"--link-down {text!r}: link {a}-{b} connects a node to itself")
-        cfg.link_down += (LinkDown(t_ps, int(a), int(b), f"--link-down {text}"),)
-    start_ps = traffic_start_ps(scn.flows, scn.dag)
-    for d in cfg.link_down:  # (a workload starts at 0: that its ns-3 run never fails the link goes unsaid)
-        if d.path is not None and scn.dag is None and start_ps != LINK_DOWN_BASE_PS:
-            scn.warnings.append(f"{d.path}: {d.given} fails the link {format_time(d.after_ps)} after the traffic "
-                                f"starts (at {format_time(start_ps + d.after_ps)}); HPCC's ns-3 fails it at 2 s + "
-                                f"{format_time(d.after_ps)}, where its flow files start")
-
-
-def _monitor_settings(args, cfg) -> None:
-    """``--monitor``, ``--monitor-interval``, ``--link-interval`` into ``cfg`` (the monitors of
-    :mod:`pwormhole.report.monitor`; a config's QLEN_MON_FILE turns them on too, over its window)."""
-    if args.monitor and cfg.qlen_mon_file is None:
-        cfg.qlen_mon_file = "qlen.txt"  # over the whole run
-        cfg.qlen_mon_end_ps = None
-        if cfg.qlen_mon_file in (cfg.fct_output_name, cfg.pfc_output_name):
-            raise InputError("--monitor writes qlen.txt, the name the config gives another output; "
-                             "name it with QLEN_MON_FILE", cfg.source)
-    for flag, fld in (("monitor_interval", "monitor_interval_ps"), ("link_interval", "link_interval_ps")):
-        text = getattr(args, flag)
-        if text is None:
-            continue
-        name = "--" + flag.replace("_", "-")
-        if cfg.qlen_mon_file is None:
-            raise InputError(f"{name} needs --monitor (or QLEN_MON_FILE in the config)")
-        try:
-            ps = parse_time_ps(text)
-        except ValueError as e:
-            raise InputError(f"{name}: {e}") from None
-        if ps <= 0 or ps % 1000:
-            raise InputError(f"{name} must be a positive whole number of ns, got {text!r}")
-        setattr(cfg, fld, ps)
-    if args.monitor_limit is not None:
-        if cfg.qlen_mon_file is None:
-            raise InputError("--monitor-limit needs --monitor (or QLEN_MON_FILE in the config)")
-        try:
-            cfg.monitor_limit_bytes = parse_size_bytes(args.monitor_limit)
-        except ValueError as e:
-            raise InputError(f"--monitor-limit: {e}") from None
-    iv = cfg.monitor_interval_ps
-    if cfg.link_interval_ps % iv:
-        if args.link_interval is not None:
-            raise InputError(f"--link-interval {args.link_interval} must be a multiple of the sampling interval "
-                             f"({iv // 1000} ns)")
-        cfg.link_interval_ps = max(1, cfg.link_interval_ps // iv) * iv  # the default, to the sampling's grid
-
-
-def _read_scenario(args):
-    from ..scenario import default_scenario, fat_tree_mix_scenario, from_files, from_hpcc_config, small_gpt_scenario
-
-    scn = _training_scenario(args)
-    if scn is not None:
-        return scn
-    if args.hpcc_config:
-        if args.topology or args.flows:
-            raise InputError("give either --hpcc-config or --topology/--flows, not both")
-        if args.cc:
-            raise InputError("--cc and --hpcc-config both set the congestion control (its CC_MODE); give one")
-        return from_hpcc_config(args.hpcc_config)
-    if args.topology or args.flows:
-        if not (args.topology and args.flows):
-            raise InputError("--topology needs --flows (or a training workload: --workload or --model)")
-        if args.cc and args.config:
-            raise InputError("--cc and --config both set the congestion control; give one")
-        return from_files(args.topology, args.flows, args.config, args.format, cc=args.cc)
-    if args.config:
-        raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
-    embedded = {"fat-tree-mix": fat_tree_mix_scenario, "gpt-350m-16gpu": small_gpt_scenario}
-    scn = embedded.get(args.scenario, default_scenario)()
-    if args.cc:  # the embedded scenarios run under DCQCN unless told otherwise
-        scn.config.cc_mode = CC_BY_NAME[args.cc]
-    return scn
+    try:
+        simulate(prep.scenario, prep.out, prep.settings, comm)
+    except InputError:
+        discard_out_dir(prep.made_out)
+        raise
 
 
 def _run(args) -> int:
-    from ..run import simulate
+    from ..options import prepare_run
     from ..sync.mpi import world
 
+    opts = _options(args)
     comm = world()
     if comm is not None:
-        return _run_mpi(comm, args)
+        return _run_mpi(comm, opts)
     interrupt.stop_recording(interrupt.raise_or_defer)  # one process (mpiexec -n 1): signals raise again
-    scn, out, until_ps, owner, accel = _run_setup(args, None)
-    report = _wants_report(args)
-    simulate(scn, out, until_ps=until_ps, seed=args.seed, n_lps=args.lps, owner=owner,
-             progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
-             memo_cache=args.memo_cache, record_windows=args.record_windows, report=report)
+    prep = prepare_run(opts)
+    _simulate(prep)
+    out = prep.out
+    report = prep.settings.report
     print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if report else ""))
     return 0
 
 
-def _wants_report(args) -> bool:
-    """``--report``, or the default scenario (``pwormhole run`` with no inputs: a first run shows its page)."""
-    from ..scenario import DEFAULT_SCENARIO
-
-    inputs = (args.hpcc_config, args.topology, args.flows, args.workload, args.model)
-    return args.report or (not any(inputs) and args.scenario == DEFAULT_SCENARIO)
-
-
-def _until_ps(args) -> int | None:
-    """``--until`` in ps (None: not given); InputError for a bad time."""
-    if not args.until:
-        return None
-    try:
-        return parse_time_ps(args.until)
-    except ValueError as e:
-        raise InputError(f"--until: {e}") from None
-
-
-def _prepare_out(args) -> None:
-    """Create and check ``--out``; what it made is kept in ``args.made_out``, removed again if
-    the inputs are then refused (``outfiles.discard_out_dir``)."""
-    from ..report.writer import prepare_out_dir
-
-    made = prepare_out_dir(args.out) if args.out else None
-    if made is not None:
-        args.made_out = (args.out, made)
-
-
-def _run_setup(args, comm):
-    """Read and check the inputs of ``run`` (InputError on a mistake, before any simulation).
-
-    Returns ``(scenario, out folder, until_ps, owner, accel config)``.
-    """
-    _prepare_out(args)  # before any work: a bad folder is reported at once
-    _check_memo_cache(args)
-    scn = _load_scenario(args)
-    if comm is None or comm.rank == 0:
-        for w in scn.warnings:
-            print(f"pwormhole: warning: {w}", file=sys.stderr)
-        if compiled.warning():
-            print(f"pwormhole: {compiled.warning()}", file=sys.stderr)
-    until_ps = _until_ps(args)
-    out = args.out or os.path.join("pwormhole-out", scn.name)
-    if comm is not None and args.lps != 1:
-        raise InputError("--lps is for in-process LPs; under mpirun the rank count sets the LPs")
-    if getattr(args, "record_windows", False) and (comm is not None or args.lps != 1 or args.plan):
-        raise InputError("--record-windows runs one in-process LP per unit: not with mpiexec, --lps or --plan")
-    owner = None
-    if args.plan:
-        from ..partition.plan import PartitionPlan
-        plan = PartitionPlan.from_json(args.plan, scn.topology)
-        want = comm.size if comm is not None else args.lps
-        if plan.parts != want:
-            raise InputError(f"plan has {plan.parts} parts but the run has {want} LPs", args.plan)
-        owner = plan.owner
-    elif comm is not None:
-        from ..partition.plan import check_parts
-        check_parts(scn.topology, comm.size)  # on every rank (rank 0 alone makes the plan)
-    if args.lps < 1:
-        raise InputError(f"--lps must be >= 1, got {args.lps}")
-    accel = _accel_config(args, comm)
-    return scn, out, until_ps, owner, accel
-
-
-def _check_memo_cache(args) -> None:
-    """A ``--memo-cache`` that cannot be saved is reported before any work (as ``--out`` is)."""
-    if args.memo_cache and not args.no_memo and (args.mode or "wormhole") == "wormhole":
-        from ..outfiles import check_file_writable
-        check_file_writable(args.memo_cache, "--memo-cache")
-
-
-def _accel_config(args, comm):
-    """The Wormhole settings of ``run`` (None in packet mode)."""
-    from ..accel.wormhole import AccelConfig
-    from ..units import parse_time_ps
-
-    mode = args.mode or "wormhole"
-    if mode not in ("wormhole", "packet"):
-        raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
-    if mode == "packet":
-        for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow",
-                     "no_successors"):
-            if getattr(args, flag) not in (None, False):
-                raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
-        return None
-    cfg = AccelConfig()
-    if args.theta is not None:
-        if not 0 < args.theta < 1:
-            raise InputError(f"--theta must be between 0 and 1, got {args.theta}")
-        cfg.theta = args.theta
-    if args.samples is not None:
-        if args.samples < 2:
-            raise InputError(f"--samples must be >= 2, got {args.samples}")
-        cfg.samples = args.samples
-    if args.sample is not None:
-        try:
-            cfg.sample_ps = parse_time_ps(args.sample)
-        except ValueError as e:
-            raise InputError(f"--sample: {e}") from None
-        if cfg.sample_ps <= 0:
-            raise InputError(f"--sample must be positive, got {args.sample}")
-    cfg.skip = not args.no_skip
-    cfg.memo = not args.no_memo
-    cfg.follow = args.follow
-    cfg.successors = not args.no_successors
-    if args.nvlink is not None:
-        cfg.nvlink = args.nvlink
-    if args.memo_cache and not cfg.memo:
-        raise InputError("--memo-cache needs memoization (drop --no-memo)")
-    return cfg
-
-
-def _run_mpi(comm, args) -> int:
+def _run_mpi(comm, opts) -> int:
     """Run under MPI (one LP per rank; rank 0 prints and writes); returns the exit status of every rank.
 
     A mistake in the inputs, on any rank, is agreed on before the run's first
@@ -352,33 +69,33 @@ def _run_mpi(comm, args) -> int:
     stops every rank at the same window boundary (:mod:`pwormhole.sync.interrupt`):
     rank 0 writes the outputs so far and every rank exits 143 (SIGTERM) or 130 (SIGINT).
     """
-    from ..run import simulate
+    from ..options import prepare_run
     from ..sync.mpi import abort
 
     interrupt.arm(lambda signum: _give_up(comm, signum), comm.rank)
     err = None
+    prep = None
     try:
-        scn, out, until_ps, owner, accel = _run_setup(args, comm)
+        prep = prepare_run(opts, comm)
     except InputError as e:
         err = (2, str(e))
     except Exception as e:  # noqa: BLE001 - agreed below: a rank that left alone would hang the others
         err = (1, f"{type(e).__name__}: {e}")
     failed = [(r, e) for r, e in enumerate(comm.allgather(err)) if e is not None]
     if failed:
-        discard_out_dir(getattr(args, "made_out", None))
+        discard_out_dir(prep.made_out if prep is not None else None)
         if comm.rank == 0:
             r, (_, msg) = failed[0]
             everywhere = len(failed) == comm.size and all(e == failed[0][1] for _, e in failed)
             print(f"pwormhole: error: {msg if everywhere else f'rank {r}: {msg}'}", file=sys.stderr)
         return max(code for _, (code, _) in failed)
+    assert prep is not None
+    out = prep.out
     try:
         if os.environ.get("PWORMHOLE_FAIL_RANK") == str(comm.rank):  # fault-injection hook for the tests
             raise RuntimeError("injected failure (PWORMHOLE_FAIL_RANK)")
-        simulate(scn, out, until_ps=until_ps, seed=args.seed, owner=owner, comm=comm,
-                 progress=None if not args.no_progress else False, plot=args.plot, accel=accel,
-                 memo_cache=args.memo_cache, report=_wants_report(args))
+        _simulate(prep, comm)
     except AgreedInputError as e:  # found before the run, known to every rank
-        discard_out_dir(getattr(args, "made_out", None))
         if comm.rank == 0:
             print(f"pwormhole: error: {e}", file=sys.stderr)
         return 2
@@ -393,8 +110,6 @@ def _run_mpi(comm, args) -> int:
         return 3
     except Exception as e:  # noqa: BLE001 - any failure must stop all ranks, not hang them
         msg = str(e) if isinstance(e, (InputError, OutputError)) else f"{type(e).__name__}: {e}"
-        if isinstance(e, InputError):
-            discard_out_dir(getattr(args, "made_out", None))
         print(f"pwormhole: error: rank {comm.rank}: {msg}", file=sys.stderr, flush=True)
         abort(comm, 2 if isinstance(e, InputError) else 4 if isinstance(e, OutputError) else 1)
     if comm.rank == 0:
@@ -424,25 +139,22 @@ def _give_up(comm, signum: int) -> None:
 
 
 def _compare(args) -> int:
+    from ..options import prepare_compare
+    from ..report.page import write_report
     from .compare import compare
 
-    if args.mode is not None:
-        raise InputError("compare runs both modes; drop --mode")
-    _prepare_out(args)
-    _check_memo_cache(args)
-    scn = _load_scenario(args)
-    for w in scn.warnings:
-        print(f"pwormhole: warning: {w}", file=sys.stderr)
-    args.mode = "wormhole"
-    accel = _accel_config(args, None)
-    until_ps = _until_ps(args)
-    out = args.out or os.path.join("pwormhole-out", scn.name + "-compare")
-    compare(lambda: _load_scenario(args), out, accel, until_ps=until_ps, seed=args.seed, n_lps=args.lps,
-            memo_cache=args.memo_cache, first=scn, report=args.report)
-    if args.report:
-        from ..report.page import write_report
+    opts = _options(args)
+    prep, rebuild = prepare_compare(opts)
+    out = prep.out
+    try:
+        compare(rebuild, out, prep.accel, until_ps=prep.settings.until_ps, seed=opts.seed, n_lps=opts.lps,
+                memo_cache=opts.memo_cache, first=prep.scenario, report=opts.report)
+    except InputError:
+        discard_out_dir(prep.made_out)
+        raise
+    if opts.report:
         write_report(out)
-    print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if args.report else ""))
+    print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if opts.report else ""))
     return 0
 
 
@@ -501,10 +213,10 @@ def add_run_arguments(r) -> None:
                    help="topology file (HPCC or SimAI format) or a builder: rail-optimized:gpus=16, fat-tree:k=4, "
                         "leaf-spine:hosts=16,leaves=2,spines=2 (options: nic=, rate=, oversub=, delay=, ...)")
     r.add_argument("--flows", metavar="FILE", help="flow file: HPCC flow list or htsim connection matrix (.cm)")
-    r.add_argument("--format", choices=("hpcc", "simai", "htsim", "chakra"),
+    r.add_argument("--format", choices=INPUT_FORMATS,
                    help="force the format of the input files (default: detected from their content)")
     r.add_argument("--config", metavar="FILE", help="HPCC config file for model parameters")
-    r.add_argument("--scenario", choices=("gpt-7b-64gpu", "gpt-350m-16gpu", "fat-tree-mix"), default="gpt-7b-64gpu",
+    r.add_argument("--scenario", choices=EMBEDDED_SCENARIOS, default=EMBEDDED_SCENARIOS[0],
                    help="embedded scenario when no input is given: one iteration of GPT-7B on a 64-GPU "
                         "rail-optimized fabric with the distributed optimizer (default), of 4 GPT-3 Medium layers "
                         "on 16 GPUs, or a fat-tree flow mix")
@@ -537,7 +249,7 @@ def add_run_arguments(r) -> None:
     r.add_argument("--link-down", metavar="TIME:A-B", action="append",
                    help="the link between nodes A and B fails TIME after the traffic starts (its first flow; 0 for "
                         "a training workload), e.g. 50us:3-7; repeat for more failures (with the config's LINK_DOWN)")
-    r.add_argument("--mode", choices=("wormhole", "packet"),
+    r.add_argument("--mode", choices=RUN_MODES,
                    help="wormhole (default: fast-forward steady states, memoize transients) or packet (the "
                         "reference)")
     w = r.add_argument_group("Wormhole acceleration")
@@ -653,7 +365,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except InputError as e:
-        discard_out_dir(getattr(args, "made_out", None))
         print(f"pwormhole: error: {e}", file=sys.stderr)
         return 2
     except StuckError as e:

@@ -13,7 +13,7 @@ from ..outfiles import REPORT_NAME
 from ..report.compare import compare_dirs, plot_cdf, table
 from ..report.summary import write_json_atomic
 from ..report.writer import check_outputs, claim, prepare_out_dir
-from ..run import simulate
+from ..simulate import simulate
 
 
 def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: int = 1, memo_cache=None,
@@ -25,8 +25,10 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
     check_outputs(out, [], None, memo_cache)
     claim(out, ["compare.json", "fct_error_cdf.png"] + ([REPORT_NAME] if report else []), memo_cache)
     pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
-    ps = simulate(first if first is not None else scn_factory(), pdir, until_ps, seed, n_lps, quiet=True)
-    ws = simulate(scn_factory(), wdir, until_ps, seed, n_lps, quiet=True, accel=accel, memo_cache=memo_cache)
+    ps = simulate(first if first is not None else scn_factory(), pdir, until_ps=until_ps, seed=seed, n_lps=n_lps,
+                  quiet=True)
+    ws = simulate(scn_factory(), wdir, until_ps=until_ps, seed=seed, n_lps=n_lps, quiet=True, accel=accel,
+                  memo_cache=memo_cache)
     result, err = compare_dirs(pdir, wdir, ps, ws)
     result["runs"] = {"packet": ps["run_id"], "wormhole": ws["run_id"]}
     write_json_atomic(os.path.join(out, "compare.json"), result)

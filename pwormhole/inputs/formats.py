@@ -23,9 +23,15 @@ from __future__ import annotations
 import os
 
 from ..errors import InputError
+from ..topology.hpcc import read_hpcc_topology
+from ..topology.htsim import looks_like_htsim_topology, read_htsim_topology
 from ..topology.model import Topology
+from ..topology.simai import read_simai_topology
+from ..workload.chakra import looks_like_chakra, read_chakra
 from ..workload.dag import Dag
 from ..workload.flows import Flow
+from ..workload.hpcc_flows import read_hpcc_flows
+from ..workload.htsim import looks_like_htsim_cm, read_htsim_cm
 
 TOPOLOGY_FORMATS = ("hpcc", "simai", "htsim")
 FLOWS_FORMATS = ("hpcc", "htsim")
@@ -74,7 +80,6 @@ def _is_binary(path: str) -> bool:
 def detect_topology_format(path: str | os.PathLike) -> str:
     """``'hpcc'``, ``'simai'`` or ``'htsim'`` from the file's first lines; InputError when none fits."""
     spath = str(path)
-    from ..topology.htsim import looks_like_htsim_topology
     if not os.path.isdir(spath) and looks_like_htsim_topology(spath):
         return "htsim"
     if _is_binary(spath):
@@ -96,7 +101,6 @@ def detect_topology_format(path: str | os.PathLike) -> str:
 def detect_flows_format(path: str | os.PathLike) -> str:
     """``'hpcc'`` or ``'htsim'`` from the file's first lines; InputError when neither fits."""
     spath = str(path)
-    from ..workload.htsim import looks_like_htsim_cm
     if not os.path.isdir(spath) and looks_like_htsim_cm(spath):
         return "htsim"
     if _is_binary(spath):
@@ -114,7 +118,6 @@ def detect_workload_format(path: str | os.PathLike) -> str:
     """``'simai'`` or ``'chakra'``: Chakra for ``.et`` traces (a folder, a ``DIR/NAME`` prefix or
     one file whose first record is a Chakra GlobalMetadata), SimAI for a text workload."""
     spath = str(path)
-    from ..workload.chakra import looks_like_chakra
     if looks_like_chakra(spath):
         return "chakra"
     if os.path.isfile(spath) and not _is_binary(spath):
@@ -143,12 +146,9 @@ def load_topology(path: str | os.PathLike, fmt: str | None = None) -> Topology:
         fmt = detect_topology_format(spath)
     _check(fmt, TOPOLOGY_FORMATS, "topology")
     if fmt == "hpcc":
-        from ..topology.hpcc import read_hpcc_topology
         return read_hpcc_topology(spath)
     if fmt == "simai":
-        from ..topology.simai import read_simai_topology
         return read_simai_topology(spath)
-    from ..topology.htsim import read_htsim_topology
     return read_htsim_topology(spath)
 
 
@@ -165,9 +165,7 @@ def load_flows(path: str | os.PathLike, topo: Topology, fmt: str | None = None) 
         fmt = detect_flows_format(spath)
     _check(fmt, FLOWS_FORMATS, "flow file")
     if fmt == "hpcc":
-        from ..workload.hpcc_flows import read_hpcc_flows
         return read_hpcc_flows(spath, topo), None
-    from ..workload.htsim import read_htsim_cm
     dag = read_htsim_cm(spath, topo.hosts)
     return dag.flows, dag
 
@@ -175,7 +173,6 @@ def load_flows(path: str | os.PathLike, topo: Topology, fmt: str | None = None) 
 def load_chakra(path: str | os.PathLike, topo: Topology, comm_groups: dict[str, list[int]] | None = None) -> Dag:
     """Read a Chakra trace (a folder, a ``DIR/NAME`` prefix, or one ``NAME.<rank>.et`` standing for
     all its ranks) for ``topo``: rank ``r`` runs on ``topo.gpus[r]``."""
-    from ..workload.chakra import read_chakra
     return read_chakra(str(path), topo.gpus, comm_groups)
 
 

@@ -18,6 +18,7 @@ says so in :meth:`PartitionPlan.warning`.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import math
@@ -264,9 +265,7 @@ def _check_parts(parts: int, n_units: int, n_nodes: int) -> None:
 
 def _part_graph_quietly(parts: int, xadj, adjncy, vweights, eweights) -> list[int]:
     """METIS's partition; what it prints on file descriptors 1 and 2 (from C, past ``sys.stdout``) is dropped."""
-    import ctypes
-
-    import pymetis
+    import pymetis  # an optional dependency (the metis extra): loaded only when a plan is made
 
     libc = ctypes.CDLL(None)
     for stream in (sys.stdout, sys.stderr):

@@ -167,7 +167,7 @@ def table(r: dict) -> str:
 
 
 def plot_cdf(path: str, err: np.ndarray, title: str) -> None:
-    import matplotlib
+    import matplotlib  # heavy (~1 s): loaded only when a plot is drawn
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -153,7 +153,7 @@ def write_timeline_csv(path: str, report: dict) -> None:
 
 def plot_timeline(path: str, report: dict, title: str = "", max_gpus: int = 64) -> None:
     """Per-GPU Gantt chart (compute and communication intervals) to a PNG."""
-    import matplotlib
+    import matplotlib  # heavy (~1 s): loaded only when a plot is drawn
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -28,6 +28,7 @@ from itertools import chain
 import numpy as np
 
 from ..engine.lp import INF_PS
+from ..errors import InputError
 from . import interrupt
 from .codec import earliest, pack_events, unpack_events
 from .windows import Exchanged, by_finish
@@ -89,7 +90,6 @@ def check_launch(size: int | None = None) -> None:
         else:
             size = MPI.COMM_WORLD.size
     if size is None or size == 1:
-        from ..errors import InputError
         raise InputError(
             f"Slurm started {tasks} tasks but MPI sees 1 rank in each (srun without a PMI plugin runs "
             f"{tasks} independent copies); launch with 'srun --mpi=pmi2 ...' (the mpich wheel; "

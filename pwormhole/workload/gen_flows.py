@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pwormhole.errors import InputError
+from pwormhole.inputs.formats import load_topology
 from pwormhole.inputs.tokens import open_text, to_float
 from pwormhole.outfiles import atomic
 from pwormhole.topology.model import Topology
@@ -318,7 +319,6 @@ def main(args) -> int:
     if args.topology and args.hosts is not None:
         raise InputError("give either --topology or --hosts, not both")
     if args.topology:
-        from pwormhole.inputs.formats import load_topology
         topo = load_topology(args.topology)
     elif args.hosts is not None:
         if args.hosts < 2:
