@@ -54,12 +54,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ..errors import InputError, OutputError
+from ..errors import InputError
 from ..outfiles import atomic, save_figure
 from ..partition.plan import make_plan_from_record
 from ..partition.record import EXCHANGE_US, load_of_run, predict
 from ..report.summary import write_csv_atomic
 from ..report.writer import claim, prepare_out_dir
+from .cli import main as cli_main
 
 COLUMNS = ("mode", "ranks", "status", "wall_s", "cpu_s", "sync_wall_s", "events", "speedup", "efficiency",
            "identical", "max_rel_fct_diff", "out", "error")
@@ -505,26 +506,10 @@ def _report(rows: list[dict]) -> None:
                   f"({r['out']}/fct.txt; max relative FCT difference vs packet/1 rank {r['max_rel_fct_diff']})")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """A stand-alone parser (``python -m pwormhole.commands.scale``)."""
-    p = argparse.ArgumentParser(prog="pwormhole scale", description=DESCRIPTION)
-    _add_arguments(p)
-    return p
-
-
 def cli(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return main(args)
-    except InputError as e:
-        print(f"pwormhole: error: {e}", file=sys.stderr)
-        return 2
-    except OutputError as e:
-        print(f"pwormhole: error: {e}", file=sys.stderr)
-        return 4
-    except KeyboardInterrupt:
-        print("pwormhole: interrupted", file=sys.stderr)
-        return 130
+    """``pwormhole scale ARGS`` (``python -m pwormhole.commands.scale ARGS``, as a batch job runs it):
+    the command line's exit statuses and messages (:func:`pwormhole.commands.cli.main`)."""
+    return cli_main(["scale", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

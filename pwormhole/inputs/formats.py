@@ -32,6 +32,7 @@ from ..workload.dag import Dag
 from ..workload.flows import Flow
 from ..workload.hpcc_flows import read_hpcc_flows
 from ..workload.htsim import looks_like_htsim_cm, read_htsim_cm
+from .tokens import token_lines
 
 TOPOLOGY_FORMATS = ("hpcc", "simai", "htsim")
 FLOWS_FORMATS = ("hpcc", "htsim")
@@ -50,10 +51,7 @@ def _first_lines(path: str, what: str, n: int = 3) -> list[tuple[int, list[str]]
     out = []
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as f:
-            for lineno, text in enumerate(f, start=1):
-                toks = text.split()
-                if not toks or toks[0].startswith("#"):
-                    continue
+            for lineno, toks in token_lines(f):
                 out.append((lineno, toks))
                 if len(out) >= n:
                     break

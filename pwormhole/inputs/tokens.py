@@ -121,6 +121,15 @@ def read_json(path: str) -> dict:
     return data
 
 
+def token_lines(f) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, tokens)`` of the lines of the open text file ``f`` that are neither blank nor
+    ``#`` comments (the line-oriented readers: htsim, CDF files)."""
+    for lineno, text in enumerate(f, start=1):
+        toks = text.split()
+        if toks and not toks[0].startswith("#"):
+            yield lineno, toks
+
+
 def head_tokens(path: str | os.PathLike, max_lines: int = 50) -> Iterator[list[str]]:
     """Tokens of the first ``max_lines`` lines that are neither blank nor ``#``
     comments (format detection); nothing when the file cannot be opened."""

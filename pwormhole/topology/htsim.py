@@ -69,7 +69,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from pwormhole.errors import InputError
-from pwormhole.inputs.tokens import head_tokens, open_text, to_int
+from pwormhole.inputs.tokens import head_tokens, open_text, to_int, token_lines
 from pwormhole.topology.model import MAX_LINKS, MAX_NODES, Link, Topology
 
 _HEADER_KEYS = ("nodes", "tiers", "podsize")
@@ -79,7 +79,6 @@ _NAMES = {"nodes": "Nodes", "tiers": "Tiers", "podsize": "Podsize", "downlink_sp
           "radix_down": "Radix_Down", "radix_up": "Radix_Up", "downlink_latency_ns": "Downlink_Latency_ns",
           "switch_latency_ns": "Switch_Latency_ns", "oversubscribed": "Oversubscribed", "bundle": "Bundle",
           "queue_up": "Queue_Up", "queue_down": "Queue_Down"}
-_TIER_NAMES = ("ToR", "aggregation", "core")
 
 
 def looks_like_htsim_topology(path: str | os.PathLike) -> bool:
@@ -133,10 +132,7 @@ def read_htsim_topology(path: str | os.PathLike) -> Topology:
     current = None
     last_line = 1
     with open_text(path, "htsim topology file") as f:
-        for lineno, text in enumerate(f, start=1):
-            toks = text.split()
-            if not toks or toks[0].startswith("#"):
-                continue
+        for lineno, toks in token_lines(f):
             last_line = lineno
             key = toks[0].lower()
             if key not in _HEADER_KEYS and key != "tier" and key not in _TIER_KEYS:

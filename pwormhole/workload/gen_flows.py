@@ -47,7 +47,7 @@ import numpy as np
 
 from pwormhole.errors import InputError
 from pwormhole.inputs.formats import load_topology
-from pwormhole.inputs.tokens import open_text, to_float
+from pwormhole.inputs.tokens import open_text, to_float, token_lines
 from pwormhole.outfiles import atomic
 from pwormhole.topology.model import Topology
 from pwormhole.units import PS_PER_S, format_rate, format_time, parse_rate_bps, parse_time_ps
@@ -115,14 +115,11 @@ def read_cdf(path: str | os.PathLike) -> Cdf:
     percents: list[float] = []
     last_line = 0
     with open_text(path, "CDF file") as f:
-        for lineno, text in enumerate(f, start=1):
-            toks = text.split()
-            if not toks or toks[0].startswith("#"):
-                continue
+        for lineno, toks in token_lines(f):
             last_line = lineno
             if len(toks) != 2:
                 raise InputError(f"expected 'size_bytes cumulative_percent', found {len(toks)} values "
-                                 f"({text.strip()!r})", spath, lineno)
+                                 f"({' '.join(toks)!r})", spath, lineno)
             size = to_float(toks[0], "flow size", spath, lineno)
             pct = to_float(toks[1], "cumulative percent", spath, lineno)
             if size < 0:

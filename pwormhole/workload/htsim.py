@@ -74,7 +74,7 @@ import os
 from dataclasses import dataclass, field
 
 from pwormhole.errors import InputError
-from pwormhole.inputs.tokens import head_tokens, open_text, to_int
+from pwormhole.inputs.tokens import head_tokens, open_text, to_int, token_lines
 from pwormhole.units import parse_time_ps
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import MAX_FLOW_BYTES
@@ -157,10 +157,7 @@ def parse_htsim_cm(path: str | os.PathLike) -> ConnectionMatrix:
     body = False
     last_line = 1
     with open_text(path, "connection matrix") as f:
-        for lineno, text in enumerate(f, start=1):
-            toks = text.split()
-            if not toks or toks[0].startswith("#"):
-                continue
+        for lineno, toks in token_lines(f):
             last_line = lineno
             first = toks[0]
             key = first.lower()
