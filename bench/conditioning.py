@@ -8,8 +8,9 @@ starts at a frozen port waits for the next boundary). Where the packet answer is
 to such shifts, its per-flow FCTs are not a stable reference. This script measures that
 sensitivity: it reruns the packet model with every compute op's duration changed by a
 uniform jitter in ``[-J/2, +J/2]`` (``J`` = ``--jitter-ns``, one window by default; clipped
-at 0), for a few jitter seeds, and reports how far the per-flow FCTs and the iteration time
-move, next to Wormhole's error on the unjittered scenario (:func:`pwormhole.commands.compare.compare`).
+at 0), with ``RATE_AI`` moved by 0.5% and another seed, for a few seeds, and reports how far the
+per-flow FCTs and the iteration time move, next to Wormhole's error on the unjittered scenario:
+``pwormhole compare --spread`` (:func:`pwormhole.commands.compare.compare`) does the work.
 
 Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized):
 
@@ -52,7 +53,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 from paper import CONFIGS, factory
 from results_log import ResultsLog
 from wormhole import CC, without_tp_collectives
@@ -61,7 +61,6 @@ from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.commands.compare import compare
 from pwormhole.config import ModelConfig
 from pwormhole.report.compare import compare_dirs
-from pwormhole.run import Run
 from pwormhole.scenario import topology_from_arg, training_scenario
 from pwormhole.simulate import simulate
 from pwormhole.workload.dag import OP_COMPUTE
@@ -100,46 +99,19 @@ HEADER = ("| scenario | jitter | per-flow FCT change mean | p99 | max | iteratio
           "Wormhole: FCT err mean | p99 | iter err |\n|---|---|---|---|---|---|---|---|---|")
 
 
-def scenario(build, jitter_ps: int = 0, seed: int = 0):
-    """``build()``'s scenario, every compute op's duration changed by a uniform jitter in
-    ``[-jitter_ps / 2, +jitter_ps / 2]`` (clipped at 0) drawn with ``seed``."""
-    scn = build()
-    if jitter_ps:
-        rng = random.Random(seed)
-        dag = scn.dag
-        for op in range(len(dag)):
-            if dag.kind[op] == OP_COMPUTE and dag.arg[op] > 0:
-                dag.arg[op] = max(0, dag.arg[op] + rng.randrange(jitter_ps + 1) - jitter_ps // 2)
-    return scn
-
-
-def fcts(run) -> dict:
-    return {f: run.finish_ps[f] - run.start_ps[f] for f in run.finish_ps}
-
-
-def iteration_ps(run) -> int:
-    """When the run's last op or flow ended (ps)."""
-    return run.last_end_ps()
-
-
 def one(name: str, build, seeds: int, jitter_ps: int, out: Path) -> dict:
+    """``pwormhole compare --spread SEEDS --spread-jitter JITTER`` on the scenario: the packet run's own
+    spread (:mod:`pwormhole.report.spread`) beside Wormhole's errors."""
     t = time.time()
-    wh = compare(build, str(out / name), AccelConfig(), quiet=True)
-    ref = Run(build()).run()
-    f0, it0 = fcts(ref), iteration_ps(ref)
-    diffs, its = [], []
-    for s in range(1, seeds + 1):
-        r = Run(scenario(build, jitter_ps, s)).run()
-        f1 = fcts(r)
-        diffs.extend(abs(f1[f] - v) / v for f, v in f0.items() if f in f1)
-        its.append((iteration_ps(r) - it0) / it0)
-        print(f"  {name}: jitter seed {s}: iteration {its[-1] * 100:+.3f}%", flush=True)
-    d = np.array(diffs)
+    wh = compare(build, str(out / name), AccelConfig(), quiet=True, spread=seeds, spread_jitter_ps=jitter_ps)
+    sp = wh["spread"]["metrics"]
     row = {"scenario": name, "jitter_ps": jitter_ps, "seeds": seeds,
-           "fct_change_mean": float(d.mean()), "fct_change_p99": float(np.quantile(d, 0.99)),
-           "fct_change_max": float(d.max()), "iteration_change": its,
+           "fct_change_mean": sp["mean_fct_error"]["spread"], "fct_change_p99": sp["p99_fct_error"]["spread"],
+           "fct_change_max": sp["max_fct_error"]["spread"],
+           "iteration_change": [c["iteration_time_error"] or 0.0 for c in wh["spread"]["perturbed"]],
            "wormhole_mean_fct_error": wh["mean_fct_error"], "wormhole_p99_fct_error": wh["p99_fct_error"],
-           "wormhole_iteration_time_error": wh["iteration_time_error"], "bench_wall_s": time.time() - t}
+           "wormhole_iteration_time_error": wh["iteration_time_error"], "passes": wh["spread"]["passes"],
+           "bench_wall_s": time.time() - t}
     return row
 
 

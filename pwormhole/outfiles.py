@@ -32,7 +32,7 @@ OWN_FILE_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "
                             "compare.json", "link_util.csv", "windows.npz", "fct_error_cdf.png", "scaling.csv",
                             "scaling.png", "prediction.csv"})
 # names pwormhole writes itself, files and folders; config-file output names may not take them
-OWN_OUTPUT_NAMES = OWN_FILE_NAMES | {"packet", "wormhole", "logs", "slurm"}
+OWN_OUTPUT_NAMES = OWN_FILE_NAMES | {"packet", "wormhole", "spread", "logs", "slurm"}
 PART_SUFFIX = ".part"
 
 

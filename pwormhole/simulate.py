@@ -59,10 +59,12 @@ HANDED_OVER_WARNING = ("{} of {} servers ran their NVLink flows as packets, the 
                        "collective's flows there would not share the NVSwitch ports max-min (as when its members "
                        "start apart); exact, but Wormhole skips none of those packets ({} NVLink flows)")
 
-CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while {} or more flows left their NIC; the run's per-flow "
-                       "FCTs may be far off packet mode (p99 64-111% measured with 3 or more DP rings on one NIC, "
-                       "flows never fast-forwarded less; iteration times within 0.25%; a 1% change of one HPCC "
-                       "constant moves the packet run about as far): for exact per-flow FCTs run --mode packet")
+CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while {} or more flows left their NIC; there the packet "
+                       "run's own per-flow FCTs move far under changes that should not matter (on the per-layer "
+                       "GPT-7B iteration, 82% at p99 for a 1% change of HPCC's additive step: bench/RESULTS.md, "
+                       "'Overlapping rings under HPCC'): read the FCT distribution and the iteration time, and "
+                       "judge this scenario's per-flow errors against its own spread with "
+                       "'pwormhole compare --spread 3'")
 
 
 def _plan_owner(scn: Scenario, parts: int, comm, rank0: bool):

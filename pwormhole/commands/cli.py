@@ -20,6 +20,7 @@ from ..config import CC_BY_NAME, EMBEDDED_SCENARIOS, INPUT_FORMATS, NVLINK_CC_CH
 from ..errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
 from ..outfiles import discard_out_dir
 from ..sync import interrupt
+from ..units import parse_time_ps
 
 
 def _options(args):
@@ -144,11 +145,18 @@ def _compare(args) -> int:
     from .compare import compare
 
     opts = _options(args)
+    try:
+        jitter_ps = parse_time_ps(args.spread_jitter)
+    except ValueError as e:
+        raise InputError(f"--spread-jitter: {e}") from None
+    if args.spread < 0:
+        raise InputError(f"--spread must be >= 0, got {args.spread}")
     prep, rebuild = prepare_compare(opts)
     out = prep.out
     try:
         compare(rebuild, out, prep.accel, until_ps=prep.settings.until_ps, seed=opts.seed, n_lps=opts.lps,
-                memo_cache=opts.memo_cache, first=prep.scenario, report=opts.report)
+                memo_cache=opts.memo_cache, first=prep.scenario, report=opts.report, spread=args.spread,
+                spread_jitter_ps=jitter_ps)
     except InputError:
         discard_out_dir(prep.made_out)
         raise
@@ -319,6 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the scenario (same arguments as run) in packet mode and in Wormhole mode and "
                                    "write compare.json, a table and a CDF plot of the per-flow FCT error.")
     add_run_arguments(c)
+    c.add_argument("--spread", type=int, default=0, metavar="K",
+                   help="also run K packet runs under perturbations that should not matter (compute ops or flow "
+                        "starts jittered, RATE_AI moved by 0.5%%, other seeds), in parallel processes, and judge "
+                        "Wormhole's errors against the packet run's own spread (the fidelity rule)")
+    c.add_argument("--spread-jitter", metavar="TIME", default="5ns",
+                   help="the width of the compute (or flow start) jitter of --spread (default 5ns)")
     c.set_defaults(func=_compare)
     rp = sub.add_parser("report", help="write report.html of an output folder of run, compare or scale",
                         description="Write OUT_DIR/report.html: one self-contained page (inline SVG figures, no "

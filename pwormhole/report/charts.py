@@ -56,6 +56,27 @@ def cdf(values: np.ndarray, xlabel: str, logx: bool = True, label: str | None = 
     return to_svg(fig)
 
 
+def cdf_with_band(values: np.ndarray, band: list[np.ndarray], xlabel: str, label: str, band_label: str) -> str:
+    """The CDF of ``values`` over a shaded band: at each fraction of flows, the least and the most of
+    the ``band`` sets' quantiles (the packet run's own spread)."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    sets = [np.sort(np.asarray(b, dtype=float)) for b in band if len(b)]
+    if sets:
+        frac = np.linspace(0, 1, 201)
+        qs = np.array([np.quantile(s, frac, method="inverted_cdf") for s in sets])
+        ax.fill_betweenx(frac, qs.min(axis=0), qs.max(axis=0), color="tab:gray", alpha=0.35, step="post",
+                         label=band_label)
+    if len(values):
+        x = np.sort(np.asarray(values, dtype=float))
+        ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=label, color="tab:red")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of flows")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    _legend_above(ax, 2)
+    return to_svg(fig)
+
+
 def slowdown_by_size(buckets: list[SizeBucket]) -> str:
     """p50/p95/p99 slowdown per flow-size percentile bucket, against the bucket's largest size."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6))

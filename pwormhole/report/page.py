@@ -155,9 +155,32 @@ def run_section(d: OutDir) -> str:
                                                   f"{c.get('wormhole_wall_s', 0):.2f} s"),
                        ("speedup wall / events", f"{sw:.1f}x / {se:.1f}x" if sw and se else "-"),
                        ("skipped flow-time", f"{c.get('skipped_time_fraction', 0) * 100:.1f}%")]))
+        sp = c.get("spread")
+        if isinstance(sp, dict) and isinstance(sp.get("metrics"), dict):
+            spread_rows = []
+            for m, v in sp["metrics"].items():
+                if not isinstance(v, dict) or v.get("error") is None:
+                    continue
+                where = "-" if v.get("within_spread") is None else ("within" if v["within_spread"] else "outside")
+                rule = "-" if v.get("passes") is None else ("passes" if v["passes"] else "fails")
+                spread_rows.append((m, _pct(v.get("error")), _pct(v.get("spread")), where, rule))
+            out.append(f"<h3>Against the packet run's own spread ({sp.get('runs')} perturbed packet runs)</h3>")
+            out.append(table(("metric", "Wormhole", "spread", "against the spread", "fidelity rule"), spread_rows))
         if d.compare_runs and all(r.fcts is not None for r in d.compare_runs):
-            err = fct_errors(read_fct(_fct_path(d.compare_runs[0])), read_fct(_fct_path(d.compare_runs[1])))
-            if err.size:
+            ref = read_fct(_fct_path(d.compare_runs[0]))
+            err = fct_errors(ref, read_fct(_fct_path(d.compare_runs[1])))
+            band = []
+            if isinstance(sp, dict):
+                fct_name = os.path.basename(_fct_path(d.compare_runs[0]))
+                for folder in sp.get("folders") or []:
+                    path = os.path.join(d.path, str(folder), fct_name)
+                    if os.path.isfile(path):
+                        band.append(fct_errors(ref, read_fct(path)) * 100)
+            if err.size and band:
+                out.append(figure(charts.cdf_with_band(err * 100, band, "per-flow FCT error against the packet run "
+                                                       "(%)", "Wormhole", "perturbed packet runs (the spread)"),
+                                  f"error CDF over {err.size} flows, beside the packet run's own spread"))
+            elif err.size:
                 out.append(figure(charts.cdf(err * 100, "per-flow FCT error of Wormhole against packet mode (%)",
                                              logx=False), f"error CDF over {err.size} flows"))
     return "".join(out)
