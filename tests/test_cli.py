@@ -132,3 +132,12 @@ def test_cc_applies_to_the_embedded_scenarios_and_conflicts_with_hpcc_config(tmp
     r = cli("run", "--hpcc-config", ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt", "--cc", "dcqcn",
             "--out", tmp_path / "h")
     assert r.returncode == 2 and "--cc and --hpcc-config both set the congestion control" in r.stderr
+
+
+def test_version_prints_the_version_and_the_commit():
+    for flag in ("--version", "-V"):
+        r = cli(flag)
+        assert r.returncode == 0, r.stderr
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              cwd=ROOT).stdout.strip()
+        assert r.stdout.startswith("pwormhole 0.1.0 (commit ") and (not head or head in r.stdout), r.stdout

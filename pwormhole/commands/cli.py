@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import os
+import subprocess
 import sys
 
 from ..accel.config import NVLINK_CHOICES
@@ -304,6 +306,35 @@ def add_run_arguments(r) -> None:
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
 
 
+def version_text() -> str:
+    """``pwormhole VERSION (commit SHA[, modified])``: the installed version, and the commit of the
+    checkout the package runs from (``unknown`` outside a git checkout)."""
+    try:
+        version = importlib.metadata.version("pwormhole")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        sha = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha, dirty = "", ""
+    commit = (sha + (", modified" if dirty else "")) if sha else "unknown"
+    return f"pwormhole {version} (commit {commit})"
+
+
+class _Version(argparse.Action):
+    """``--version``: :func:`version_text` (asked of git only when given)."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(0, version_text() + "\n")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors as one line and exit 2, like every other input mistake (its
     subcommands' parsers are of this class too)."""
@@ -314,6 +345,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
+    p.add_argument("-V", "--version", action=_Version, help="print the version and the commit, and exit")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="simulate a scenario (default: one GPT-7B iteration on 64 GPUs)",
                        description="Simulate a scenario: an HPCC flow list, a training workload (SimAI/AICB file "
