@@ -332,7 +332,8 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(0, version_text() + "\n")
+        print(version_text())
+        parser.exit(0)
 
 
 class _Parser(argparse.ArgumentParser):
