@@ -34,6 +34,7 @@ from .report.monitor import (
 from .report.summary import (
     accel_summary,
     fct_summary,
+    fct_summary_by_link,
     inputs_summary,
     packet_events_estimate,
     rank_table,
@@ -190,6 +191,7 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
         memo = _load_memo(scn, accel, memo_cache)
         sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
         standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
+        nvlink = sim.net.nvlink_flags()  # (the routes before any link failure)
         show = progress if rank0 else False
         sample_ps = accel.sample_ps if accel is not None else 0  # (--sample; 0: the window)
         sampled = sample_ps > 0
@@ -236,7 +238,7 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
                             sim.window_ps, run_id).save(os.path.join(out_dir, RECORD_NAME))
         except OutputError as e:
             writer.errors.append(str(e))
-    summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted)
+    summary, training, events_by_rank = _summarize(sim, writer, head, accel, plan, interrupted, nvlink)
     if monitors is not None and sim.monitor_window is not None:
         summary["monitors"] = monitor_summary(sim.monitor_window, monitors)
     if rank0:
@@ -321,9 +323,10 @@ def _arm_partial_summary(sim: Run, writer: RunWriter, head: dict) -> None:
     interrupt.set_partial_writer(write_partial)
 
 
-def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted):
-    """``(summary, training report or None, events by rank)`` of a run that ended; under MPI the
-    counters are reduced over the ranks (the same collectives on every rank, in this order)."""
+def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted, nvlink: list[bool]):
+    """``(summary, training report or None, events by rank)`` of a run that ended (``nvlink``: per flow,
+    whether it runs inside a server); under MPI the counters are reduced over the ranks (the same
+    collectives on every rank, in this order)."""
     scn = sim.scn
     comm = sim.comm
     rank0 = comm is None or comm.rank == 0
@@ -341,6 +344,7 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     summary = run_summary({**head, "complete": sim.complete}, sim.last_end_ps() if sim.complete else sim.t_end_ps,
                           sim.wall_s, events_by_rank, sim.windows, sim.window_ps, max(sync_by_rank),
                           fct_summary(len(scn.flows), writer.fcts_ns, writer.slowdowns), counters)
+    summary.update(fct_summary_by_link(nvlink, writer.fids, writer.fcts_ns, writer.slowdowns))
     summary["cpu_s"] = cpu_s
     if comm is not None:
         summary["ready_wait_s"] = ready_s

@@ -384,6 +384,16 @@ class Network:
         a, b = (f.dst, f.src) if acks else (f.src, f.dst)
         return route_path(self.nodes, a, b, self.nodes[f.src].flow_hash[fid])
 
+    def nvlink_flags(self) -> list[bool]:
+        """Per flow id, whether its data leaves its source by an NVSwitch: a flow inside a server, on
+        NVLink, as against one that crosses the NICs' fabric (by the routes at the call)."""
+        nvs = self.topo.nvswitches
+        if not nvs:
+            return [False] * len(self.flows)
+        nodes = self.nodes
+        return [f.flow_id not in self.no_path and nodes[f.src].pick_port(f.dst, nodes[f.src].flow_hash[f.flow_id])
+                .peer.node_id in nvs for f in self.flows]
+
     def sender_qp(self, fid: int):
         """Flow ``fid``'s queue pair at its source (a :class:`~pwormhole.net.host.SendQP`), None when it
         is not sending there (not started, finished, or carried by a flow model)."""

@@ -26,11 +26,34 @@ RUN_FOLDERS = (".", "wormhole", "packet", os.path.join("wormhole", "ranks1"), os
 
 
 class Fcts(NamedTuple):
-    """The columns of an ``fct.txt`` (one entry per finished flow, in file order)."""
+    """The columns of an ``fct.txt`` (one entry per finished flow, in file order); ``src`` and ``dst``:
+    the node ids of its HPCC addresses."""
     size_bytes: np.ndarray
     start_ns: np.ndarray
     fct_ns: np.ndarray
     standalone_ns: np.ndarray
+    src: np.ndarray | None = None
+    dst: np.ndarray | None = None
+
+    def select(self, mask: np.ndarray) -> Fcts:
+        """The flows where ``mask`` is true."""
+        src = None if self.src is None else self.src[mask]
+        dst = None if self.dst is None else self.dst[mask]
+        return Fcts(self.size_bytes[mask], self.start_ns[mask], self.fct_ns[mask], self.standalone_ns[mask], src, dst)
+
+
+def node_of_ip(ip: np.ndarray) -> np.ndarray:
+    """Node ids of HPCC addresses (``report.fct.hpcc_ip``'s inverse)."""
+    x = ip - 0x0B000001
+    return (x // 0x10000) * 256 + (x % 0x10000) // 0x100
+
+
+def nvlink_mask(f: Fcts, gpus_per_server: int) -> np.ndarray | None:
+    """Which flows run inside a server (both ends among the same ``gpus_per_server`` GPUs, over its
+    NVSwitches, as the training fabrics are laid out); None without servers or node columns."""
+    if gpus_per_server <= 0 or f.src is None or f.dst is None:
+        return None
+    return f.src // gpus_per_server == f.dst // gpus_per_server
 
 
 class Pfc(NamedTuple):
@@ -90,7 +113,7 @@ def _rows(path: str, n_cols: int, what: str, hex_cols: int = 0) -> np.ndarray:
 def read_fcts(path: str) -> Fcts:
     """An HPCC ``fct.txt``: ``sip dip sport dport size_bytes start_ns fct_ns standalone_fct_ns``."""
     a = _rows(path, 8, "fct.txt", hex_cols=2)
-    return Fcts(a[:, 4], a[:, 5], a[:, 6], a[:, 7])
+    return Fcts(a[:, 4], a[:, 5], a[:, 6], a[:, 7], node_of_ip(a[:, 0]), node_of_ip(a[:, 1]))
 
 
 def read_pfc(path: str) -> Pfc:
@@ -120,7 +143,7 @@ _FLOAT_KEYS = ("wall_s", "events_per_s", "sync_wall_s", "cpu_s", "ready_wait_s",
 _STR_KEYS = ("mode", "scenario", "cc", "nvlink_cc", "engine", "run_id", "nvlink_model", "nvlink_packets_reason",
              "interrupted", "aborted")
 _NUMBER_DICT_KEYS = ("fct_ns", "slowdown", "collectives", "partition")
-_DICT_KEYS = ("inputs", "accel", "monitors", "stuck")
+_DICT_KEYS = ("inputs", "accel", "monitors", "stuck", "nic", "nvlink")
 _INT_LIST_KEYS = ("events_by_rank", "iterations")
 
 

@@ -22,7 +22,7 @@ from ..outfiles import REPORT_NAME, write_text
 from ..units import format_time
 from . import analysis, charts, monitor_read
 from .compare import fct_errors, read_fct
-from .outdir import OutDir, RunFiles, read_out_dir
+from .outdir import OutDir, RunFiles, nvlink_mask, read_out_dir
 from .summary import approx
 
 SECTIONS = (("run", "Run"), ("fct", "Flow completion times"), ("training", "Training"), ("network", "Network"),
@@ -197,19 +197,31 @@ def fct_section(d: OutDir) -> str:
     f = r.fcts
     if not len(f.fct_ns):
         return missing("FCT: none finished")
+    gps = (r.summary.get("inputs") or {}).get("gpus_per_server") or 0
+    mask = nvlink_mask(f, gps) if r.summary.get("nvlink") else None
+    if mask is None or mask.all() or not mask.any():
+        return _fct_part(f, "")
+    return (f"<p>{int((~mask).sum()):,} flows cross the NICs' fabric, {int(mask.sum()):,} run inside a server on "
+            f"NVLink: apart below.</p><h3>NIC flows</h3>" + _fct_part(f.select(~mask), "NIC ")
+            + "<h3>NVLink flows</h3>" + _fct_part(f.select(mask), "NVLink "))
+
+
+def _fct_part(f, what: str) -> str:
+    """Cards, the slowdown by size and the FCT CDF of the flows ``f`` (``what``: their kind, in captions)."""
     sd = analysis.slowdowns(f)
-    out = [cards([("flows finished", f"{len(f.fct_ns):,}"), ("FCT p50", _ns(np.median(f.fct_ns))),
+    out = [cards([(f"{what}flows finished", f"{len(f.fct_ns):,}"), ("FCT p50", _ns(np.median(f.fct_ns))),
                   ("FCT p99", _ns(np.quantile(f.fct_ns, 0.99, method="inverted_cdf"))),
                   ("slowdown p50", f"{np.median(sd):.3f}"),
                   ("slowdown p99", f"{np.quantile(sd, 0.99, method='inverted_cdf'):.3f}")])]
     buckets = analysis.slowdown_by_size(f)
-    out.append("<h3>Slowdown by flow size (as HPCC's fct_analysis.py)</h3>")
-    out.append(figure(charts.slowdown_by_size(buckets), "FCT / standalone FCT per 5% bucket of flows sorted by size"))
+    out.append(f"<h4>Slowdown of the {what}flows by size (as HPCC's fct_analysis.py)</h4>")
+    out.append(figure(charts.slowdown_by_size(buckets), f"FCT / standalone FCT per 5% bucket of {what}flows sorted "
+                                                        "by size"))
     out.append(table(("flows (percentile of size)", "flows", "largest size (bytes)", "p50", "p95", "p99"),
                      [(f"{b.lo_pct}-{b.hi_pct}%", b.flows, f"{b.max_size_bytes:,}", f"{b.p50:.3f}", f"{b.p95:.3f}",
                        f"{b.p99:.3f}") for b in buckets]))
-    out.append("<h3>FCT CDF</h3>")
-    out.append(figure(charts.cdf(f.fct_ns / 1e3, "FCT (us)"), "flow completion times"))
+    out.append(f"<h4>FCT CDF of the {what}flows</h4>")
+    out.append(figure(charts.cdf(f.fct_ns / 1e3, "FCT (us)"), f"{what}flow completion times"))
     return "".join(out)
 
 

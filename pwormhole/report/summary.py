@@ -43,6 +43,20 @@ def fct_summary(flows: int, fcts_ns: list[int], slowdowns: list[float]) -> dict:
             "slowdown": {k: v for k, v in percentiles(slowdowns).items() if k != "max"}}
 
 
+def fct_summary_by_link(nvlink: list[bool], fids: list[int], fcts_ns: list[int], slowdowns: list[float]) -> dict:
+    """``nic`` and ``nvlink``: :func:`fct_summary` of the flows that cross the NICs' fabric and of those
+    inside a server's NVSwitches (``nvlink[fid]``), apart; nothing when the run has no NVLink flow
+    (a training run's FCT figures are otherwise those of its many NVLink flows)."""
+    if not any(nvlink):
+        return {}
+    out = {}
+    for name, want in (("nic", False), ("nvlink", True)):
+        sel = [i for i, f in enumerate(fids) if nvlink[f] == want]
+        out[name] = fct_summary(sum(1 for v in nvlink if v == want), [fcts_ns[i] for i in sel],
+                                [slowdowns[i] for i in sel])
+    return out
+
+
 def inputs_summary(scn) -> dict:
     """``inputs``: what a run of scenario ``scn`` read: its command line, topology (file or builder)
     and size, config file, output file names."""
@@ -190,6 +204,14 @@ def readable(summary: dict) -> str:
             lines.append(f"events           {summary['events']:,} simulated stand for ~{approx(est)} packet-level "
                          f"events (estimate, ~{est / max(1, summary['events']):,.0f}x; "
                          f"{summary['eventless_bytes'] / 1e6:,.0f} MB moved without events)")
+    at = next(i for i, line in enumerate(lines) if line.startswith("slowdown")) + 1
+    for name, what in (("nvlink", "NVLink flows"), ("nic", "NIC flows")):
+        part = summary.get(name)
+        if part:
+            pf, ps = part["fct_ns"], part["slowdown"]
+            lines.insert(at, f"{what:<17}{part['flows_finished']} / {part['flows']}: " + (
+                f"FCT (us) p50 {pf['p50'] / 1e3:.3f}  p99 {pf['p99'] / 1e3:.3f}  max {pf['max'] / 1e3:.3f}; "
+                f"slowdown p50 {ps['p50']:.3f}  p99 {ps['p99']:.3f}" if part["flows_finished"] else "none finished"))
     if summary.get("iterations"):
         its = summary["iterations"]
         gpus = summary.get("gpus") or []

@@ -153,6 +153,7 @@ class RunWriter:
         if enabled:
             self.fct_file = IncrementalFile(os.path.join(out_dir, scn.config.fct_output_name))
             self.pfc_file = IncrementalFile(os.path.join(out_dir, scn.config.pfc_output_name))
+        self.fids: list[int] = []  # the flows of fcts_ns and slowdowns, in their order
         self.fcts_ns: list[int] = []
         self.slowdowns: list[float] = []
         self.errors: list[str] = []
@@ -176,11 +177,13 @@ class RunWriter:
                 if self._standalone_rows is None:
                     self._standalone_rows = np.asarray(standalone, dtype=np.int64)
                 alone = self._standalone_rows[done[:, 0]]
+                self.fids.extend(done[:, 0].tolist())
                 self.fcts_ns.extend(fct_ns.tolist())
                 self.slowdowns.extend(np.where(alone > 0, fct_ns / np.maximum(alone, 1), 1.0).tolist())
             else:
                 for fid, t_fin, t_start in done:
                     fct_ns = (t_fin - t_start + 500) // 1000
+                    self.fids.append(fid)
                     self.fcts_ns.append(fct_ns)
                     self.slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
             if self.fct_file:

@@ -94,7 +94,7 @@ from fractions import Fraction
 
 from pwormhole.errors import InputError
 from pwormhole.workload.simai import NO_PHASE, Layer, Phase, TrainingSpec, check_layout, group_size
-from pwormhole.workload.training import MAX_DAG_OPS
+from pwormhole.workload.training import MAX_DAG_OPS, collective_ops
 
 DEFAULT_GPU_TFLOPS = 312.0  # A100 SXM, dense BF16/FP16 tensor-core peak
 DEFAULT_EFFICIENCY = 0.5  # assumed fraction of peak that layer kernels reach
@@ -238,9 +238,12 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
 
     lps = n_layers // pp
     blocks = 2 if not cfg.experts else 4  # layer lines per transformer layer
-    if 3 * n_gpus * ga * lps * blocks > MAX_DAG_OPS:  # its compute ops alone, before the layers are made
+    # each line's compute ops and its TP all-reduces (forward, input gradient): a lower bound, before the layers
+    # are made (training.iteration_ops counts them all once they are)
+    per_line = 3 * n_gpus + 2 * (n_gpus // tp) * collective_ops("allreduce", tp)
+    if per_line * ga * lps * blocks > MAX_DAG_OPS:
         raise InputError(f"{cfg.name} on {n_gpus} GPUs with ga {ga} and {n_layers} layers has over "
-                         f"{3 * n_gpus * ga * lps * blocks:,} DAG ops per iteration, over the limit of {MAX_DAG_OPS:,} "
+                         f"{per_line * ga * lps * blocks:,} DAG ops per iteration, over the limit of {MAX_DAG_OPS:,} "
                          "(about 0.5 KB each before any simulation): fewer micro-batches (--ga), layers or GPUs")
     out: list[Layer] = []
     for m in range(ga):

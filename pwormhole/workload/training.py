@@ -44,7 +44,7 @@ per op before any simulation (10 M ops ~ 5 GB). A workload over it is refused be
 built (:func:`iteration_ops`)."""
 
 
-def _collective_ops(kind: str, members: int) -> int:
+def collective_ops(kind: str, members: int) -> int:
     """The ops :func:`~.collectives.collective` adds for a collective of ``kind`` on ``members``."""
     if members < 2:
         return 0  # a group of one is skipped
@@ -63,7 +63,7 @@ def iteration_ops(spec) -> int:
         m = size.get(phase.group, 0)
         if kind is None or phase.size_bytes <= 0 or m < 2:
             return 0
-        return n // m * _collective_ops(kind, m)
+        return n // m * collective_ops(kind, m)
 
     ops = n + comm(spec.param_allgather)  # the update, the parameters' all-gather
     for layer in spec.layers:
