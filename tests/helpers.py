@@ -1,4 +1,5 @@
-"""Small scenario builders shared by the engine tests, where mpiexec is, and apt installs."""
+"""Shared by the tests in every folder: the repository root and tests/data, small scenario builders,
+where mpiexec is, and apt installs."""
 
 import os
 import shutil
@@ -14,6 +15,8 @@ from pwormhole.scenario import Scenario, number_sports
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.flows import Flow
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository root
+DATA = ROOT / "tests" / "data"
 G100 = 100 * 10**9
 # mpiexec of this Python's environment (the mpich wheel), else one on PATH
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -60,7 +63,7 @@ def line_topo():
     return Topology(4, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US)])
 
 
-__all__ = ["G100", "MPIEXEC", "US", "needs_mpi", "flows_of", "config", "run", "star_topo", "line_topo"]
+__all__ = ["ROOT", "DATA", "G100", "MPIEXEC", "US", "needs_mpi", "flows_of", "config", "run", "star_topo", "line_topo"]
 
 
 def apt_install(packages: list[str], path: str) -> str | None:

@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from helpers import DATA, ROOT
 
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
@@ -35,7 +36,6 @@ from pwormhole.workload.gen_flows import generate_flows, read_cdf, write_hpcc_fl
 from pwormhole.workload.hpcc_flows import read_hpcc_flows
 from pwormhole.workload.htsim import UNBOUNDED_FLOW_BYTES, read_htsim_cm
 
-DATA = Path(__file__).resolve().parent / "data"
 TG = DATA / "traffic_gen"
 HT = DATA / "htsim"
 CM = HT / "connection_matrices"
@@ -59,7 +59,7 @@ def write(tmp_path: Path, name: str, text: str) -> str:
 
 
 def test_copies_match_shared():
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "real_inputs"
+    shared = ROOT.parent / "shared" / "real_inputs"
     if not shared.is_dir():
         pytest.skip("shared/ not beside the repository")
     pairs = [(TG / n, shared / "hpcc" / "traffic_gen" / n) for n in CDFS]

@@ -5,10 +5,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from helpers import G100, US, config, flows_of, star_topo
+from helpers import G100, ROOT, US, config, flows_of, star_topo
 
 from pwormhole.commands import cli
 from pwormhole.errors import InputError, StuckError
@@ -16,8 +15,6 @@ from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 from pwormhole.simulate import simulate
 from pwormhole.topology.model import Link, Topology
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_unreachable_host_is_refused_before_simulating():

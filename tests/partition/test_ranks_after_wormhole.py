@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MPIEXEC, config, flows_of, needs_mpi
+from helpers import MPIEXEC, ROOT, config, flows_of, needs_mpi
 
 from pwormhole.accel import fluid
 from pwormhole.accel.wormhole import AccelConfig, Wormhole
@@ -20,7 +20,6 @@ from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
 from pwormhole.simulate import simulate
 from pwormhole.workload.models import build_model
 
-ROOT = Path(__file__).resolve().parents[1]
 # two 8-GPU servers (TP 8 over NVLink by rates, DP 2 over the rails): 18 indivisible units
 TRAINING = ["--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1", "--topology",
             "rail-optimized:gpus=16", "--no-progress"]

@@ -2,9 +2,9 @@
 
 import math
 import re
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.errors import InputError
 from pwormhole.workload.models import MODELS, build_model, collective_send_bytes, layer_params, per_gpu_bytes
@@ -24,8 +24,8 @@ from pwormhole.workload.simai import (
     tp_groups,
 )
 
-DATA = Path(__file__).resolve().parent / "data" / "simai"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "real_inputs"
+DATA = ROOT / "tests" / "data" / "simai"
+SHARED = ROOT.parent / "shared" / "real_inputs"
 MICRO = DATA / "simai" / "example" / "microAllReduce.txt"
 ANALYTICAL = DATA / "simai" / "example" / "workload_analytical.txt"
 GPT7B = DATA / "simai" / "pr_examples" / "workload_gpt7b_64g.txt"

@@ -20,11 +20,10 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
-from helpers import apt_install
+from helpers import ROOT, apt_install
 
 from pwormhole.report.page import SECTIONS
 
-ROOT = Path(__file__).resolve().parents[1]
 INCAST = ROOT / "tests" / "data" / "incast"
 PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/sbin"])
 BROWSERS = ("chromium", "chromium-browser")

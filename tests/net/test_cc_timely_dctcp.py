@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from helpers import G100, US, flows_of, star_topo
+from helpers import DATA, G100, US, flows_of, star_topo
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
@@ -28,7 +27,7 @@ from pwormhole.net.packet import T_ACK, new_packet
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config
 
-REF = Path(__file__).parent / "data" / "hpcc" / "reference"
+REF = DATA / "hpcc" / "reference"
 
 
 def cfg_of(mode: int, **kw) -> ModelConfig:

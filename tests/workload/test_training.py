@@ -3,9 +3,9 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.errors import InputError
 from pwormhole.run import Run
@@ -17,7 +17,6 @@ from pwormhole.workload.models import build_model, per_gpu_bytes
 from pwormhole.workload.simai import read_simai_workload
 from pwormhole.workload.training import build_training_dag
 
-ROOT = Path(__file__).resolve().parent.parent
 SIMAI = ROOT / "tests" / "data" / "simai"
 TOPO16 = ROOT / "tests" / "data" / "simai_topo" / "Rail_Opti_SingleToR_16g_8gps_200Gbps_H20"
 

@@ -24,9 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import apt_install
+from helpers import ROOT, apt_install
 
-ROOT = Path(__file__).resolve().parents[1]
 SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/sbin"])
 TOOLS = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "srun", "scancel", "munged", "munge")
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.commands import cli
 from pwormhole.errors import InputError, OutputError
 from pwormhole.inputs.hpcc_config import read_hpcc_config
 
-ROOT = Path(__file__).resolve().parents[1]
 INCAST = ROOT / "tests" / "data" / "incast"
 # 8 hosts send 1 MB each to host 0 under PFC: 0.2 s; fct.txt 408 B (8 lines), pfc.txt 6239 B (211 pauses)
 RUN = ["run", "--mode", "packet", "--topology", str(INCAST / "star9_topology.txt"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MPIEXEC, config, flows_of, needs_mpi, star_topo
+from helpers import MPIEXEC, ROOT, config, flows_of, needs_mpi, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.errors import InputError
@@ -20,7 +20,6 @@ from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config
 from pwormhole.simulate import simulate
 
-ROOT = Path(__file__).resolve().parent.parent
 S3 = ROOT / "tests" / "data" / "hpcc" / "reference" / "s3_dcqcn"
 PAIRS = ["--topology", "fat-tree:k=4", "--flows", ROOT / "tests" / "data" / "wormhole" / "fat_tree_pairs.txt"]
 HDR, ACK = overhead_bytes(False)  # DCQCN data header and ACK sizes (bytes)

@@ -5,7 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 sys.path.insert(0, str(ROOT / "bench"))
 
 import vs_peers  # noqa: E402  (bench/ is not a package)

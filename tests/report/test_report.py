@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+from helpers import ROOT
 
 from pwormhole import run as run_mod
 from pwormhole.commands import cli as cli_mod
@@ -22,7 +23,6 @@ from pwormhole.scenario import Scenario
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import Flow
 
-ROOT = Path(__file__).resolve().parents[1]
 INCAST = ROOT / "tests" / "data" / "incast"
 # 8 hosts send 1 MB each to host 0 through one switch with a 1 MB buffer: PFC pauses (about 0.3 s)
 INCAST_ARGS = ["--topology", str(INCAST / "star9_topology.txt"), "--flows", str(INCAST / "incast8_flows.txt"),

@@ -3,9 +3,8 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from helpers import MPIEXEC, US, config, needs_mpi
+from helpers import MPIEXEC, ROOT, US, config, needs_mpi
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
@@ -14,7 +13,6 @@ from pwormhole.scenario import from_dag
 from pwormhole.topology.builders import rail_optimized
 from pwormhole.workload.dag import Dag
 
-ROOT = Path(__file__).resolve().parents[1]
 RING = 4
 STEP_BYTES = 8_000_000
 

@@ -17,15 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MPIEXEC, needs_mpi
+from helpers import DATA, MPIEXEC, ROOT, needs_mpi
 
 from pwormhole import api
 from pwormhole.commands.cli import main
 from pwormhole.errors import InputError
 from pwormhole.report.page import write_report
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
 INCAST = DATA / "incast"
 # 8 hosts send 1 MB each to host 0 under PFC (0.2 ms): a flow run with no training outputs
 FLOW_RUN = ["run", "--mode", "packet", "--topology", INCAST / "star9_topology.txt", "--flows",

@@ -5,16 +5,16 @@ import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.engine.events import Lead
 from pwormhole.net.packet import T_ACK, T_DATA, T_PFC, new_packet
 from pwormhole.sync.codec import earliest, pack_events, unpack_events
 
 ROW = 20  # integers per packet event (codec.ROW, a C constant when compiled)
-PACKET_SOURCE = Path(__file__).resolve().parents[1] / "pwormhole" / "net" / "packet.py"
+PACKET_SOURCE = ROOT / "pwormhole" / "net" / "packet.py"
 
 
 def _packet_fields() -> tuple:

@@ -6,12 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import MPIEXEC
+from helpers import MPIEXEC, ROOT
 
 from pwormhole.commands import cli
 from pwormhole.engine.lp import INF_PS, next_due_ps
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"
 
 

@@ -13,10 +13,9 @@ import json
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from helpers import G100, MPIEXEC, US, config, flows_of, needs_mpi
+from helpers import G100, MPIEXEC, ROOT, US, config, flows_of, needs_mpi
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.commands import cli
@@ -28,7 +27,6 @@ from pwormhole.simulate import simulate
 from pwormhole.topology.builders import fat_tree
 from pwormhole.topology.model import Link, Topology
 
-ROOT = Path(__file__).resolve().parents[1]
 S = 10**12
 T0 = 2 * S  # HPCC's LINK_DOWN times are 2 s + a us: the flows start at 2 s (empty time is skipped)
 DATA_WIRE = 1036  # 1000 B payload + 36 B headers (DCQCN)

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.commands import scale
 from pwormhole.errors import InputError
 from pwormhole.sync import mpi as sync_mpi
 
-ROOT = Path(__file__).resolve().parents[1]
 JOBS = ROOT / "jobs"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 SCENARIO = ("--scenario", "fat-tree-mix")

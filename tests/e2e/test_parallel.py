@@ -4,10 +4,9 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from helpers import MPIEXEC, config, flows_of, needs_mpi, star_topo
+from helpers import MPIEXEC, ROOT, config, flows_of, needs_mpi, star_topo
 
 from pwormhole.errors import InputError
 from pwormhole.partition.plan import PartitionPlan, make_plan
@@ -15,7 +14,6 @@ from pwormhole.scenario import Scenario, fat_tree_mix_scenario
 from pwormhole.simulate import simulate
 from pwormhole.topology.hpcc import read_hpcc_topology
 
-ROOT = Path(__file__).resolve().parents[1]
 FAT = ROOT / "tests" / "data" / "hpcc" / "mix" / "fat.txt"
 
 

@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from helpers import G100, US, config, flows_of, run, star_topo
+from helpers import G100, ROOT, US, config, flows_of, run, star_topo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +41,6 @@ from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.flows import Flow
 from pwormhole.workload.hpcc_flows import read_hpcc_flows, read_hpcc_trace
 
-ROOT = Path(__file__).resolve().parents[1]
 MIX = ROOT / "tests" / "data" / "hpcc" / "mix"  # byte copies of HPCC's simulation/mix (test_readers checks)
 
 DATA_WIRE = 1036  # 1000 B payload + 36 B headers (DCQCN, no INT)
@@ -571,7 +570,7 @@ def test_fuzz_config_reader_and_scenario(tmp_path, data):
         assert "\n" not in str(e) and str(e).startswith(str(root)), str(e)
 
 
-SIMAI_DATA = Path(__file__).resolve().parent / "data"
+SIMAI_DATA = ROOT / "tests" / "data"
 SIMAI_WORKLOADS = ["simai/simai/example/microAllReduce.txt", "simai/simai/pr_examples/workload_gpt7b_64g.txt",
                    "simai/aicb/simAI/model_workload/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1_A100.txt"]
 SIMAI_TOPOS = ["simai_topo/Rail_Opti_SingleToR_16g_8gps_200Gbps_H20", "simai_topo/Spectrum-X_16g_8gps_100Gbps_A100"]

@@ -11,6 +11,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+from helpers import DATA, ROOT
 
 from pwormhole.errors import InputError
 from pwormhole.topology.builders import fat_tree, leaf_spine, rail_optimized, star
@@ -19,7 +20,6 @@ from pwormhole.topology.model import Link, Topology
 from pwormhole.topology.routing import adjacency, hop_distances, next_hops, path_delay_ps, path_delays_ps, path_facts
 from pwormhole.topology.simai import read_simai_topology
 
-DATA = Path(__file__).resolve().parent / "data"
 SIMAI = DATA / "simai_topo"
 H20_16 = SIMAI / "Rail_Opti_SingleToR_16g_8gps_200Gbps_H20"
 H20_64 = SIMAI / "Rail_Opti_SingleToR_64gpu_8gps_200Gbps_H20"
@@ -56,7 +56,7 @@ def nbrs(adj, u: int, ks: list[int]) -> list[int]:
 
 
 def test_copies_match_shared():
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "real_inputs" / "simai"
+    shared = ROOT.parent / "shared" / "real_inputs" / "simai"
     if not shared.is_dir():
         pytest.skip(f"shared/ not found beside the repository root ({shared})")
     for f in (H20_16, H20_64, H20_128):

@@ -4,11 +4,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "hpcc"
 
 

@@ -14,12 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import MPIEXEC, needs_mpi
+from helpers import MPIEXEC, ROOT, needs_mpi
 
 from pwormhole.errors import Terminated
 from pwormhole.sync import interrupt
 
-ROOT = Path(__file__).resolve().parents[1]
 MIX = ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt"  # 66 nodes (a star), flows among 4 of them
 
 

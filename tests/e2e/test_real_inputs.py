@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-DATA = Path(__file__).resolve().parent / "data" / "hpcc"
-ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "hpcc"
 FCT_DIFF = ROOT.parent / "shared" / "tools" / "fct_diff.py"
 
 

@@ -24,9 +24,6 @@ from pwormhole.partition.plan import make_plan
 from pwormhole.scenario import fat_tree_mix_scenario, from_files
 from pwormhole.topology.model import MAX_LINKS, MAX_NODES
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-
 STAR = "7 1 6\n6\n" + "".join(f"{h} 6 100Gbps 1us 0\n" for h in range(6))
 INCASTS = "4\n0 2 3 100 6000000 0\n1 2 3 100 6000000 0\n3 5 3 100 6000000 0.003\n4 5 3 100 6000000 0.003\n"
 

@@ -5,11 +5,10 @@ import random
 import subprocess
 import sys
 from collections import deque
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import G100, US, config, flows_of, star_topo
+from helpers import G100, ROOT, US, config, flows_of, star_topo
 
 from pwormhole.accel import groups
 from pwormhole.accel import memo as memo_mod
@@ -34,8 +33,6 @@ from pwormhole.scenario import Scenario, from_dag
 from pwormhole.topology.builders import fat_tree, leaf_spine
 from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.dag import Dag
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def both(topo, specs, cc="dcqcn", acc=None, memo=None, n_lps=1, cfg=None):

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
@@ -23,7 +24,7 @@ from pwormhole.units import MAX_TIME_PS
 from pwormhole.workload.flows import Flow
 from pwormhole.workload.hpcc_flows import read_hpcc_flows, read_hpcc_trace
 
-DATA = Path(__file__).resolve().parent / "data" / "hpcc"
+DATA = ROOT / "tests" / "data" / "hpcc"
 MIX = DATA / "mix"
 REF = DATA / "reference"
 ALI = DATA / "ns3-alibabacloud" / "mix" / "incast"
@@ -36,7 +37,7 @@ S = 10**12
 @pytest.fixture
 def shared_dir() -> Path:
     """The project's ``shared/`` folder, a sibling of the repository root."""
-    p = Path(__file__).resolve().parents[1].parent / "shared"
+    p = ROOT.parent / "shared"
     if not p.is_dir():
         pytest.skip(f"shared/ not found beside the repository root ({p}); the copies in tests/data are used")
     return p
