@@ -49,13 +49,13 @@ SLOW = {
     "tests/workload/test_training.py::test_second_iteration_starts_after_the_first",
     "tests/workload/test_training.py::test_training_iterations_identical_on_any_lp_count",
     "tests/e2e/test_vs_peers.py::test_perm16_beside_a_stand_in_htsim",
-    "tests/e2e/test_wormhole_skips.py::test_compare_writes_errors_and_speedups",
+    "tests/commands/test_compare.py::test_compare_writes_errors_and_speedups",
     "tests/e2e/test_wormhole_skips.py::test_high_priority_acks_do_not_wait_in_the_data_queue",
     "tests/e2e/test_wormhole_skips.py::test_hpcc_flows_far_from_their_fair_shares_are_not_steady",
-    "tests/e2e/test_wormhole_skips.py::test_hpcc_memo_replay_refills_the_pipeline",
-    "tests/e2e/test_wormhole_skips.py::test_memo_cache_file_round_trip_and_corrupt_file",
-    "tests/e2e/test_wormhole_skips.py::test_memo_decisions_do_not_depend_on_the_process",
-    "tests/e2e/test_wormhole_skips.py::test_memo_jump_is_not_taken_across_a_known_start",
+    "tests/e2e/test_wormhole_memo.py::test_hpcc_memo_replay_refills_the_pipeline",
+    "tests/accel/test_memo.py::test_memo_cache_file_round_trip_and_corrupt_file",
+    "tests/accel/test_memo.py::test_memo_decisions_do_not_depend_on_the_process",
+    "tests/e2e/test_wormhole_memo.py::test_memo_jump_is_not_taken_across_a_known_start",
     "tests/e2e/test_wormhole_skips.py::test_wormhole_identical_on_any_lp_count",
 }
 

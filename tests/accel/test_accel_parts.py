@@ -61,3 +61,11 @@ def test_samples_deque_of_named_tuples_reads_by_name():
     assert (fs.una(), fs.rate(), fs.pacing_rate()) == (0, 100, 100)
     fs.samples = deque([Sample(1, 60, 500, 1, 700, -1, 0, 80)])
     assert (fs.una(), fs.rate(), fs.pacing_rate()) == (500, 60, 80)
+
+
+def test_rp_timer_keeps_its_own_period_across_a_wake():
+    """A DCQCN RP timer due during a skip fires at the wake if that is on its period, else at
+    its next period; one due after the wake keeps its time (``cc.dcqcn_timer_after_skip``, as
+    ``fastforward.thaw`` retimes it)."""
+    assert [cc.dcqcn_timer_after_skip(100, t, 900) for t in (50, 100, 999, 1000, 1001, 1900)] == [100, 100, 1000,
+                                                                                                  1000, 1900, 1900]
