@@ -123,6 +123,7 @@ def gpt16(**kw):
     return training_scenario(spec, topology_from_arg("rail-optimized:gpus=16"), ModelConfig(cc_mode=1, **kw))
 
 
+@pytest.mark.slow
 def test_fluid_nvlink_gpt_iteration_and_lp_counts():
     """A GPT-350M layer on 16 GPUs (896 TP ring-step flows of 64 KB on NVLink): every
     flow within 1% of packet mode, the iteration within 0.3%, the NIC flows still

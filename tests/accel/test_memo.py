@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from helpers import G100, ROOT, US, both, config, flows_of, pattern, star_topo
 
 from pwormhole.accel import memo as memo_mod
@@ -39,6 +40,7 @@ def test_memo_entries_never_shared_across_link_rates():
     assert cache.find(k40, g40) is None
 
 
+@pytest.mark.slow
 def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     fp = config_fingerprint(config(), AccelConfig())
     # theta 0 picks the CC's default: the same configuration as that value set by hand
@@ -63,6 +65,7 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     assert json.loads(path.read_text())["format"] == FORMAT  # replaced by a good cache
 
 
+@pytest.mark.slow
 def test_memo_decisions_do_not_depend_on_the_process(tmp_path):
     """Graph matching must not follow Python's per-process string hashing: an MoE iteration whose
     expert all-to-all pairs hit the memo gives the same FCTs under different PYTHONHASHSEED values (it did not, before

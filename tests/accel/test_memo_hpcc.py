@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+import pytest
 from helpers import US, config
 
 from pwormhole.accel.config import FRESH_WINDOWS, KNOWN_WINDOWS
@@ -41,6 +42,7 @@ def run(acc, until_ps=None):
     return Run(overlapping_rings(), accel=acc, memo=MemoCache("t")).run(until_ps=until_ps)
 
 
+@pytest.mark.slow
 def test_cut_short_hpcc_replay_leaves_the_flows_where_the_packet_run_has_them():
     """A jump cut short by a joining step advances the bytes the recorded flows sent
     (acknowledged plus the pipeline's growth) in proportion to the time spent and sets their

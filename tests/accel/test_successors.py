@@ -1,6 +1,7 @@
 """Successors (``AccelConfig.successors``): a ring's next step takes the finished step's place in
 its group's last steady state (HPCC)."""
 
+import pytest
 from helpers import US, config
 
 from pwormhole.accel.memo import MemoCache
@@ -121,6 +122,7 @@ def test_no_hand_over_where_hpcc_cuts_a_flow_the_new_step_meets():
     assert s.take_over(FakeGroup([2, 3, 5]), 40, flows, {1, 4}, {3, 5}.__contains__)
 
 
+@pytest.mark.slow
 def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():
     """Four GPUs on one leaf (HPCC): each sends 8.4 MB to the next two GPUs and, from the same start,
     four ring steps of 2.6 MB to the next. The long flows are paced close to their share, so the
@@ -151,6 +153,7 @@ def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():
     assert ref_end == 1_362_049_810 and abs(end - ref_end) / ref_end < 0.012
 
 
+@pytest.mark.slow
 def test_ring_steps_take_their_predecessors_steady_state():
     """Ring 1 starts 50 us after ring 0. Without successors each ring step is detected again (7
     recordings, 217,736 events, FCTs within 0.28% of packet mode); with them three steps take their

@@ -16,6 +16,7 @@ def cli(*args):
                           cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow
 def test_flow_mix_run_writes_outputs(tmp_path):
     r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path, "--no-progress")
     assert r.returncode == 0, r.stderr

@@ -4,9 +4,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 from helpers import ROOT
 
 
+@pytest.mark.slow
 def test_compare_writes_errors_and_speedups(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pwormhole", "compare", "--scenario", "fat-tree-mix", "--out", tmp_path,
                         "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)

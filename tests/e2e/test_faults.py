@@ -146,6 +146,7 @@ def test_4000_hosts_one_tiny_flow_exact_and_linear_memory():
     assert r.finish_ps[0] == 2 * (3_040 + US) + 2 * (ACK_TX + US) == 4_013_760
 
 
+@pytest.mark.slow
 def test_route_tables_do_not_grow_as_hosts_times_destinations():
     # 500 hosts, 500 flows to distinct destinations: a route table on every host
     # would hold 250,000 entries (~60 kB per flow); single-port hosts store none.
@@ -204,6 +205,7 @@ def _nine_tors():
     return Topology(h + n_tor + n_spine, frozenset(tors + spines), links), h
 
 
+@pytest.mark.slow
 def test_thousand_small_flows_incast_across_nine_tors():
     topo, h = _nine_tors()
     rng = random.Random(5)

@@ -54,6 +54,7 @@ def test_scripts_are_valid_bash(script):
     assert os.access(JOBS / "mpirun.sh", os.X_OK)
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_mpirun_sh_two_ranks_identical_to_one(tmp_path):
     r1 = _sh(JOBS / "mpirun.sh", 1, *SCENARIO, "--out", tmp_path / "one", "--no-progress")
@@ -72,6 +73,7 @@ def test_mpirun_sh_explains_a_missing_mpiexec(tmp_path):
     assert r.returncode == 2 and "RANKS must be a positive integer" in r.stderr
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_run_sbatch_outside_slurm_with_mpiexec(tmp_path):
     """The batch script's argument and output-folder handling, run by bash with the mpiexec launcher."""
@@ -141,6 +143,7 @@ def _scale(*argv, capsys=None) -> tuple[int, str]:
     return rc, (out.out + out.err) if out else ""
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_scale_packet_1_2_ranks(tmp_path, capsys):
     rc, text = _scale("--ranks", "1,2", "--modes", "packet", "--out", tmp_path / "s", "--", *SCENARIO,

@@ -145,6 +145,7 @@ def test_signal_ends_every_rank_with_outputs_so_far(tmp_path, target, sig, code,
     assert not (out / "fct.txt.part").exists() and not (out / "summary.json.part").exists()
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_stuck_rank_does_not_hang_the_job(tmp_path):
     """Rank 1 frozen (SIGSTOP: a rank stuck in a long computation) and SIGTERM to rank 0, which waits for it

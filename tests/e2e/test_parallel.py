@@ -26,6 +26,7 @@ def incast_scenario():
 SCENARIOS = {"fat_tree_mix": fat_tree_mix_scenario, "incast_pfc": incast_scenario}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["packet", "wormhole"])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_fct_identical_for_1_2_3_lps(tmp_path, name, mode):
@@ -48,6 +49,7 @@ def test_fct_identical_for_1_2_3_lps(tmp_path, name, mode):
         assert outs[0][3][0] > 0, "the wormhole variant must skip something"
 
 
+@pytest.mark.slow
 def test_rank_that_owns_nothing_works(tmp_path):
     scn = fat_tree_mix_scenario()
     owner = [0] * scn.topology.n_nodes  # LP 1 owns no node
@@ -98,6 +100,7 @@ def _mpirun(n, *args, env=None, timeout=180):
                           capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=e)
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_mpiexec_2_ranks_byte_identical(tmp_path):
     r1 = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", "--scenario", "fat-tree-mix",
@@ -148,6 +151,7 @@ INCAST = ["--topology", ROOT / "tests" / "data" / "incast" / "star9_topology.txt
           ROOT / "tests" / "data" / "incast" / "pfc_config.txt"]  # 8-to-1, 1 MB buffer: PFC pauses
 
 
+@pytest.mark.slow
 @needs_mpi
 @pytest.mark.parametrize("name,args", [("pairs-wormhole", ["--mode", "wormhole", *PAIRS]),
                                        ("mix-wormhole", ["--mode", "wormhole", "--scenario", "fat-tree-mix"]),

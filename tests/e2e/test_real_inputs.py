@@ -30,6 +30,7 @@ def read_fct(path):
     return rows
 
 
+@pytest.mark.slow
 def test_hpcc_example_config_runs(tmp_path):
     # HPCC's own example: two 200 MB flows into host 1 under HPCC (CC_MODE 3)
     r = cli("run", "--mode", "packet", "--hpcc-config", DATA / "mix" / "config.txt", "--out", tmp_path, "--no-progress")

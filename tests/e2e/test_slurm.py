@@ -236,6 +236,7 @@ def _local_one_rank(tmp_path: Path) -> bytes:
     return (tmp_path / "local" / "fct.txt").read_bytes()
 
 
+@pytest.mark.slow
 def test_run_sbatch_two_tasks_matches_one_rank(cluster, tmp_path):
     out, log = tmp_path / "slurm-out", tmp_path / "job.log"
     p = cluster.run(["sbatch", "--parsable", "-n", "2", "-o", log, "--chdir", ROOT,
@@ -256,6 +257,7 @@ def test_plain_srun_is_refused(cluster, tmp_path):
     assert not (tmp_path / "x" / "fct.txt").exists()
 
 
+@pytest.mark.slow
 def test_scale_slurm_submits_and_collects(cluster, tmp_path):
     out = tmp_path / "study"
     p = cluster.run([sys.executable, "-m", "pwormhole.commands.scale", "--slurm", "--poll", "0.5", "--timeout", "300",

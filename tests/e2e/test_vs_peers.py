@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -31,6 +32,7 @@ def test_ns3_runs_in_a_copy_of_the_folder_and_checks_fct(tmp_path):
     assert not (vs_peers.REF / "s2_dcqcn" / "fct.txt").exists()
 
 
+@pytest.mark.slow
 def test_perm16_beside_a_stand_in_htsim(tmp_path):
     # a stand-in htsim_roce: refuses other inputs, reports 16 finished flows; its twin counts 777 events
     finish = 'for i in $(seq 16); do echo "Flow Roce_$i $i finished at 1.5 total bytes 2000000"; done\n'

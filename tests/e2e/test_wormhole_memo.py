@@ -1,6 +1,7 @@
 """Wormhole's memo hits against packet mode on small scenarios: replays, refused hits, lookups,
 repeated matches."""
 
+import pytest
 from helpers import G100, US, both, config, fct, joining, pattern, star_topo
 
 from pwormhole.accel.memo import MemoCache, signature
@@ -11,6 +12,7 @@ from pwormhole.topology.model import Link, Topology
 from pwormhole.workload.dag import Dag
 
 
+@pytest.mark.slow
 def test_memo_jump_is_not_taken_across_a_known_start():
     """Two identical 2-to-1 incasts (a flow list); a 100 KB flow starts on the second one's
     receiver 5.5 us in, inside the recorded transient. The replay is refused and the
@@ -128,6 +130,7 @@ def test_short_flow_joining_one_under_way_is_not_replayed():
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.002, fid
 
 
+@pytest.mark.slow
 def test_hpcc_memo_replay_refills_the_pipeline():
     """:func:`joining` under HPCC. The second 20 MB flow is a memo hit looked up before its first
     ACK, with 24 KB in flight against the 46 KB of its steady window. Frozen again at once after

@@ -115,6 +115,7 @@ def test_alpha_decays_while_frozen():
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.015, fid
 
 
+@pytest.mark.slow
 def test_hpcc_flows_far_from_their_fair_shares_are_not_steady():
     """Random scenario 10 of ``bench/random_small.py`` (HPCC with windows, leaf-spine, 8
     hosts): three flows into host 0, one of them also sharing host 7's NIC with a flow to
@@ -152,6 +153,7 @@ def test_growing_queue_is_not_steady():
     assert fast.events < ref.events / 5
 
 
+@pytest.mark.slow
 def test_wormhole_identical_on_any_lp_count():
     topo = Topology(8, frozenset({6, 7}), [Link(h, 6 if h < 3 else 7, G100, US) for h in range(6)]
                     + [Link(6, 7, G100, US)])
@@ -219,6 +221,7 @@ def test_fifo_shares_follow_the_round_trip_times():
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.003, fid
 
 
+@pytest.mark.slow
 def test_high_priority_acks_do_not_wait_in_the_data_queue():
     """Host 4 receives three flows and sends one to host 3: its ACKs cross the port to
     host 4, whose queue holds the incast. With ``ACK_HIGH_PRIO 1`` they are served first and

@@ -194,6 +194,7 @@ def _fat_scenario(down: bool):
 FAT_ACCEL = AccelConfig(theta=0.3, min_span_packets=50)  # lets 1 MB flows freeze before the failure
 
 
+@pytest.mark.slow
 def test_fat_tree_permutation_with_a_failed_link(tmp_path):
     base = Run(_fat_scenario(False)).run()
     net = base.net
@@ -220,6 +221,7 @@ def test_fat_tree_permutation_with_a_failed_link(tmp_path):
     assert runs["wormhole"].finish_ps == runs["wormhole-2lps"].finish_ps
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_fat_tree_failure_identical_on_1_and_2_ranks(tmp_path):
     """The failure is a boundary of its own, applied the same way on every rank: fct.txt is

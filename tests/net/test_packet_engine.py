@@ -126,6 +126,7 @@ def test_conservation_on_fat_tree_mix():
     _assert_buffers_drained(r)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_lps", [2, 3])
 def test_same_answer_on_any_number_of_lps(n_lps):
     from pwormhole.run import Run

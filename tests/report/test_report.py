@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers import ROOT
 
 from pwormhole import run as run_mod
@@ -120,6 +121,7 @@ def test_timeline_rows_per_gpu_and_per_server():
 # --------------------------------------------------------------------------- the page
 
 
+@pytest.mark.slow
 def test_report_of_a_flow_run_has_every_section_and_fetches_nothing(tmp_path):
     out = tmp_path / "inc"
     r = cli("run", *INCAST_ARGS, "--out", out, "--report")

@@ -27,6 +27,7 @@ def simai_file(name):
     return hits[0]
 
 
+@pytest.mark.slow
 def test_micro_allreduce_on_simai_rail_topology(tmp_path):
     """TP groups of 8 GPUs (the 2 NVSwitches are not GPUs), over NVLink; one iteration reported."""
     topo = read_simai_topology(TOPO16)
@@ -95,6 +96,7 @@ def test_distributed_optimizer_one_reduce_scatter_and_one_all_gather():
         build_model("moe-8x7b", 8, tp=2, ep=2, layers=1, dist_opt=True)
 
 
+@pytest.mark.slow
 def test_distributed_optimizer_runs(tmp_path):
     """TP 2, PP 2, DP 2, two micro-batches: in each DP group the reduce-scatter starts after
     the group's last pipeline backward flow and ends before its all-gather starts; the
@@ -125,6 +127,7 @@ def small_training():
     return lambda: training_scenario(spec, topo, iterations=2)
 
 
+@pytest.mark.slow
 def test_training_iterations_identical_on_any_lp_count(small_training):
     ref = Run(small_training()).run()
     assert ref.complete
@@ -133,6 +136,7 @@ def test_training_iterations_identical_on_any_lp_count(small_training):
         assert (r.finish_ps, r.start_ps, r.op_times) == (ref.finish_ps, ref.start_ps, ref.op_times)
 
 
+@pytest.mark.slow
 def test_second_iteration_starts_after_the_first(small_training):
     scn = small_training()
     r = Run(scn).run()
@@ -149,6 +153,7 @@ def cli(*args, timeout=300):
                           cwd=ROOT, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_cli_default_is_one_gpt_iteration(tmp_path):
     """The default: one GPT-7B iteration on 64 GPUs (TP 8, PP 2, DP 4, distributed optimizer), where
     Wormhole fast-forwards the DP reduce-scatters and all-gathers; its report is written."""
@@ -186,6 +191,7 @@ def test_cli_aicb_workload_scaled_down(tmp_path):
     assert s["complete"] and s["iterations"][0] > 0
 
 
+@pytest.mark.slow
 def test_cli_training_errors(tmp_path):
     r = cli("run", "--model", "gpt-7b", "--gpus", "16", "--tp", "3", "--out", tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
