@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import MPIEXEC
+from helpers import MPIEXEC, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 240
 
 
