@@ -1,4 +1,5 @@
-"""Small scenario builders shared by the engine tests, where mpiexec is, and apt installs."""
+"""Shared by the tests in every folder: the repository root and tests/data, small scenario builders,
+where mpiexec is, and apt installs."""
 
 import os
 import shutil
@@ -8,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from pwormhole.accel.memo import MemoCache
+from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
 from pwormhole.run import Run
-from pwormhole.scenario import Scenario, number_sports
+from pwormhole.scenario import Scenario, from_dag, number_sports
 from pwormhole.topology.model import Link, Topology
+from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import Flow
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository root
+DATA = ROOT / "tests" / "data"
 G100 = 100 * 10**9
 # mpiexec of this Python's environment (the mpich wheel), else one on PATH
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -60,7 +66,44 @@ def line_topo():
     return Topology(4, frozenset({2, 3}), [Link(0, 2, G100, US), Link(2, 3, G100, US), Link(3, 1, G100, US)])
 
 
-__all__ = ["G100", "MPIEXEC", "US", "needs_mpi", "flows_of", "config", "run", "star_topo", "line_topo"]
+# Wormhole against packet mode (tests/e2e/test_wormhole_*.py, tests/accel/test_memo.py)
+
+
+def both(topo, specs, cc="dcqcn", acc=None, memo=None, n_lps=1, cfg=None):
+    """The packet run and the Wormhole run (``acc``, default settings, on ``n_lps`` LPs) of ``specs``."""
+    cfg = cfg or config(cc)
+    ref = Run(Scenario("t", topo, flows_of(specs), cfg)).run()
+    fast = Run(Scenario("t", topo, flows_of(specs), cfg), n_lps=n_lps, accel=acc or AccelConfig(),
+                     memo=memo).run()
+    return ref, fast
+
+
+def fct(run, fid):
+    """Flow ``fid``'s completion time in ``run``, in ps."""
+    return run.finish_ps[fid] - run.start_ps[fid]
+
+
+def pattern(first_start, second_start):
+    """Two 2-to-1 incasts of identical shape: hosts 0,1 -> 2, then hosts 3,4 -> 5 (all on one switch)."""
+    return [(0, 2, 6_000_000, first_start), (1, 2, 6_000_000, first_start),
+            (3, 5, 6_000_000, second_start), (4, 5, 6_000_000, second_start)]
+
+
+def joining(size_bytes, cfg=None, memo=None):
+    """20 MB from host 0 to host 2; ``size_bytes`` from host 1 joins it at 400.3 us (DAG-triggered:
+    the group is frozen when it comes); the same on hosts 3, 4 -> 5 at 3000 and 3400.3 us.
+    Returns the packet run and the Wormhole run."""
+    dag = Dag()
+    for a, b, c, t0 in ((0, 1, 2, 0), (3, 4, 5, 3000 * US)):
+        dag.flow(a, c, 20_000_000, deps=[dag.compute(a, t0)])
+        dag.flow(b, c, size_bytes, deps=[dag.compute(b, t0 + 400 * US + 3 * US // 10)])
+    memo = memo if memo is not None else MemoCache("t")
+    return [Run(from_dag("t", star_topo(6), dag, cfg or config()), accel=acc, memo=memo).run()
+            for acc in (None, AccelConfig())]
+
+
+__all__ = ["ROOT", "DATA", "G100", "MPIEXEC", "US", "needs_mpi", "flows_of", "config", "run", "star_topo",
+           "line_topo", "both", "fct", "pattern", "joining"]
 
 
 def apt_install(packages: list[str], path: str) -> str | None:

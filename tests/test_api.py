@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from pwormhole.api import load, simulate
 from pwormhole.errors import InputError
 from pwormhole.options import RunOptions
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = {"model": "gpt-350m", "gpus": 16, "tp": 8, "layers": 2, "dist_opt": True}
 
 

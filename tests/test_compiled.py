@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import MPIEXEC, needs_mpi
+from helpers import DATA, MPIEXEC, needs_mpi
 
 from pwormhole import compiled
 from pwormhole.config import MAX_PAYLOAD_BYTES
@@ -28,7 +28,6 @@ from pwormhole.engine import events
 from pwormhole.errors import InputError
 from pwormhole.inputs.hpcc_config import read_hpcc_config
 
-DATA = Path(__file__).parent / "data"
 REF = DATA / "hpcc" / "reference"
 COMPILED = compiled.engine() == "compiled"
 REQUIRED = os.environ.get("PWORMHOLE_REQUIRE_COMPILED") == "1"

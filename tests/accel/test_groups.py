@@ -1,0 +1,65 @@
+"""The flow table's groups alone (``accel.groups.FlowTable``): merged on a join, split on a leave
+as connected components."""
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from pwormhole.accel import groups
+from pwormhole.accel.groups import FlowTable, components
+
+
+def test_a_flow_joining_three_groups_merges_them_into_the_largest_renamed():
+    """FlowTable.add keeps the largest group's sets and renames it; the smaller groups' ports
+    and flows move to it, the newest start is the latest of all, and a leave splits it again."""
+    tab = FlowTable()
+
+    def flow(fid, ports, start_ps):
+        fs = SimpleNamespace(fid=fid, ports=set(ports), group_cell=[-1], start_ps=start_ps)
+        tab.add(fs, tab.touching(fs.ports), start_ps)
+        return fs
+
+    a = [flow(0, {"p0", "p1", "p2"}, 0), flow(1, {"p2", "p3"}, 5)]  # group of 4 ports
+    b = flow(2, {"q0"}, 7)
+    c = flow(3, {"r0", "r1"}, 2)
+    assert sorted(tab.groups) == [1, 2, 3]
+    big = tab.groups[1]
+    joiner = flow(4, {"p3", "q0", "r1", "s0"}, 9)
+    (g,) = tab.groups.values()
+    assert g.gid == 4 and g.flows is big.flows and g.flows == {0, 1, 2, 3, 4}
+    assert g.ports == {"p0", "p1", "p2", "p3", "q0", "r0", "r1", "s0"}
+    assert {tab.port_cell[p][0] for p in g.ports} == {4}
+    assert [fs.group_cell[0] for fs in (*a, b, c, joiner)] == [4] * 5
+    assert (g.newest_start_ps, g.max_start_ps) == (9, 9)
+    tab.remove(4, 20)  # the joiner leaves: three groups again, each with its own id
+    assert sorted((sorted(x.flows), x.newest_start_ps) for x in tab.groups.values()) == [
+        ([0, 1], 5), ([2], 7), ([3], 2)]
+    assert all(tab.port_cell[p][0] == x.gid for x in tab.groups.values() for p in x.ports)
+    assert "s0" not in tab.port_cell
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_leaves_split_groups_as_connected_components_do(seed, monkeypatch):
+    """After every leave the table's groups are the connected components of the flows left
+    (by shared port), with exactly their ports: also where a port all remaining flows cross
+    keeps the group whole without a search (an incast's last hop: every flow of the even seeds)."""
+    searched = []
+    monkeypatch.setattr(groups, "components", lambda fids, flows: searched.append(len(fids)) or components(fids, flows))
+    rng = random.Random(seed)
+    tab = FlowTable()
+    ports = [f"p{i}" for i in range(12)]
+    live = {}
+    for fid in range(40):
+        shared = ["sink"] if seed % 2 == 0 or rng.random() < 0.5 else []
+        fs = SimpleNamespace(fid=fid, ports=set(rng.sample(ports, rng.randint(1, 3)) + shared), group_cell=[-1],
+                             start_ps=fid)
+        tab.add(fs, tab.touching(fs.ports), fid)
+        live[fid] = fs
+    for t, fid in enumerate(rng.sample(sorted(live), len(live)), start=100):
+        tab.remove(fid, t)
+        del live[fid]
+        want = sorted((sorted(c), sorted(p)) for c, p in components(set(live), live))
+        assert sorted((sorted(g.flows), sorted(g.ports)) for g in tab.groups.values()) == want
+        assert set(tab.port_cell) == {p for fs in live.values() for p in fs.ports}
+    assert (max(searched) == 0) == (seed % 2 == 0)  # an incast's groups are never searched

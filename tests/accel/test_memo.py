@@ -1,0 +1,107 @@
+"""The memo cache (``accel.memo``): lookups and their keys, link rates in the key, cache files,
+matching that does not depend on the process."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from helpers import G100, ROOT, US, both, config, flows_of, pattern, star_topo
+
+from pwormhole.accel import memo as memo_mod
+from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, wl_hash
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.run import Run
+from pwormhole.scenario import Scenario
+
+
+def _group_graph(topo):
+    specs = [(0, 2, 6_000_000, 0), (1, 2, 6_000_000, 0)]
+    cfg = config()
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    run = Run(Scenario("t", topo, flows_of(specs), cfg), accel=AccelConfig(skip=False, memo=False))
+    run.run(until_ps=20 * US)
+    wh = run.accel
+    (g,) = wh.groups.values()
+    return group_key(wh, g)
+
+
+def test_memo_entries_never_shared_across_link_rates():
+    k100, g100, _ = _group_graph(star_topo(3))
+    k100b, g100b, _ = _group_graph(star_topo(3))
+    k40, g40, _ = _group_graph(star_topo(3, rate=40 * 10**9))
+    cache = MemoCache("t")
+    cache.insert(k100, g100, 5 * US, {0: {"bytes": 1, "goodput": 0.1, "rate_bps": G100},
+                                     1: {"bytes": 1, "goodput": 0.1, "rate_bps": G100}})
+    assert k100 == k100b and cache.find(k100b, g100b) is not None
+    assert k40 != k100 and cache.find(k40, g40) is None
+    # and a graph with the same hash is still checked for isomorphism with its attributes
+    cache.entries[k40] = cache.entries[k100]
+    assert cache.find(k40, g40) is None
+
+
+@pytest.mark.slow
+def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
+    fp = config_fingerprint(config(), AccelConfig())
+    # theta 0 picks the CC's default: the same configuration as that value set by hand
+    assert fp == config_fingerprint(config(), AccelConfig(theta=0.02))
+    assert fp != config_fingerprint(config(), AccelConfig(theta=0.03))
+    hpcc = config_fingerprint(config("hpcc"), AccelConfig())
+    assert hpcc == config_fingerprint(config("hpcc"), AccelConfig(theta=0.005))
+    memo = MemoCache(fp)
+    both(star_topo(6), pattern(0, 3_000 * US), memo=memo)
+    path = tmp_path / "memo.json"
+    memo.save(str(path))
+    warnings = []
+    loaded = MemoCache.load(str(path), fp, warnings.append)
+    assert len(loaded) == len(memo) and not warnings
+    assert len(MemoCache.load(str(path), "other", warnings.append)) == 0 and "another configuration" in warnings[-1]
+    path.write_text("{not json")
+    assert len(MemoCache.load(str(path), fp, warnings.append)) == 0 and "unreadable" in warnings[-1]
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache", path,
+                        "--out", out, "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
+    assert json.loads(path.read_text())["format"] == FORMAT  # replaced by a good cache
+
+
+@pytest.mark.slow
+def test_memo_decisions_do_not_depend_on_the_process(tmp_path):
+    """Graph matching must not follow Python's per-process string hashing: an MoE iteration whose
+    expert all-to-all pairs hit the memo gives the same FCTs under different PYTHONHASHSEED values (it did not, before
+    the memo graphs used int vertices)."""
+    script = (
+        "from pwormhole.workload.models import build_model\n"
+        "from pwormhole.scenario import training_scenario, topology_from_arg\n"
+        "from pwormhole.run import Run\n"
+        "from pwormhole.accel.wormhole import AccelConfig\n"
+        "from pwormhole.accel.memo import MemoCache\n"
+        "spec = build_model('moe-8x7b', 16, tp=8, ep=2, layers=1, seq_len=256)\n"
+        "scn = training_scenario(spec, topology_from_arg('rail-optimized:gpus=16'))\n"
+        "r = Run(scn, accel=AccelConfig(), memo=MemoCache('t')).run()\n"
+        "assert r.complete and r.accel.memo_hits > 0\n"
+        "print(sorted(r.finish_ps.items()))\n")
+    outs = []
+    for seed in ("1", "2"):
+        import os
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                           env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT)))
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+
+
+def test_a_graph_that_missed_is_not_hashed_again(monkeypatch):
+    """Identical groups (rails) that miss the memo cache one after another are hashed once and get
+    the same key and graph; once their recording is in they hit (after one hit, without a graph)."""
+    hashed = []
+    monkeypatch.setattr(memo_mod, "wl_hash", lambda graph: hashed.append(1) or wl_hash(graph))
+    cache = MemoCache("t")
+    labels, edges = ["f3n/w0/g3", "f3n/w0/g3", "p100/1000"], {(0, 2): "d0", (1, 2): "d0"}
+    hit, key, graph = cache.lookup(labels, edges)
+    again = cache.lookup(labels, dict(edges))
+    assert hit is None and again == (None, key, graph) and len(hashed) == 1
+    cache.insert(key, graph, 5 * US, {0: {"bytes": 1}, 1: {"bytes": 1}})
+    (entry, mapping), hit_key, _ = cache.lookup(labels, dict(edges))
+    assert entry.convergence_ps == 5 * US and sorted(mapping) == [0, 1] and hit_key == key
+    assert cache.lookup(labels, dict(edges)) == ((entry, mapping), None, None) and len(hashed) == 1

@@ -1,0 +1,143 @@
+"""CLI behaviour: default run, outputs, user errors as one line with exit 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+
+DATA = ROOT / "tests" / "data" / "hpcc"
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "pwormhole", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+@pytest.mark.slow
+def test_flow_mix_run_writes_outputs(tmp_path):
+    r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    for key in ("mode", "ranks", "sim_time_ps", "wall_s", "events", "events_per_s", "flows", "flows_finished",
+                "fct_ns", "slowdown", "bytes_sent", "bytes_delivered", "drops", "pfc_pauses"):
+        assert key in s
+    assert s["mode"] == "wormhole" and s["ranks"] == 1 and s["complete"]  # the default mode
+    assert s["flows"] == s["flows_finished"] == len((tmp_path / "fct.txt").read_text().splitlines())
+    assert set(s["fct_ns"]) == {"mean", "p50", "p99", "max"}
+    assert s["fct_ns"]["p50"] <= s["fct_ns"]["p99"] <= s["fct_ns"]["max"]
+    assert s["slowdown"]["mean"] >= 1.0
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_until_stops_early_and_says_so(tmp_path):
+    r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path, "--until", "50us", "--no-progress")
+    assert r.returncode == 0
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert not s["complete"] and s["flows_finished"] < s["flows"]
+    assert s["sim_time_ps"] == 50_000_000
+    assert "unfinished" in r.stdout
+
+
+def _write_variant(tmp_path, name, transform):
+    src = DATA / "reference" / "s1_hpcc"
+    for f in ("config.txt", "topology.txt", "flow.txt", "trace.txt"):
+        (tmp_path / f).write_bytes((src / f).read_bytes())
+    p = tmp_path / name
+    p.write_text(transform(p.read_text()))
+    return tmp_path / "config.txt"
+
+
+@pytest.mark.parametrize("name,transform,needle", [
+    ("flow.txt", lambda s: s.replace("2 1 3 100 200000000 2", "2 1 3 100 -5 2", 1), "-5"),
+    ("flow.txt", lambda s: s.replace("2 1 3 100", "2 70 3 100", 1), "70"),
+    ("flow.txt", lambda s: s.replace("2 1 3 100", "2 0 3 100", 1), "switch"),
+    ("topology.txt", lambda s: s.replace("0 1 100Gbps", "0 1 0Gbps", 1), "0Gbps"),
+    ("topology.txt", lambda s: "\n".join(s.splitlines()[:5]), "topology.txt"),
+    ("config.txt", lambda s: s.replace("CC_MODE 3", "CC_MODE 10"), "CC_MODE"),
+    ("config.txt", lambda s: s.replace("KMIN_MAP 3 25000000000 100 50000000000 200 100000000000 400",
+                                       "KMIN_MAP 2 25000000000 100 50000000000 200"), "KMIN_MAP"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, name, transform, needle):
+    cfg = _write_variant(tmp_path, name, transform)
+    out = tmp_path / "out"
+    r = cli("run", "--hpcc-config", cfg, "--out", out)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pwormhole: error:"), r.stderr
+    assert "Traceback" not in r.stderr
+    assert needle in lines[0]
+    assert not out.exists()  # the folder made for the run is removed again: nothing left behind
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--mode", "wormhol"], "argument --mode: invalid choice: 'wormhol'"),
+    (["--topology", "rail-optimised:gpus=8"], "'rail-optimised' is not a builder (known: rail-optimized, fat-tree"),
+    (["--topology", "rail-optimised"], "no such file, and 'rail-optimised' is not a builder"),
+    (["--topology", "rail-optimized:gpu=8"], "rail-optimized needs gpus=... (unknown: gpu)"),
+])
+def test_option_mistakes_are_one_line_and_leave_no_folder(tmp_path, args, needle):
+    out = tmp_path / "new" / "out"
+    r = cli("run", "--model", "gpt-350m", "--gpus", "8", *args, "--out", out)
+    assert r.returncode == 2 and r.stderr.startswith("pwormhole: error:") and r.stderr.count("\n") == 1, r.stderr
+    assert needle in r.stderr and not (tmp_path / "new").exists()  # the folders made for the run, removed
+    out.mkdir(parents=True)  # folders that were there before stay
+    assert cli("run", "--model", "gpt-350m", "--gpus", "8", *args, "--out", out).returncode == 2 and out.is_dir()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; covered by the file-as-folder case")
+def test_unwritable_out_dir_readonly(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    r = cli("run", "--out", ro / "x")
+    assert r.returncode == 2 and "cannot write output folder" in r.stderr
+
+
+def test_out_dir_that_is_a_file_fails_before_simulating(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    r = cli("run", "--out", f / "sub")
+    assert r.returncode == 2
+    assert r.stderr.startswith("pwormhole: error: cannot write output folder")
+    assert r.stdout == ""  # nothing simulated, nothing printed
+
+
+def test_wormhole_flags_in_packet_mode_are_a_clear_error(tmp_path):
+    r = cli("run", "--mode", "packet", "--theta", "0.1", "--out", tmp_path)
+    assert r.returncode == 2 and "--theta applies to --mode wormhole only" in r.stderr
+    r = cli("run", "--theta", "2", "--out", tmp_path)
+    assert r.returncode == 2 and "--theta must be between 0 and 1" in r.stderr
+
+
+def test_cc_applies_to_flow_files(tmp_path):
+    flows = ROOT / "tests" / "data" / "wormhole" / "fat_tree_pairs.txt"
+    for cc in ("dcqcn", "hpcc"):
+        r = cli("run", "--topology", "fat-tree:k=4", "--flows", flows, "--cc", cc, "--until", "20us", "--out",
+                tmp_path / cc, "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert json.loads((tmp_path / cc / "summary.json").read_text())["cc"] == cc
+        assert "iteration time" not in r.stdout  # a flow list has no iterations
+
+
+def test_cc_applies_to_the_embedded_scenarios_and_conflicts_with_hpcc_config(tmp_path):
+    r = cli("run", "--scenario", "fat-tree-mix", "--cc", "hpcc", "--until", "20us", "--out", tmp_path / "m",
+            "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "m" / "summary.json").read_text())["cc"] == "hpcc"
+    r = cli("run", "--cc", "hpcc", "--nvlink-cc", "nic", "--fluid-nvlink", "--out", tmp_path / "f")  # default GPT
+    assert r.returncode == 2 and "HPCC also runs on NVLink" in r.stderr and "Traceback" not in r.stderr
+    r = cli("run", "--hpcc-config", ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt", "--cc", "dcqcn",
+            "--out", tmp_path / "h")
+    assert r.returncode == 2 and "--cc and --hpcc-config both set the congestion control" in r.stderr
+
+
+def test_version_prints_the_version_and_the_commit():
+    for flag in ("--version", "-V"):
+        r = cli(flag)
+        assert r.returncode == 0, r.stderr
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              cwd=ROOT).stdout.strip()
+        assert r.stdout.startswith("pwormhole 0.1.0 (commit ") and (not head or head in r.stdout), r.stdout

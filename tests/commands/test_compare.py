@@ -1,0 +1,25 @@
+"""``pwormhole compare``: the packet run against the Wormhole run, its errors and speedups."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+
+
+@pytest.mark.slow
+def test_compare_writes_errors_and_speedups(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "compare", "--scenario", "fat-tree-mix", "--out", tmp_path,
+                        "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    c = json.loads((tmp_path / "compare.json").read_text())
+    for key in ("mean_fct_error", "p99_fct_error", "max_fct_error", "iteration_time_error", "collective_time_error",
+                "speedup_wall", "speedup_events", "skipped_time_fraction", "memo_hits", "memo_misses"):
+        assert key in c
+    assert c["flows_compared"] == c["flows"] == 56 and c["complete"]
+    assert c["mean_fct_error"] < 0.01 and c["speedup_events"] >= 1
+    assert abs(c["fct_p50_shift"]) <= c["max_fct_error"] and abs(c["fct_p99_shift"]) <= c["max_fct_error"]
+    assert c["iteration_time_error"] is None  # a flow list has no iterations
+    assert (tmp_path / "fct_error_cdf.png").read_bytes()[:4] == b"\x89PNG"
+    assert "FCT error mean" in r.stdout and "FCT distribution shift p50 / p99" in r.stdout

@@ -1,0 +1,280 @@
+"""``pwormhole report``: the numbers it shows (hand-computed), the page it writes, its errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import ROOT
+
+from pwormhole import run as run_mod
+from pwormhole.commands import cli as cli_mod
+from pwormhole.commands import scale
+from pwormhole.report import analysis
+from pwormhole.report.compare import fct_errors, fct_quantile_shifts
+from pwormhole.report.outdir import Fcts, Pfc
+from pwormhole.report.page import SECTIONS
+from pwormhole.scenario import Scenario
+from pwormhole.workload.dag import Dag
+from pwormhole.workload.flows import Flow
+
+INCAST = ROOT / "tests" / "data" / "incast"
+# 8 hosts send 1 MB each to host 0 through one switch with a 1 MB buffer: PFC pauses (about 0.3 s)
+INCAST_ARGS = ["--topology", str(INCAST / "star9_topology.txt"), "--flows", str(INCAST / "incast8_flows.txt"),
+               "--config", str(INCAST / "pfc_config.txt"), "--no-progress"]
+SECTION_IDS = [sid for sid, _ in SECTIONS]
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "pwormhole", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+class PageFacts(HTMLParser):
+    """The section ids, figures and every attribute that could fetch something, of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.sections: list[str] = []
+        self.svgs = 0
+        self.fetching: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(a.get("id"))
+        if tag == "svg":
+            self.svgs += 1
+        if tag in ("script", "link", "img", "iframe", "object", "embed"):
+            self.fetching.append((tag, "", ""))
+        for k, v in attrs:
+            if k in ("src", "href", "xlink:href", "action") and v and not v.startswith(("#", "data:")):
+                self.fetching.append((tag, k, v))
+
+
+def page_facts(path: Path) -> PageFacts:
+    p = PageFacts()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _fcts(sizes, fcts, standalone):
+    n = len(sizes)
+    return Fcts(np.array(sizes), np.zeros(n, dtype=np.int64), np.array(fcts), np.array(standalone))
+
+
+def test_slowdown_by_size_as_hpcc_fct_analysis():
+    # 40 flows: sizes 1..40 KB, slowdown (fct / standalone) = size index + 1 except two below 1 (clamped)
+    sizes = [1000 * (i + 1) for i in range(40)]
+    standalone = [100] * 40
+    fcts = [100 * (i + 1) for i in range(40)]
+    fcts[0], fcts[1] = 50, 90  # slowdowns 0.5 and 0.9 count as 1
+    buckets = analysis.slowdown_by_size(_fcts(sizes, fcts, standalone), step_pct=10)
+    assert len(buckets) == 10 and all(b.flows == 4 for b in buckets)
+    b0 = buckets[0]  # flows 1..4: slowdowns 1, 1, 3, 4; get_pctl: index int(4 * p) -> 2, 3, 3
+    assert (b0.lo_pct, b0.hi_pct, b0.max_size_bytes) == (0, 10, 4000)
+    assert (b0.p50, b0.p95, b0.p99) == (3.0, 4.0, 4.0)
+    b9 = buckets[9]  # flows 37..40
+    assert (b9.max_size_bytes, b9.p50, b9.p95, b9.p99) == (40_000, 39.0, 40.0, 40.0)
+    # fewer flows than buckets: the empty ones are left out, the slices are i*n//100..(i+step)*n//100
+    few = analysis.slowdown_by_size(_fcts([5, 3, 9], [10, 30, 90], [10, 10, 10]), step_pct=5)
+    assert [(b.lo_pct, b.flows, b.max_size_bytes, b.p50) for b in few] == [(30, 1, 3, 3.0), (65, 1, 5, 1.0),
+                                                                            (95, 1, 9, 9.0)]
+
+
+def test_pause_counts_per_node_and_bin():
+    # node 7 (switch) pauses at 0, 10, 95 ns; node 2 (host) at 50 ns; resumes (kind 0) are not counted
+    pfc = Pfc(np.array([0, 10, 50, 95, 96]), np.array([7, 7, 2, 7, 2]), np.array([1, 1, 0, 1, 0]),
+              np.array([1, 1, 1, 1, 0]))
+    edges, counts, left = analysis.pause_counts(pfc, bins=2, top=1)
+    assert list(counts) == [7] and counts[7].tolist() == [2, 1] and left == 1
+    assert edges[0] == 0 and edges[-1] > 95 and len(edges) == 3
+    assert analysis.node_types(pfc) == {7: 1, 2: 0}
+
+
+def test_timeline_rows_per_gpu_and_per_server():
+    def row(g, kind, a, b):
+        return {"gpu": str(g), "kind": kind, "start_ns": str(a), "end_ns": str(b)}
+    # GPU 0 computes 0-10 and 20-30, communicates 5-25: exposed 10-20; GPU 1 communicates 40-50 only
+    rows = [row(0, "compute", 0, 10), row(0, "compute", 20, 30), row(0, "comm", 5, 25), row(1, "comm", 40, 50)]
+    out, what = analysis.timeline_rows(rows, 8)
+    assert what == "GPU" and [r.label for r in out] == ["GPU 0", "GPU 1"]
+    assert out[0].exposed == [(10, 20)] and out[1].exposed == [(40, 50)] and out[1].compute == []
+    # 40 GPUs > 32 rows: one row per server of 8, its GPUs' intervals merged
+    many = [row(g, "compute", 10 * g, 10 * g + 15) for g in range(40)]
+    out, what = analysis.timeline_rows(many, 8)
+    assert what == "server (8 GPUs)" and len(out) == 5 and out[1].label == "GPUs 8-15"
+    assert out[0].compute == [(0, 85)]  # 0-15, 10-25, ..., 70-85 overlap into one interval
+    out, what = analysis.timeline_rows(many, 0, max_rows=2)  # unknown server size: 8, doubled to fit
+    assert what == "group of 32 GPUs" and len(out) == 2
+
+
+# --------------------------------------------------------------------------- the page
+
+
+@pytest.mark.slow
+def test_report_of_a_flow_run_has_every_section_and_fetches_nothing(tmp_path):
+    out = tmp_path / "inc"
+    r = cli("run", *INCAST_ARGS, "--out", out, "--report")
+    assert r.returncode == 0, r.stderr
+    assert f"open {out / 'report.html'}" in r.stdout
+    s = json.loads((out / "summary.json").read_text())
+    assert s["inputs"]["command"].startswith("pwormhole run --topology") and s["inputs"]["hosts"] == 9
+    assert s["cpu_s"] > 0
+    page = page_facts(out / "report.html")
+    assert page.sections == SECTION_IDS
+    assert page.fetching == [] and page.svgs == 3  # slowdown by size, FCT CDF, PFC pauses
+    text = (out / "report.html").read_text()
+    assert "Content-Security-Policy\" content=\"default-src 'none';" in text
+    assert "not a training run" in text and "no link_util.csv here" in text and "no queue-length monitor" in text
+    pauses = sum(1 for ln in (out / "pfc.txt").read_text().splitlines() if ln.split()[4] == "1")
+    assert pauses > 0
+    per_node = [int(x) for x in _table_after(text, "pause frames received")]
+    assert sum(per_node) == pauses
+    # the report command writes the same page again from the files
+    (out / "report.html").unlink()
+    r = cli("report", out)
+    assert r.returncode == 0 and page_facts(out / "report.html").sections == SECTION_IDS
+
+
+def _table_after(text: str, header: str) -> list[str]:
+    """The last column of the rows of the table whose header ends with ``header``."""
+    part = text[text.index(header):]
+    part = part[:part.index("</table>")]
+    return [cell.split("</td>")[0] for cell in part.split("<td>")[1:]][1::2]
+
+
+def test_report_of_compare_and_scaling_folders(tmp_path):
+    out = tmp_path / "cmp"
+    r = cli("compare", *INCAST_ARGS, "--out", out, "--report")
+    assert r.returncode == 0, r.stderr
+    c = json.loads((out / "compare.json").read_text())
+    text = (out / "report.html").read_text()
+    assert page_facts(out / "report.html").sections == SECTION_IDS
+    assert f"{c['flows_compared']} / {c['flows']}" in text and "error CDF over 8 flows" in text
+    assert "no compare.json" not in text
+    # a scaling study's folder: its table, figure and the warning of an efficiency above 1
+    study = tmp_path / "study"
+    study.mkdir()
+    rows = [{"mode": "packet", "ranks": 1, "status": "ok", "wall_s": "10.0", "cpu_s": "9.9", "sync_wall_s": "0",
+             "events": 100, "speedup": "1.0", "efficiency": "1.0", "identical": True, "max_rel_fct_diff": "0",
+             "out": "x", "error": ""},
+            {"mode": "packet", "ranks": 2, "status": "ok", "wall_s": "4.0", "cpu_s": "8.0", "sync_wall_s": "0.1",
+             "events": 100, "speedup": "2.5", "efficiency": "1.25", "identical": True, "max_rel_fct_diff": "0",
+             "out": "y", "error": ""}]
+    scale.write_csv(str(study / "scaling.csv"), rows)
+    assert cli_mod.main(["report", str(study)]) == 0
+    text = (study / "report.html").read_text()
+    assert page_facts(study / "report.html").sections == SECTION_IDS
+    assert "efficiency above 1.0 for packet on 2 ranks" in text and "no summary.json" not in text
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    assert cli_mod.main(["report", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.strip() == f"pwormhole: error: output folder '{tmp_path / 'nowhere'}' does not exist"
+    assert cli_mod.main(["report", str(tmp_path)]) == 2
+    assert "holds no summary.json, compare.json nor scaling.csv" in capsys.readouterr().err
+    (tmp_path / "summary.json").write_text('{"mode": "packet",\n oops}')
+    assert cli_mod.main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{tmp_path / 'summary.json'}:2" in err[0] and "not valid JSON" in err[0]
+    (tmp_path / "summary.json").write_text('{"mode": "packet"}')
+    assert cli_mod.main(["report", str(tmp_path)]) == 2
+    assert "names no 'outputs' and 'run_id'" in capsys.readouterr().err
+    (tmp_path / "summary.json").write_text('{"mode": "packet", "run_id": "1", "outputs": ["fct.txt", "summary.json"]}')
+    (tmp_path / "fct.txt").write_text("0b000101 0b000201 10000 100 1000 0 5000 4000\n0b000101 0b000201 x\n")
+    assert cli_mod.main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{tmp_path / 'fct.txt'}:2" in err[0] and "3 columns, expected 8" in err[0]
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_report_of_a_run_where_no_flow_finished(tmp_path):
+    out = tmp_path / "early"
+    r = cli("run", *INCAST_ARGS, "--out", out, "--until", "1us", "--report", "--mode", "packet")
+    assert r.returncode == 0, r.stderr  # stopped where asked, and says so
+    assert "FCT              none finished" in r.stdout and "(INCOMPLETE)" in r.stdout
+    text = (out / "report.html").read_text()
+    assert "FCT: none finished" in text and "INCOMPLETE run" in text
+
+
+def test_scaling_csv_has_cpu_time_and_warns_above_linear(capsys):
+    def row(ranks, wall, cpu, status="ok"):
+        return scale.Run("packet", ranks, f"o{ranks}", status=status,
+                         summary={"wall_s": wall, "cpu_s": cpu, "events": 10}, fct=b"")
+    rows = scale._rows([row(1, 10.0, 6.0), row(2, 4.0, 7.9)])
+    assert rows[0]["cpu_s"] == "6.000000" and rows[1]["efficiency"] == "1.250000"
+    assert scale.efficiency_warnings(rows) == [
+        "packet on 2 ranks has efficiency 1.250 > 1.0: its 1-rank run (wall 10.000 s, CPU 6.000 s) was likely "
+        "slowed by other load on the machine; the timings of this study are not reliable"]
+    scale._report(rows)
+    assert "scale: warning: packet on 2 ranks has efficiency 1.250" in capsys.readouterr().err
+    assert scale.efficiency_warnings(scale._rows([row(1, 10.0, 9.9), row(2, 5.5, 10.5)])) == []
+
+
+def test_expected_end_is_the_critical_path_or_last_flow(monkeypatch):
+    # flows: the end is the last standalone end (500 us + 200 us), not the last start (600 us + 7 us)
+    flows = [Flow(0, 1, 0, 3, 100, 10_000, 0), Flow(1, 2, 0, 3, 100, 10_000, 600_000_000),
+             Flow(2, 3, 0, 3, 100, 1_000, 500_000_000)]
+    scn = Scenario("x", None, flows, None)  # type: ignore[arg-type]
+    assert run_mod.expected_end_ps(scn, [5_000, 7_000, 200_000]) == 700_000_000
+    # a DAG: compute 5 us -> flow (standalone 2 us) -> compute 3 us; beside it compute 9 us
+    dag = Dag()
+    c0 = dag.compute(1, 5_000_000)
+    f = dag.flow(1, 2, 1000, deps=[c0])
+    dag.compute(2, 3_000_000, deps=[f])
+    dag.compute(3, 9_000_000)
+    assert dag.critical_path_ps([2_000_000]) == 10_000_000
+    assert run_mod.expected_end_ps(Scenario("d", None, dag.flows, None, dag=dag), [2_000]) == 10_000_000  # type: ignore[arg-type]
+    # the bar's total is the expected end, raised to the time reached when the run goes past it
+    monkeypatch.setattr(run_mod, "PROGRESS_AFTER_S", 0.0)
+    bar = run_mod._Progress(700_000_000, True)
+    bar.last = -1.0
+    bar.update(350_000_000, 10)
+    assert bar.bar.total == 700.0 and bar.bar.n == 350.0
+    bar.last = -1.0
+    bar.update(900_000_000, 20)
+    assert bar.bar.total == 900.0 and bar.bar.n == 900.0
+    bar.close()
+
+
+def test_timeline_csv_matches_the_summary(tmp_path):
+    r = cli("run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "2", "--dist-opt",
+            "--out", tmp_path, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    with open(tmp_path / "timeline.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for g in s["gpus"]:
+        comp = sum(int(r["end_ns"]) - int(r["start_ns"]) for r in rows
+                   if int(r["gpu"]) == g["gpu"] and r["kind"] == "compute")
+        comm = sum(int(r["end_ns"]) - int(r["start_ns"]) for r in rows
+                   if int(r["gpu"]) == g["gpu"] and r["kind"] == "comm")
+        n = sum(1 for r in rows if int(r["gpu"]) == g["gpu"])
+        assert abs(comp - g["compute_ns"]) <= n and abs(comm - g["comm_ns"]) <= n  # ns rounding per interval
+
+
+def test_fct_quantile_shifts_compare_the_distributions_not_the_flows():
+    """Four flows that swap their FCTs: every flow is far off (per-flow errors 300%, 50%, 33%, 75%)
+    and the FCT distribution is the same; the same flows 10% slower shift both quantiles by +10%."""
+    ref = {"a": 100, "b": 200, "c": 300, "d": 400}
+    swapped = {"a": 400, "b": 300, "c": 200, "d": 100}
+    assert [round(e, 4) for e in fct_errors(ref, swapped)] == [3.0, 0.5, 0.3333, 0.75]
+    assert fct_quantile_shifts(ref, swapped) == {0.5: 0.0, 0.99: 0.0}
+    slower = {k: v * 11 // 10 for k, v in ref.items()}
+    assert {q: round(v, 6) for q, v in fct_quantile_shifts(ref, slower).items()} == {0.5: 0.1, 0.99: 0.1}
+    assert fct_quantile_shifts(ref, {"e": 5}) == {}  # no flow in both
+    # 100 flows of 1..100 us, the two longest twice as long: the median holds, the 99th percentile
+    # (99 us, the 99th of 100) moves to 198 us, the mean by 3.9%
+    many = {i: i * 1000 for i in range(1, 101)}
+    tail = {i: v * 2 if i >= 99 else v for i, v in many.items()}
+    assert fct_quantile_shifts(many, tail) == {0.5: 0.0, 0.99: 1.0}

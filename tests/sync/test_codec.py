@@ -1,0 +1,110 @@
+"""The MPI exchange's wire format for events (pwormhole.sync.codec): what is decoded is what was sent."""
+
+import ast
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+
+from pwormhole.engine.events import Lead
+from pwormhole.net.packet import T_ACK, T_DATA, T_PFC, new_packet
+from pwormhole.sync.codec import earliest, pack_events, unpack_events
+
+ROW = 20  # integers per packet event (codec.ROW, a C constant when compiled)
+PACKET_SOURCE = ROOT / "pwormhole" / "net" / "packet.py"
+
+
+def _packet_fields() -> tuple:
+    """``Packet.__slots__`` as the model (packet.py) declares them (a compiled Packet has none)."""
+    tree = ast.parse(PACKET_SOURCE.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Packet")
+    slots = next(n for n in cls.body if isinstance(n, ast.Assign) and n.targets[0].id == "__slots__")
+    return ast.literal_eval(slots.value)
+
+
+FIELDS = _packet_fields()
+
+
+class Node:
+    def __init__(self, node_id):
+        self.node_id = node_id
+
+
+class Heap:
+    def __init__(self):
+        self.events = []
+
+    def push(self, t, key, kind, target, arg):
+        self.events.append((t, key, kind, target, arg))
+
+
+def _events(nodes):
+    data = new_packet(T_DATA, 7, 123_000, 1_048, 1_000, 3, 5, 2**63 - 1, True,
+                      [(2_000_000, 10_000, 4_096, 100 * 10**9), (2_001_000, 20_000, 0, 400 * 10**9)], 0, 0, 2)
+    data.inport, data.arrive_ps, data.arrive_key = 4, 2_002_000, 99
+    ack = new_packet(T_ACK, 7, 124_000, 76, 0, 3, 2, 2**40 + 3, False, [], 0, 17, 5)
+    pfc = new_packet(T_PFC, -1, 0, 64, 0, 3, -1, 0, False, None, 1, 0, 6)
+    return [(2_002_000, 99, 4, nodes[3], data), (2_003_000, 100, 5, nodes[1], ack),
+            (2_004_000, 7, 6, nodes[2], ("op", 12)),  # not a packet (a DAG message): as it is
+            (2_000_500, 101, 4, nodes[0], pfc)]
+
+
+def test_every_field_and_key_comes_back():
+    nodes = [Node(i) for i in range(4)]
+    sent = _events(nodes)
+    rows, hops, others = pickle.loads(pickle.dumps(pack_events(sent), pickle.HIGHEST_PROTOCOL))
+    assert len(rows) == 3 * ROW and len(hops) == 2 * 4 and others == [(2_004_000, 7, 6, 2, ("op", 12))]
+    heap = Heap()
+    unpack_events(rows, hops, others, nodes, heap)
+    got = {ev[1]: ev for ev in heap.events}
+    assert sorted(got) == sorted(ev[1] for ev in sent)
+    for t, key, kind, target, arg in sent:
+        t2, _, kind2, target2, arg2 = got[key]
+        assert (t2, kind2) == (t, kind) and target2 is target
+        if key == 7:
+            assert arg2 == arg
+            continue
+        for f in FIELDS:
+            assert getattr(arg2, f) == getattr(arg, f), f
+        assert arg2 is not arg
+
+
+def test_every_field_of_the_model_is_checked():
+    assert len(FIELDS) == 16 and "int_hops" in FIELDS and "arrive_key" in FIELDS
+
+
+@pytest.mark.skipif(os.environ.get("PWORMHOLE_PURE", "") not in ("", "0"), reason="this is the pure run")
+def test_pure_codec_too():
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                          "every_field_and_key or nothing_to_send or earliest"],
+                         env={**os.environ, "PWORMHOLE_PURE": "1"}, capture_output=True, text=True)
+    assert out.returncode == 0 and "3 passed" in out.stdout, out.stdout + out.stderr
+
+
+def test_nothing_to_send():
+    rows, hops, others = pack_events([])
+    assert len(rows) == 0 and len(hops) == 0 and others == []
+    heap = Heap()
+    unpack_events(rows, hops, others, [], heap)
+    assert heap.events == []
+
+
+class MessageLead(Lead):
+    """A DAG message (kind 6) leads 5 us after its time; packets at once."""
+
+    def lead_ps(self, kind, target, arg):
+        return 5_000_000 if kind == 6 else 0
+
+
+def test_earliest_of_what_is_sent():
+    """The rank's minimum and horizon take in the events it sends: each one's time, and its time plus the
+    lead its receiver sees."""
+    sent = _events([Node(i) for i in range(4)])  # times 2.0005 (PFC), 2.002, 2.003 us; the message at 2.004 us
+    assert earliest(sent, 10**12, 10**12, Lead()) == (2_000_500, 2_000_500)
+    assert earliest(sent, 10**12, 10**12, MessageLead()) == (2_000_500, 2_000_500)
+    assert earliest(sent[2:3], 10**12, 10**12, MessageLead()) == (2_004_000, 7_004_000)
+    assert earliest(sent[2:3], 3_000_000, 6_000_000, MessageLead()) == (2_004_000, 6_000_000)  # the heap's horizon
+    assert earliest([], 5, 9, Lead()) == (5, 9)

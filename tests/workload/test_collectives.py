@@ -1,0 +1,170 @@
+"""Collectives and workload DAGs on the packet engine: hand-checked times, dependencies, LP identity.
+
+Hand formula used below (DCQCN defaults, one 100 Gbps switch, 1 us links,
+1000-byte payloads, 36-byte data headers, an ACK of 48 bytes per data packet):
+a host that sends ``B`` payload bytes and receives ``B`` bytes puts
+``B/1000 x (1036 + 48)`` bytes on its link, so one ring step of ``c`` bytes
+takes ``c/1000 x 1084 x 8 / rate + 2 x 1 us`` (two links) + one packet's
+serialization at the switch; a ring all-reduce is ``2(N-1)`` such steps.
+"""
+
+import pytest
+from helpers import G100, US, config, star_topo
+
+from pwormhole.errors import InputError
+from pwormhole.run import Run
+from pwormhole.scenario import from_dag
+from pwormhole.workload.collectives import collective
+from pwormhole.workload.dag import OP_FLOW, Dag
+
+PKT_PS = 1036 * 8 * 10**12 // G100  # one data packet at 100 Gbps
+
+
+def step_ps(chunk_bytes: int) -> int:
+    """One ring step of ``chunk_bytes``: data + ACK bytes on the link, two hops of 1 us, one store-and-forward."""
+    return chunk_bytes // 1000 * 1084 * 8 * 10**12 // G100 + 2 * US + PKT_PS
+
+
+def run_dag(dag, n_hosts=4, n_lps=1):
+    return Run(from_dag("t", star_topo(n_hosts), dag, config()), n_lps=n_lps).run()
+
+
+def end_ps(run):
+    return run.last_end_ps()
+
+
+@pytest.mark.parametrize("kind,steps", [("allreduce", 6), ("allgather", 3), ("reducescatter", 3)])
+def test_ring_collective_time_matches_formula(kind, steps):
+    size = 4_000_000
+    dag = Dag()
+    done = collective(dag, kind, [0, 1, 2, 3], size, None, "c")
+    r = run_dag(dag)
+    assert r.complete
+    expected = steps * step_ps(size // 4)
+    assert abs(end_ps(r) - expected) / expected < 0.03
+    # ring structure: 4 members x steps flows of S/N bytes, each to its successor
+    flows = dag.flows
+    assert len(flows) == 4 * steps and {f.size_bytes for f in flows} == {1_000_000}
+    assert all(f.dst == (f.src + 1) % 4 for f in flows)
+    assert dag.bytes_sent_by_host() == {h: steps * 1_000_000 for h in range(4)}
+    assert len(done) == 4
+
+
+def test_ring_step_waits_for_predecessor():
+    """Step k+1 of member i starts when member i has received step k from member i-1."""
+    dag = Dag()
+    # member 0 is late: it computes 50 us first, so everything downstream of it waits
+    c = dag.compute(0, 50 * US)
+    collective(dag, "allgather", [0, 1, 2], 300_000, [[c], [], []], "ag")
+    r = run_dag(dag, 3)
+    flow_of = {dag.arg[op]: op for op in range(len(dag)) if dag.kind[op] == OP_FLOW}
+    for fid, f in enumerate(dag.flows):
+        op = flow_of[fid]
+        for d in dag.deps[op]:  # after step 0: the predecessor's flow into this member
+            if dag.kind[d] != OP_FLOW:
+                continue
+            prev = dag.flows[dag.arg[d]]
+            assert prev.dst == f.src
+            # started when the last byte arrived: before its ACK got back, by about the 2-link return path
+            assert r.finish_ps[dag.arg[d]] - 3 * US <= r.start_ps[fid] <= r.finish_ps[dag.arg[d]]
+    assert r.start_ps[0] == 50 * US  # member 0's first send waits for its compute
+    assert r.start_ps[1] == 0 and r.start_ps[2] == 0  # the others start at once
+    # member 1's second step forwards what member 0 sent: it cannot start before 50 us
+    assert r.start_ps[4] > 50 * US
+
+
+def test_alltoall_and_p2p_times():
+    size = 3_000_000
+    dag = Dag()
+    collective(dag, "alltoall", [0, 1, 2, 3], size, None, "a2a")
+    r = run_dag(dag)
+    # each host sends 3 chunks of 750 KB and receives 3: 2.25 MB of data+ACK bytes on its link
+    expected = 3 * (size // 4) // 1000 * 1084 * 8 * 10**12 // G100 + 2 * US + PKT_PS
+    assert abs(end_ps(r) - expected) / expected < 0.03
+    assert len(dag.flows) == 12
+    dag = Dag()
+    collective(dag, "p2p", [0, 3], 2_000_000, None, "send")
+    r = run_dag(dag)
+    expected = 2_000 * PKT_PS + 2 * US + PKT_PS + 1 * US  # data, 2 hops, ACK of the last packet back
+    assert abs(end_ps(r) - expected) / expected < 0.03
+
+
+def test_groups_of_one_and_zero_bytes_cost_nothing():
+    dag = Dag()
+    c = dag.compute(1, 7 * US)
+    done = collective(dag, "allreduce", [1], 1_000_000, [[c]], "solo")
+    after = dag.compute(1, 3 * US, done)
+    collective(dag, "allgather", [0, 2], 0, None, "empty")
+    r = run_dag(dag)
+    assert not dag.flows
+    assert r.op_times[after] == (7 * US, 10 * US)
+
+
+def test_non_power_of_two_group_conserves_bytes():
+    dag = Dag()
+    collective(dag, "allreduce", [0, 1, 2, 3, 4], 1_000_003, None, "ar5")
+    r = run_dag(dag, 5)
+    chunk = -(-1_000_003 // 5)
+    assert r.complete and len(dag.flows) == 5 * 8
+    c = r.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == 5 * 8 * chunk
+
+
+def test_remote_dependency_travels_as_a_message():
+    """An op waiting on a compute at another host learns of it after the path delay (2 links of 1 us)."""
+    dag = Dag()
+    a = dag.compute(0, 10 * US)
+    b = dag.compute(2, 1 * US, [a])
+    r = run_dag(dag)
+    assert r.op_times[b] == (12 * US, 13 * US)
+
+
+def test_compute_stream_serializes_ready_ops():
+    dag = Dag()
+    a = dag.compute(0, 5 * US)
+    b = dag.compute(0, 5 * US)
+    r = run_dag(dag)
+    assert r.op_times[a] == (0, 5 * US) and r.op_times[b] == (5 * US, 10 * US)
+
+
+def test_dag_runs_identical_on_any_lp_count():
+    dag = Dag()
+    c = [dag.compute(h, (h + 1) * US) for h in range(4)]
+    d1 = collective(dag, "allreduce", [0, 1, 2, 3], 400_000, c, "ar")
+    d2 = collective(dag, "alltoall", [3, 1, 0, 2], 300_000, [[x] for x in (d1[3], d1[1], d1[0], d1[2])], "a2a")
+    [dag.compute(h, 2 * US, [d]) for h, d in zip([3, 1, 0, 2], d2)]
+    ref = run_dag(dag)
+    for n in (2, 3):
+        r = run_dag(dag, n_lps=n)
+        assert r.finish_ps == ref.finish_ps and r.start_ps == ref.start_ps and r.op_times == ref.op_times
+
+
+def test_bad_dag_inputs():
+    dag = Dag()
+    with pytest.raises(InputError, match="size must be 1..1000000000000000 bytes, got 0"):
+        dag.flow(0, 1, 0)
+    with pytest.raises(InputError, match="same host"):
+        dag.flow(1, 1, 10)
+    dag.compute(9, 1)
+    with pytest.raises(InputError, match="node 9 is not a host"):
+        run_dag(dag)
+
+
+@pytest.mark.slow
+def test_tp_group_of_24_gpus_over_three_servers():
+    """Issue 7 case 12: a ring all-reduce on 24 GPUs of 3 servers (not a power of two; NVLink inside a
+    server, the rail fabric between servers) finishes with the expected volume."""
+    from pwormhole.scenario import topology_from_arg
+    topo = topology_from_arg("rail-optimized:gpus=24")
+    cfg = config()
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    dag = Dag()
+    size = 2_400_000
+    done = collective(dag, "allreduce", topo.gpus[:24], size, None, "tp24")
+    r = Run(from_dag("t", topo, dag, cfg)).run()
+    assert r.complete and len(done) == 24
+    chunk = -(-size // 24)
+    c = r.counters()
+    assert c["bytes_sent"] == c["bytes_delivered"] == 24 * 2 * 23 * chunk
+    crossing = [f for f in dag.flows if f.src // 8 != f.dst // 8]
+    assert len(crossing) == 3 * 2 * 23  # 3 of the 24 ring edges leave a server, in every one of the 46 steps
