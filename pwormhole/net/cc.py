@@ -134,7 +134,7 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
        rate * (1 - alpha/2))`` with the alpha just updated, and the RP timer
        restarts (``RateIncEventTimerMlx``, every RP_TIMER).
 
-    Pinned with exact numbers by ``tests/test_faults.py::test_dcqcn_cnp_order``.
+    Pinned with exact numbers by ``tests/e2e/test_faults.py::test_dcqcn_cnp_order``.
     """
     if kind == TM_ALPHA:
         g = host.ewma_gain

@@ -27,7 +27,7 @@ KEY_NODE_SHIFT = 40
 # number of next hops. Python's hash((h, salt)) is not a fit: for two salts its low bits
 # differ by a near-constant offset, so a flow's ToR choice fixed its aggregation choice
 # (polarization: 1 of 4 core uplinks per aggregation switch with the same salt, 85% used
-# with different salts on HPCC's fat.txt; tests/test_faults.py pins the spread).
+# with different salts on HPCC's fat.txt; tests/e2e/test_faults.py pins the spread).
 ECMP_MIX = 0x9E3779B97F4A7C15
 LOW32 = 0xFFFFFFFF
 MIX_HI, MIX_LO = ECMP_MIX >> 32, ECMP_MIX & LOW32
