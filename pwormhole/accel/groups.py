@@ -13,7 +13,7 @@ from ..engine.lp import INF_PS
 from ..net.switch import SwitchPort
 from .config import BACKOFF_MIN_FLOWS
 
-__all__ = ["FlowState", "FlowTable", "Group", "components"]
+__all__ = ["FlowState", "FlowTable", "Group", "components", "split_off"]
 
 
 class FlowState:
@@ -119,16 +119,86 @@ def components(fids, flows: dict) -> list:
     return out
 
 
+def split_off(ports: list, by_port: dict, flows: dict) -> list:
+    """The connected components (sets of flow ids) that the flows crossing ``ports`` fall into,
+    all but one: a search from each port, side by side (one flow each in turn), ends where it
+    meets another (one component) or runs out of flows (a component); the one left open is the
+    rest, never searched through. So the work is that of the components returned, not of the
+    whole group. ``by_port``: port -> the set of flow ids crossing it; ``flows``: flow id -> FlowState."""
+    n = len(ports)
+    parent = list(range(n))
+    members: list = [set() for _ in ports]  # of each search (its root), the flows it reached
+    todo: list = [[] for _ in ports]  # of each search, the flows whose ports it has still to look at
+    reached: set = set()  # the flows any search reached
+    seen: dict = {}  # port -> the search that took its flows
+    live = set(range(n))  # the roots of the searches still open
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = i = parent[parent[i]]
+        return i
+
+    def merge(i: int, j: int) -> int:
+        """Roots ``i`` and ``j`` meet: the one with more flows takes the other's."""
+        if len(members[i]) < len(members[j]):
+            i, j = j, i
+        parent[j] = i
+        members[i] |= members[j]
+        todo[i] += todo[j]
+        live.discard(j)
+        return i
+
+    def take(i: int, p) -> int:
+        """Search ``i`` (a root) takes port ``p``'s flows; returns its root after the merges."""
+        seen[p] = i
+        on = by_port[p]
+        new = on - reached
+        if len(new) < len(on):  # it meets the searches that reached the others
+            for j in list(live):
+                if j != i and j in live and not members[j].isdisjoint(on):
+                    i = merge(i, j)
+        members[i] |= new
+        reached.update(new)
+        todo[i] += new
+        return i
+
+    for i, p in enumerate(ports):
+        take(find(i), p)
+    done = []
+    while len(live) > 1:
+        for i in list(live):
+            if len(live) <= 1:
+                break
+            if i not in live:
+                continue  # merged this round
+            if not todo[i]:
+                live.discard(i)
+                done.append(members[i])
+                continue
+            for p in flows[todo[i].pop()].ports:
+                j = seen.get(p)
+                if j is None:
+                    i = take(i, p)
+                else:
+                    j = find(j)
+                    if j != i:
+                        i = merge(i, j)
+    return done
+
+
 class FlowTable:
     """The active flows and their conflict groups: merged when a new flow touches several,
     split when a flow leaves (only that group is touched). A port and a flow hold their group's
     id through the group's cell, so a merge renames the largest group in place and rewrites
-    only the smaller groups' ports and flows (linear in flows over a run of starts)."""
+    only the smaller groups' ports and flows (linear in flows over a run of starts); a leave
+    likewise keeps the cell for what is left of the group and searches only the components
+    that split off (:func:`split_off`)."""
 
     def __init__(self) -> None:
         self.flows: dict[int, FlowState] = {}
         self.groups: dict[int, Group] = {}
         self.port_cell: dict = {}  # port -> the cell of its group's id
+        self.port_flows: dict = {}  # port -> the ids of the flows crossing it
         self.next_gid = 0
 
     def new_group(self, flows: set, ports: set, t: int) -> Group:
@@ -139,8 +209,16 @@ class FlowTable:
         cell = g.cell
         for p in ports:
             self.port_cell[p] = cell
+        by_port = self.port_flows
         for fid in flows:
-            self.flows[fid].group_cell = cell
+            fs = self.flows[fid]
+            fs.group_cell = cell
+            for p in fs.ports:
+                on = by_port.get(p)
+                if on is None:
+                    by_port[p] = {fid}
+                else:
+                    on.add(fid)
         return g
 
     def touching(self, ports) -> list:
@@ -170,10 +248,16 @@ class FlowTable:
                 self.flows[fid].group_cell = cell
         flows.add(fs.fid)
         fs.group_cell = cell
+        by_port = self.port_flows
         for p in fs.ports:
             if p not in ports:
                 ports.add(p)
                 self.port_cell[p] = cell
+            on = by_port.get(p)
+            if on is None:
+                by_port[p] = {fs.fid}
+            else:
+                on.add(fs.fid)
         gid = self.next_gid
         self.next_gid += 1
         cell[0] = gid
@@ -181,24 +265,58 @@ class FlowTable:
         return g
 
     def remove(self, fid: int, t: int) -> None:
-        """Flow ``fid`` finished: its group splits into connected components."""
+        """Flow ``fid`` finished: its group splits into connected components (new ids, made in
+        the order of their smallest flow id); the part no search went through keeps the cell."""
         fs = self.flows.pop(fid, None)
         if fs is None:
             return
         g = self.groups.pop(fs.group_cell[0])
-        for p in g.ports:
-            del self.port_cell[p]
+        by_port, port_cell = self.port_flows, self.port_cell
+        seeds, gone = [], []  # its ports other flows still cross; those none do
+        for p in fs.ports:
+            on = by_port[p]
+            on.discard(fid)
+            if on:
+                seeds.append(p)
+            else:
+                del by_port[p], port_cell[p]
+                gone.append(p)
+        rest, ports = g.flows, g.ports  # what is left keeps the group's sets (as a merge's largest group does)
+        rest.discard(fid)
+        if not rest:
+            return
+        ports.difference_update(gone)
+        parts = split_off(seeds, by_port, self.flows) if len(seeds) > 1 else []
         flows = self.flows
-        rest = g.flows - {fid}
-        if rest and any(all(p in flows[f].ports for f in rest) for p in fs.ports):
-            parts = [(rest, set().union(*(flows[f].ports for f in rest)))]  # a port they all cross: one part
+        newest = g.max_start_ps  # what is left keeps the latest start unless it went with a part
+        recount = fs.start_ps >= newest
+        split: list = []  # (smallest flow id, flows, ports) of each part; None, None: what is left
+        for comp in parts:
+            rest -= comp
+            cports = set().union(*(flows[f].ports for f in comp))
+            ports -= cports
+            split.append((min(comp), comp, cports))
+            recount = recount or any(flows[f].start_ps >= newest for f in comp)
+        if recount:
+            newest = max(flows[f].start_ps for f in rest)
+        if split:
+            split.append((min(rest), None, None))
+            split.sort(key=lambda x: x[0])
         else:
-            parts = components(rest, flows)
-        for comp, ports in parts:
-            part = self.new_group(comp, ports, t)
-            if g.backoff_periods and len(comp) >= BACKOFF_MIN_FLOWS:  # what is left backs off again sooner
+            split = [(0, None, None)]
+        for _, comp, cports in split:
+            if comp is None:
+                gid = self.next_gid
+                self.next_gid += 1
+                g.cell[0] = gid
+                part = self.groups[gid] = Group(gid, rest, ports, t, newest, g.cell)
+                size = len(rest)
+            else:
+                part = self.new_group(comp, cports, t)
+                size = len(comp)
+            if g.backoff_periods and size >= BACKOFF_MIN_FLOWS:  # what is left backs off again sooner
                 part.backoff_periods = g.backoff_periods
-                part.unsettled = g.unsettled if len(parts) == 1 else 0  # a split may settle
+                part.unsettled = g.unsettled if len(split) == 1 else 0  # a split may settle
 
     def first_check_ps(self) -> int:
         """The earliest ``next_check_ps`` of the groups not frozen (``INF_PS``: none)."""
@@ -208,6 +326,7 @@ class FlowTable:
         """Rebuild every group from the flows' (new) ports; returns the groups."""
         self.groups.clear()
         self.port_cell.clear()
+        self.port_flows.clear()
         fids = sorted(self.flows)
         return [self.new_group(comp, ports, t) for comp, ports in components(fids, self.flows)]
 

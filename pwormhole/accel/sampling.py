@@ -33,13 +33,14 @@ def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
     """Sorted ``(flow id, Sample)`` at ``t`` of the flows in ``due_flows`` (iterables of flow
     ids) whose sender node is in ``local``; ``flows``: flow id -> FlowState."""
     samples = []
+    make = tuple.__new__  # Sample's own constructor is Python code
     for fid in chain.from_iterable(due_flows):
         src = flows[fid].src
         if src not in local:
             continue
         qp = net.sender_qp(fid)
         if qp is not None:
-            samples.append((fid, Sample(t, *qp.snapshot(t))))
+            samples.append((fid, make(Sample, (t, *qp.snapshot(t)))))
     samples.sort()
     return samples
 
@@ -71,7 +72,7 @@ def store_samples(samples, flows: dict, groups: dict, keep: int, keep_backed_off
         fs = flows_get(fid)
         if fs is None:
             continue
-        g = groups[fs.gid]
+        g = groups[fs.group_cell[0]]
         if g.frozen is not None:
             continue
         q = fs.samples

@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pwormhole.accel import groups
-from pwormhole.accel.groups import FlowTable, components
+from pwormhole.accel.groups import FlowTable, components, split_off
 
 
 def test_a_flow_joining_three_groups_merges_them_into_the_largest_renamed():
@@ -40,12 +39,11 @@ def test_a_flow_joining_three_groups_merges_them_into_the_largest_renamed():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_leaves_split_groups_as_connected_components_do(seed, monkeypatch):
+def test_leaves_split_groups_as_connected_components_do(seed):
     """After every leave the table's groups are the connected components of the flows left
     (by shared port), with exactly their ports: also where a port all remaining flows cross
-    keeps the group whole without a search (an incast's last hop: every flow of the even seeds)."""
-    searched = []
-    monkeypatch.setattr(groups, "components", lambda fids, flows: searched.append(len(fids)) or components(fids, flows))
+    keeps the group whole with no part split off (an incast's last hop: every flow of the even seeds)."""
+    split = []
     rng = random.Random(seed)
     tab = FlowTable()
     ports = [f"p{i}" for i in range(12)]
@@ -57,9 +55,35 @@ def test_leaves_split_groups_as_connected_components_do(seed, monkeypatch):
         tab.add(fs, tab.touching(fs.ports), fid)
         live[fid] = fs
     for t, fid in enumerate(rng.sample(sorted(live), len(live)), start=100):
+        before = len(tab.groups)
         tab.remove(fid, t)
+        split.append(len(tab.groups) - before)
         del live[fid]
         want = sorted((sorted(c), sorted(p)) for c, p in components(set(live), live))
         assert sorted((sorted(g.flows), sorted(g.ports)) for g in tab.groups.values()) == want
         assert set(tab.port_cell) == {p for fs in live.values() for p in fs.ports}
-    assert (max(searched) == 0) == (seed % 2 == 0)  # an incast's groups are never searched
+        assert tab.port_flows == {p: {f for f, fs in live.items() if p in fs.ports} for p in tab.port_cell}
+    assert max(split) <= 0 or seed % 2  # an incast's group never splits
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_split_off_finds_every_component_but_the_one_left_open(seed):
+    """Each flow of a random group leaves in turn: the parts ``split_off`` returns and what is
+    left beside them are the connected components of the flows left; the searches run side by
+    side, so a part returned has at most (searches) x (what is left + 1) flows."""
+    rng = random.Random(seed)
+    ports = [f"p{i}" for i in range(rng.randint(4, 40))]
+    flows = {f: SimpleNamespace(ports=set(rng.sample(ports, rng.randint(1, 2)))) for f in range(rng.randint(2, 40))}
+    group, _ = max(components(set(flows), flows), key=lambda c: len(c[0]))
+    for gone in sorted(group):
+        rest = {f: flows[f] for f in group if f != gone}
+        by_port: dict = {}
+        for f, fs in rest.items():
+            for p in fs.ports:
+                by_port.setdefault(p, set()).add(f)
+        seeds = sorted(p for p in flows[gone].ports if p in by_port)
+        parts = split_off(seeds, by_port, rest)
+        left = set(rest) - set().union(*parts)
+        have = sorted(sorted(c) for c in [*parts, left] if c)
+        assert have == sorted(sorted(c) for c, _ in components(set(rest), rest))
+        assert all(len(c) <= len(seeds) * (len(left) + 1) for c in parts)
