@@ -22,7 +22,7 @@ Scenarios (GPT-7B, 1 layer, TP 8, sequence 2048, DCQCN, 16 GPUs, rail-optimized)
 
 and GPT-7B TP 8, DP 4, PP 2, 4 layers, sequence 2048, HPCC, without its TP collectives
 (``bench/wormhole.py``'s what-if), where up to five DP all-reduces share each ring's NICs and
-HPCC's shares among them depend on their history (issue 22):
+HPCC's shares among them depend on their history:
 
 * ``rings-hpcc-64``: on 64 GPUs;
 * ``rings-hpcc-2rails``: the same traffic on 2 of the 8 rails (16 GPUs in 2-GPU servers

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Start-up time and memory per node and per flow (a benchmark, not a test).
 
-Issue 7 case 3: build cost must grow linearly with the topology and with the
+Build cost must grow linearly with the topology and with the
 flow list. Measured with ``tracemalloc`` (Python allocations that are still
 alive after the build, i.e. what the run keeps) and ``time.perf_counter``
 (start-up without tracemalloc, which slows allocation down):

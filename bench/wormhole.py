@@ -126,8 +126,8 @@ SCENARIOS = {
     "whatif-gpt7b-dopt-64-dcqcn-notp": ("what-if: gpt7b-dopt-64-dcqcn without its TP all-reduces (NIC traffic only)",
                                         gpt(64, "dcqcn", layers=2, dist_opt=True, no_tp=True)),
     "whatif-gpt7b-pp2-64-hpcc-s2048-notp": ("what-if: GPT-7B TP8 DP4 PP2, 4 layers, seq 2048, 64 GPUs, HPCC, without "
-                                            "its TP all-reduces (up to five DP all-reduces share each ring's NICs; "
-                                            "issue 22)", gpt(64, "hpcc", layers=4, seq_len=2048, no_tp=True, pp=2)),
+                                            "its TP all-reduces (up to five DP all-reduces share each ring's NICs)",
+                                            gpt(64, "hpcc", layers=4, seq_len=2048, no_tp=True, pp=2)),
     "gpt7b-dopt-32-hpcc": ("gpt7b-dopt-32-dcqcn under HPCC", gpt(32, "hpcc", layers=2, dist_opt=True)),
     "gpt7b-dopt-64-hpcc": ("gpt7b-dopt-64-dcqcn under HPCC", gpt(64, "hpcc", layers=2, dist_opt=True)),
     "moe-16-ep2": ("Mixtral 8x7B 1 layer, TP8 EP2 (all-to-all across servers), seq 256, 16 GPUs, DCQCN", moe(16, 2)),

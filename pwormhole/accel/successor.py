@@ -1,5 +1,5 @@
-"""HPCC ring steps that follow one another (issue 24, item 2: a collective keeps its identity
-across its ring steps).
+"""HPCC ring steps that follow one another (a collective keeps its identity across its ring
+steps).
 
 A ring's next step starts on the NIC, and the path, of the step that has just finished, into
 the group that step left. When a group re-forms from the flows of its last steady freeze, with

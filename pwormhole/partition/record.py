@@ -41,7 +41,7 @@ from ..inputs.tokens import read_json
 from ..outfiles import RECORD_NAME, atomic
 
 EXCHANGE_US = 65.0  # a window's exchange at 2 ranks (packing, collective, unpacking; not the fct lines), measured
-SEND_US = 0.2  # an event sent to another rank: packed and pickled (sync/codec.py; measured, eleventh session)
+SEND_US = 0.2  # an event sent to another rank: packed and pickled (sync/codec.py; measured)
 RECV_US = 0.3  # an event received from another rank: unpickled, unpacked and pushed on the heap (the same)
 REFINE_PASSES = 50  # passes of moves and swaps at most
 _ARRAYS = ("t_end_ps", "events", "unit_s", "boundary_s", "unit", "links", "window_ps")  # writer_s, local_s: optional

@@ -1,4 +1,4 @@
-"""HPCC memo replays cut short by a joining ring step (issue 22, item 3)."""
+"""HPCC memo replays cut short by a joining ring step."""
 
 from types import SimpleNamespace
 

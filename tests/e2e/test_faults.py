@@ -1,4 +1,4 @@
-"""Issue 7: inputs that made HPCC ns-3 / SimAI / ASTRA-sim users see hangs,
+"""Inputs that made HPCC ns-3 / SimAI / ASTRA-sim users see hangs,
 crashes, silent wrong answers or memory blow-ups. Each case asserts the right
 value (a hand-computed time, a count, a conservation law) or a clear one-line
 error; inputs are generated here, scaled down where the case allows.

@@ -1,4 +1,4 @@
-"""Issue 7 cases 13 and 14: runs that cannot progress, and runs stopped by a signal."""
+"""Runs that cannot progress, and runs stopped by a signal."""
 
 import json
 import signal

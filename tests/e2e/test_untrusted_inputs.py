@@ -1,5 +1,5 @@
 """Untrusted files: a memo cache with edited values, plan files, topology headers and
-iteration counts that would allocate without bound (issue 20, cases 6 and 7).
+iteration counts that would allocate without bound.
 
 The memo cache is recorded from a tiny scenario with memo hits (two identical 2-to-1
 incasts of 6 MB on a star, DCQCN: the second replays the first), then mutated.

@@ -1,4 +1,4 @@
-"""Runs that used to end with exit 0 and a wrong answer (issue 20, cases 1, 3 and 4)."""
+"""Runs that used to end with exit 0 and a wrong answer."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""Issue 20 item 2: LINK_DOWN takes a link down mid-run (HPCC third.cc ``TakeDownLink``).
+"""LINK_DOWN takes a link down mid-run (HPCC third.cc ``TakeDownLink``).
 
 At the failure time the link stops carrying packets (those on its wire and in
 its queues are lost), ECMP tables are recomputed without it, flows reroute and

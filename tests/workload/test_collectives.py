@@ -152,7 +152,7 @@ def test_bad_dag_inputs():
 
 @pytest.mark.slow
 def test_tp_group_of_24_gpus_over_three_servers():
-    """Issue 7 case 12: a ring all-reduce on 24 GPUs of 3 servers (not a power of two; NVLink inside a
+    """A ring all-reduce on 24 GPUs of 3 servers (not a power of two; NVLink inside a
     server, the rail fabric between servers) finishes with the expected volume."""
     from pwormhole.scenario import topology_from_arg
     topo = topology_from_arg("rail-optimized:gpus=24")
