@@ -110,7 +110,7 @@ def test_default_run_and_compare_reports_render_in_chromium(chromium, tmp_path):
     r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--out", str(out), "--no-progress"],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr
-    img = _check_page(chromium, out / "report.html", svgs=4)  # slowdown, FCT CDF, timeline, per GPU
+    img = _check_page(chromium, out / "report.html", svgs=6)  # NIC and NVLink: slowdown, FCT CDF; timeline, per GPU
     header = img[5:60, 5:400, :3]  # the dark header band at the top
     assert header.mean() < 0.4
     cmp_out = tmp_path / "compare"
