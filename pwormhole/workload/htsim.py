@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pwormhole.errors import InputError
 from pwormhole.inputs.tokens import head_tokens, open_text, to_int, token_lines
@@ -448,7 +448,6 @@ def _renumber_file_order(dag: Dag, flow_of_conn: list[int]) -> Dag:
     """Make flow ``i`` the ``i``-th connection of the file (op order is kept)."""
     if flow_of_conn == list(range(len(flow_of_conn))):
         return dag
-    from dataclasses import replace
     new_id = {old: new for new, old in enumerate(flow_of_conn)}
     flows: list = [None] * len(dag.flows)
     for f in dag.flows:
