@@ -66,6 +66,7 @@ class RunOptions:
     flows: str | None = None
     format: str | None = None
     config: str | None = None
+    strict: bool = False
     scenario: str = DEFAULT_SCENARIO
     workload: str | None = None
     model: str | None = None
@@ -251,7 +252,7 @@ def _training_scenario(opts):
         servers = -(-spec.all_gpus // 8)
         topo = topology_from_arg(f"rail-optimized:gpus={servers * 8}")
     if opts.config:
-        cfg, warnings = read_hpcc_config(opts.config, input_files=False)
+        cfg, warnings = read_hpcc_config(opts.config, input_files=False, strict=opts.strict)
         spec.warnings.extend(warnings)
     else:
         cfg = ModelConfig(cc_mode=CC_BY_NAME.get(opts.cc, CC_DCQCN))  # training default: DCQCN
@@ -273,7 +274,7 @@ def _chakra_scenario(opts, topo):
         topo = topology_from_arg(f"rail-optimized:gpus={-(-ranks // 8) * 8}")
     dag = load_chakra(opts.workload, topo)
     if opts.config:
-        cfg, warnings = read_hpcc_config(opts.config, input_files=False)
+        cfg, warnings = read_hpcc_config(opts.config, input_files=False, strict=opts.strict)
     else:
         cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(opts.cc, CC_DCQCN)), []
         cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
@@ -363,13 +364,13 @@ def _read_scenario(opts):
             raise InputError("give either --hpcc-config or --topology/--flows, not both")
         if opts.cc:
             raise InputError("--cc and --hpcc-config both set the congestion control (its CC_MODE); give one")
-        return from_hpcc_config(opts.hpcc_config)
+        return from_hpcc_config(opts.hpcc_config, strict=opts.strict)
     if opts.topology or opts.flows:
         if not (opts.topology and opts.flows):
             raise InputError("--topology needs --flows (or a training workload: --workload or --model)")
         if opts.cc and opts.config:
             raise InputError("--cc and --config both set the congestion control; give one")
-        return from_files(opts.topology, opts.flows, opts.config, opts.format, cc=opts.cc)
+        return from_files(opts.topology, opts.flows, opts.config, opts.format, cc=opts.cc, strict=opts.strict)
     if opts.config:
         raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")
     scn = EMBEDDED[opts.scenario]()

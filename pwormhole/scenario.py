@@ -144,9 +144,10 @@ def training_scenario(spec, topology: Topology, config: ModelConfig | None = Non
     return from_dag(name or spec.name, topology, dag, cfg, spec.warnings)
 
 
-def from_hpcc_config(path: str) -> Scenario:
-    """Load the topology and flow files that an HPCC ``config.txt`` names."""
-    cfg, warnings = read_hpcc_config(path)
+def from_hpcc_config(path: str, strict: bool = False) -> Scenario:
+    """Load the topology and flow files that an HPCC ``config.txt`` names (``strict``: refuse
+    unknown keys)."""
+    cfg, warnings = read_hpcc_config(path, strict=strict)
     if not cfg.topology_file or not cfg.flow_file:
         raise InputError("config names no TOPOLOGY_FILE or FLOW_FILE", path)
     topo = read_hpcc_topology(cfg.topology_file)
@@ -159,14 +160,15 @@ def from_hpcc_config(path: str) -> Scenario:
 
 
 def from_files(topology_path: str, flows_path: str, config_path: str | None = None, fmt: str | None = None,
-               topology: Topology | None = None, cc: str | None = None) -> Scenario:
+               topology: Topology | None = None, cc: str | None = None, strict: bool = False) -> Scenario:
     """Load a topology (HPCC, SimAI, htsim ``.topo`` or a builder spec) and a flow
     file (HPCC flow list or htsim connection matrix), with an optional HPCC
     config (or ``cc`` without one; the files it names are not read: these are the inputs);
-    formats are detected from the content unless ``fmt`` forces one."""
+    formats are detected from the content unless ``fmt`` forces one; ``strict`` refuses the config's
+    unknown keys."""
 
     if config_path:
-        cfg, warnings = read_hpcc_config(config_path, input_files=False)
+        cfg, warnings = read_hpcc_config(config_path, input_files=False, strict=strict)
     else:  # ``cc`` (a name of config.CC_NAMES); default HPCC, as HPCC's config.txt
         cfg, warnings = ModelConfig(cc_mode=CC_BY_NAME.get(cc or "", ModelConfig().cc_mode)), []
     topo = topology if topology is not None else topology_from_arg(topology_path, fmt)

@@ -226,6 +226,8 @@ def add_run_arguments(r) -> None:
     r.add_argument("--format", choices=INPUT_FORMATS,
                    help="force the format of the input files (default: detected from their content)")
     r.add_argument("--config", metavar="FILE", help="HPCC config file for model parameters")
+    r.add_argument("--strict", action="store_true",
+                   help="refuse a config key pwormhole does not know (default: warn and ignore it)")
     r.add_argument("--scenario", choices=EMBEDDED_SCENARIOS, default=EMBEDDED_SCENARIOS[0],
                    help="embedded scenario when no input is given: one iteration of GPT-7B on a 64-GPU "
                         "rail-optimized fabric with the distributed optimizer (default), of 4 GPT-3 Medium layers "

@@ -7,6 +7,7 @@ and its annotated example ``simulation/mix/config_doc.txt``.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from decimal import Decimal, InvalidOperation
@@ -89,11 +90,17 @@ _MAPS = {"KMAX_MAP": "kmax_map_bytes", "KMIN_MAP": "kmin_map_bytes", "PMAX_MAP":
 
 _COMMENT = re.compile(r"\{[^}]*\}?")
 
+# every key read_hpcc_config knows (those of third.cc), for "did you mean" on an unknown one
+_KEYS = frozenset({*_BOOL, *_INT, *_MICROS, *_RATES, *_FLOATS, *_INPUT_FILES, *_OUTPUT_NAMES, *_MON_TIMES,
+                   *_ACCEPTED, *_NOT_MODELLED, *_ONE_VALUE, *_MAPS, "CC_MODE", "SIMULATOR_STOP_TIME",
+                   "LINK_DOWN", "BUFFER_SIZE"})
+
 # config key -> line it was read from, per ModelConfig produced here (for later messages)
 _KEY_LINES_ATTR = "_hpcc_key_lines"
 
 
-def read_hpcc_config(path: str | os.PathLike, input_files: bool = True) -> tuple[ModelConfig, list[str]]:
+def read_hpcc_config(path: str | os.PathLike, input_files: bool = True,
+                     strict: bool = False) -> tuple[ModelConfig, list[str]]:
     """Read an HPCC ns-3 ``config.txt`` into a :class:`ModelConfig`.
 
     Format: one ``KEY value...`` per line. Blank lines, CRLF and tabs are fine; a
@@ -150,8 +157,9 @@ def read_hpcc_config(path: str | os.PathLike, input_files: bool = True) -> tuple
 
     Returns:
         ``(config, warnings)``: ``config.source = str(path)``; ``warnings`` holds
-        one line per unknown key (``"<path>:<line>: unknown key FOO ignored"``),
-        repeated key, ignored-but-meaningful key or missing TRACE_FILE.
+        one line per unknown key (``"<path>:<line>: unknown key CC_MODEE ignored (did you mean
+        CC_MODE?)"``; ``strict``: an unknown key is an error instead), repeated key,
+        ignored-but-meaningful key or missing TRACE_FILE.
 
     Raises:
         InputError naming the file, the line, the key and the value for: a file
@@ -289,7 +297,11 @@ def read_hpcc_config(path: str | os.PathLike, input_files: bool = True) -> tuple
                 warnings.append(f"{spath}:{lineno}: {key} is not modelled by pwormhole{_NOT_MODELLED[key]}; ignored")
             else:
                 known = False
-                warnings.append(f"{spath}:{lineno}: unknown key {key} ignored")
+                close = difflib.get_close_matches(key, _KEYS, n=1, cutoff=0.8)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                if strict:
+                    raise err(f"unknown key {key}{hint}; --strict refuses unknown keys")
+                warnings.append(f"{spath}:{lineno}: unknown key {key} ignored{hint}")
 
             if known:
                 if key in seen:

@@ -141,3 +141,23 @@ def test_version_prints_the_version_and_the_commit():
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                               cwd=ROOT).stdout.strip()
         assert r.stdout.startswith("pwormhole 0.1.0 (commit ") and (not head or head in r.stdout), r.stdout
+
+
+def test_strict_refuses_a_misspelt_config_key_and_writes_nothing(tmp_path):
+    """Without --strict a misspelt key warns with the key it resembles and the run goes on with the
+    default; with --strict: exit 2, one line naming the file and line, no output folder."""
+    inc = ROOT / "tests" / "data" / "incast"
+    conf = tmp_path / "config.txt"
+    lines = (inc / "pfc_config.txt").read_text().splitlines()
+    conf.write_text("\n".join([*lines, "CC_MODEE 3"]) + "\n")
+    args = ["--topology", inc / "star9_topology.txt", "--flows", inc / "incast8_flows.txt", "--config", conf,
+            "--mode", "packet", "--no-progress"]
+    r = cli("run", *args, "--out", tmp_path / "warned")
+    assert r.returncode == 0, r.stderr
+    assert f"{conf}:{len(lines) + 1}: unknown key CC_MODEE ignored (did you mean CC_MODE?)" in r.stderr
+    r = cli("run", *args, "--strict", "--out", tmp_path / "refused")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"pwormhole: error: {conf}:{len(lines) + 1}: unknown key CC_MODEE (did you mean CC_MODE?); "
+        "--strict refuses unknown keys"]
+    assert not (tmp_path / "refused").exists()

@@ -410,6 +410,24 @@ def test_config_keys_not_modelled_warn_by_name(tmp_path: Path):
     raises_at(lambda: read_hpcc_config(p), p, 1, "ENABLE_TRACE value 'yes' must be 0 or 1")
 
 
+def test_a_misspelt_key_names_the_key_it_resembles_and_strict_refuses_it(mix_copy: Path):
+    """``CC_MODEE`` and ``BUFER_SIZE`` (one letter off) are named with the key they resemble; ``FOO``
+    resembles none; with ``strict`` the first unknown key is an error at its line, a known key
+    that pwormhole does not model (PAUSE_TIME) still only warns."""
+    p = mix_copy / "config.txt"
+    n = len(lines_of(MIX / "config.txt"))
+    p.write_text(p.read_text() + "\nPAUSE_TIME 5\nCC_MODEE 3\nBUFER_SIZE 32\nFOO 1\n")
+    _, warns = read_hpcc_config(p)
+    assert f"{p}:{n + 3}: unknown key CC_MODEE ignored (did you mean CC_MODE?)" in warns
+    assert f"{p}:{n + 4}: unknown key BUFER_SIZE ignored (did you mean BUFFER_SIZE?)" in warns
+    assert f"{p}:{n + 5}: unknown key FOO ignored" in warns
+    raises_at(lambda: read_hpcc_config(p, strict=True), p, n + 3,
+              "unknown key CC_MODEE (did you mean CC_MODE?); --strict refuses unknown keys")
+    p.write_text((MIX / "config.txt").read_text() + "\nPAUSE_TIME 5\n")
+    _, warns = read_hpcc_config(p, strict=True)
+    assert any("PAUSE_TIME is not modelled" in w for w in warns)
+
+
 def test_config_values(mix_copy: Path):
     p = mix_copy / "config.txt"
     extra = ("\nENABLE_PFC 0\nRP_TIMER 1.5\nLINK_DOWN 100 0 1\nFCT_OUTPUT_FILE out/fct_hpcc.txt\n"
