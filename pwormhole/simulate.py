@@ -31,6 +31,7 @@ from .report.monitor import (
     write_link_util,
     write_qlen,
 )
+from .report.per_layer import per_layer_rows
 from .report.summary import (
     accel_summary,
     fct_summary,
@@ -134,8 +135,9 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
     checked before simulating); ``comm``: an MPI communicator (one LP per rank; rank 0 writes the
     files). Returns the summary dict.
 
-    With a workload DAG (training jobs) the run also writes ``collectives.csv``
-    and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
+    With a workload DAG (training jobs) the run also writes ``collectives.csv`` and ``timeline.csv``
+    (and ``per_layer.csv`` for a training spec: :mod:`pwormhole.report.per_layer`) and adds
+    ``iterations`` (ns), ``iteration_time_ns`` (the last one),
     ``collectives`` {count, total_time_ns} and ``gpus`` (per-GPU compute,
     communication and exposed communication, ns) to the summary
     (:mod:`pwormhole.report.training`).
@@ -385,6 +387,8 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
         summary.update(training_summary(training, sim.complete))
+        if scn.spec is not None and rank0:
+            training["per_layer"] = per_layer_rows(scn.dag, scn.spec, sim.op_times, sim.start_ps, sim.finish_ps)
     if plan is not None:
         summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
                                 "cut_links": len(plan.cut_links)}

@@ -227,15 +227,17 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
     pending: list[list[int]] = [[] for _ in range(n)]  # incoming pipeline flows to wait for
     background: list[list[int]] = [[] for _ in range(n)]  # ops the update waits for
 
-    def compute(g: int, ns: int, label: str) -> None:
+    def compute(g: int, ns: int, label: str, code: int = -1) -> None:
         deps = [last[g]] + pending[g]
         pending[g] = []
         if ns > 0:
-            last[g] = dag.compute(hosts[g], ns * NS, deps, label)
+            op = last[g] = dag.compute(hosts[g], ns * NS, deps, label)
+            if code >= 0:
+                dag.compute_layer[op] = code
         elif len(deps) > 1:  # nothing to compute, but pipeline flows to wait for
             last[g] = dag.mark(hosts[g], deps, label)
 
-    def comm(stage: int, phase, label: str, blocking: bool, it: int) -> None:
+    def comm(stage: int, phase, label: str, blocking: bool, it: int, li: int = -1, column: str = "") -> None:
         kind = COMM_KIND.get(phase.comm)
         if kind is None or phase.size_bytes <= 0 or phase.group not in groups:
             return
@@ -248,15 +250,17 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                 pending[g] = []
             done = collective(dag, kind, [hosts[g] for g in grp], phase.size_bytes, deps,
                               f"it{it}.{label}.{phase.group}{grp[0]}", grp)
+            dag.collectives[-1].layer, dag.collectives[-1].phase = li, column
             for g, d in zip(grp, done):
                 if blocking:
                     last[g] = d
                 else:
                     background[g].append(d)
 
-    def pipeline_send(src_gpu: int, dst_gpu: int, label: str, it: int) -> None:
+    def pipeline_send(src_gpu: int, dst_gpu: int, label: str, it: int, column: str) -> None:
         done = collective(dag, "p2p", [hosts[src_gpu], hosts[dst_gpu]], spec.pp_comm_bytes,
                           [[last[src_gpu]], []], f"it{it}.{label}", [src_gpu, dst_gpu])
+        dag.collectives[-1].phase = column
         background[src_gpu].append(done[0])
         pending[dst_gpu].append(done[1])
 
@@ -276,24 +280,24 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                 for li in chunk:
                     layer = spec.layers[li]
                     for g in stage_gpus[s]:
-                        compute(g, layer.forward.compute_ns, f"it{it}.{layer.name}.fwd")
-                    comm(s, layer.forward, f"{layer.name}.fwd", True, it)
+                        compute(g, layer.forward.compute_ns, f"it{it}.{layer.name}.fwd", 3 * li)
+                    comm(s, layer.forward, f"{layer.name}.fwd", True, it, li, "fwd")
                 if s + 1 < spec.pp and spec.pp_comm_bytes > 0:
                     for g in stage_gpus[s]:
-                        pipeline_send(g, next_stage[g], f"mb{mb}.pp_fwd.s{s}.gpu{g}", it)
+                        pipeline_send(g, next_stage[g], f"mb{mb}.pp_fwd.s{s}.gpu{g}", it, "pp_fwd")
         for mb, chunk in enumerate(bwd_chunks):
             for s in reversed(range(spec.pp)):
                 for li in reversed(chunk):
                     layer = spec.layers[li]
                     for g in stage_gpus[s]:
-                        compute(g, layer.input_grad.compute_ns, f"it{it}.{layer.name}.ig")
-                    comm(s, layer.input_grad, f"{layer.name}.ig", True, it)
+                        compute(g, layer.input_grad.compute_ns, f"it{it}.{layer.name}.ig", 3 * li + 1)
+                    comm(s, layer.input_grad, f"{layer.name}.ig", True, it, li, "ig")
                     for g in stage_gpus[s]:
-                        compute(g, layer.weight_grad.compute_ns, f"it{it}.{layer.name}.wg")
-                    comm(s, layer.weight_grad, f"{layer.name}.wg", False, it)
+                        compute(g, layer.weight_grad.compute_ns, f"it{it}.{layer.name}.wg", 3 * li + 2)
+                    comm(s, layer.weight_grad, f"{layer.name}.wg", False, it, li, "wg")
                 if s > 0 and spec.pp_comm_bytes > 0:
                     for g in stage_gpus[s]:
-                        pipeline_send(g, prev_stage[g], f"mb{mb}.pp_bwd.s{s}.gpu{g}", it)
+                        pipeline_send(g, prev_stage[g], f"mb{mb}.pp_bwd.s{s}.gpu{g}", it, "pp_bwd")
         for g in range(n):
             deps = [last[g]] + pending[g] + background[g]
             pending[g] = []
@@ -303,7 +307,7 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
             else:
                 last[g] = dag.mark(hosts[g], deps, f"it{it}.update")
         for s in range(spec.pp):  # distributed optimizer: parameters all-gathered after the update
-            comm(s, spec.param_allgather, "param_allgather", True, it)
+            comm(s, spec.param_allgather, "param_allgather", True, it, -1, "param_allgather")
     dag.iterations = iterations
     assert len(dag) <= ops * iterations, "iteration_ops counts fewer ops than the DAG has"
     return dag
