@@ -372,6 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--record-windows", action="store_true",
                    help="also write windows.npz: events and seconds per window and per indivisible unit (one "
                         "in-process LP each), for 'partition --from-run' and 'scale --predict'")
+    r.add_argument("--trace", action="store_true",
+                   help="also write trace.json, the timeline in Chrome's Trace Event Format (Perfetto, "
+                        "chrome://tracing): per GPU its compute ops and collectives, per NIC its flows")
+    r.add_argument("--trace-limit", metavar="SIZE",
+                   help="refuse a run whose trace.json could grow past SIZE (default 256MB; sizes as 500MB, 2GB)")
     r.set_defaults(func=_run)
     c = sub.add_parser("compare", help="run packet and Wormhole modes on one scenario and report the error and speedup",
                        description="Run the scenario (same arguments as run) in packet mode and in Wormhole mode and "

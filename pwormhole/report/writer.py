@@ -31,6 +31,7 @@ from ..sync.interrupt import deferred_signals
 from .fct import IncrementalFile, fct_line, pfc_line
 from .per_layer import PER_LAYER_NAME, write_per_layer_csv
 from .summary import write_json_atomic
+from .trace import TRACE_NAME
 from .training import plot_timeline, write_collectives_csv, write_timeline_csv
 
 
@@ -52,7 +53,8 @@ def prepare_out_dir(out_dir: str) -> str | None:
     return made
 
 
-def output_names(scn, plot: bool = False, record_windows: bool = False, report: bool = False) -> list[str]:
+def output_names(scn, plot: bool = False, record_windows: bool = False, report: bool = False,
+                 trace: bool = False) -> list[str]:
     """The files a run writes in its output folder: the config's FCT and PFC names first (then its
     queue monitor's, when on), then pwormhole's own."""
     cfg = scn.config
@@ -68,6 +70,8 @@ def output_names(scn, plot: bool = False, record_windows: bool = False, report: 
             names.append(PER_LAYER_NAME)
         if plot:
             names.append("timeline.png")
+    if trace:
+        names.append(TRACE_NAME)
     if record_windows:
         names.append(RECORD_NAME)
     if report:
