@@ -37,6 +37,7 @@ from .inputs.formats import detect_workload_format, load_chakra
 from .inputs.hpcc_config import LINK_DOWN_BASE_PS, read_hpcc_config
 from .outfiles import check_file_writable, discard_out_dir
 from .partition.plan import PartitionPlan, check_parts
+from .report.trace import DEFAULT_TRACE_LIMIT_BYTES
 from .report.writer import prepare_out_dir
 from .scenario import (
     DEFAULT_SCENARIO,
@@ -98,6 +99,8 @@ class RunOptions:
     monitor_interval: str | None = None
     link_interval: str | None = None
     monitor_limit: str | None = None
+    trace: bool = False
+    trace_limit: str | None = None
     # Wormhole
     no_skip: bool = False
     no_memo: bool = False
@@ -433,8 +436,21 @@ def _prepare(opts: RunOptions, comm, made: list) -> Prepared:
         raise InputError(f"--lps must be >= 1, got {opts.lps}")
     accel = _accel_config(opts, comm)
     settings = RunSettings(until_ps, opts.seed, opts.lps, owner, accel, opts.memo_cache, opts.record_windows, opts.plot,
-                           _wants_report(opts), None if not opts.no_progress else False)
+                           _wants_report(opts), None if not opts.no_progress else False,
+                           trace=opts.trace, trace_limit_bytes=_trace_limit(opts))
     return Prepared(scn, out, settings, made[0])
+
+
+def _trace_limit(opts) -> int:
+    """``--trace-limit`` in bytes (the default without it); InputError for a bad size or without ``--trace``."""
+    if opts.trace_limit is None:
+        return DEFAULT_TRACE_LIMIT_BYTES
+    if not opts.trace:
+        raise InputError("--trace-limit needs --trace")
+    try:
+        return parse_size_bytes(opts.trace_limit)
+    except ValueError as e:
+        raise InputError(f"--trace-limit: {e}") from None
 
 
 def _check_memo_cache(opts) -> None:
@@ -491,6 +507,8 @@ def prepare_compare(opts: RunOptions) -> tuple[Prepared, typing.Callable[[], Sce
         _check_choices(opts)
         if opts.mode is not None:
             raise InputError("compare runs both modes; drop --mode")
+        if opts.trace or opts.trace_limit is not None:
+            raise InputError("--trace applies to run (compare writes no trace.json)")
         made[0] = _prepare_out(opts)
         _check_memo_cache(opts)
         scn = _load_scenario(opts)

@@ -28,9 +28,9 @@ _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW"
 REPORT_NAME = "report.html"  # report.page
 RECORD_NAME = "windows.npz"  # partition.record
 # files pwormhole writes at the top of an output folder under these names (run, compare, scale)
-OWN_FILE_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "timeline.csv", "report.html",
-                            "compare.json", "link_util.csv", "windows.npz", "fct_error_cdf.png", "scaling.csv",
-                            "scaling.png", "prediction.csv"})
+OWN_FILE_NAMES = frozenset({"summary.json", "collectives.csv", "timeline.png", "timeline.csv", "per_layer.csv",
+                            "trace.json", "report.html", "compare.json", "link_util.csv", "windows.npz",
+                            "fct_error_cdf.png", "scaling.csv", "scaling.png", "prediction.csv"})
 # names pwormhole writes itself, files and folders; config-file output names may not take them
 OWN_OUTPUT_NAMES = OWN_FILE_NAMES | {"packet", "wormhole", "spread", "logs", "slurm"}
 PART_SUFFIX = ".part"

@@ -31,7 +31,8 @@ from .workload.dag import Dag
 from .workload.flows import Flow
 from .workload.hpcc_flows import FIRST_SPORT, read_hpcc_flows, read_hpcc_trace
 from .workload.models import build_model
-from .workload.training import build_training_dag
+from .workload.simai import TrainingSpec, tp_groups
+from .workload.training import build_training_dag, schedule_notes
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
     dag: Dag | None = None  # a workload DAG whose flows are ``flows`` (training jobs, triggers)
     command: str | None = None  # the command line that asked for it (reports)
+    spec: TrainingSpec | None = None  # the training workload of ``dag`` (its layers and parallel groups)
 
 
 def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warnings=None) -> Scenario:
@@ -141,7 +143,30 @@ def training_scenario(spec, topology: Topology, config: ModelConfig | None = Non
         cfg.fill_k_maps({ln.rate_bps for ln in topology.links})
     check_k_maps(cfg, topology)
     dag = build_training_dag(spec, topology.gpus, iterations)
-    return from_dag(name or spec.name, topology, dag, cfg, spec.warnings)
+    notes = schedule_notes(spec)
+    span = tp_span_note(spec, topology)
+    if span:
+        notes.append(span)
+    scn = from_dag(name or spec.name, topology, dag, cfg, spec.warnings + notes)
+    scn.spec = spec
+    return scn
+
+
+def tp_span_note(spec, topology: Topology) -> str | None:
+    """One line when a TP group of ``spec`` has GPUs in more than one server of ``topology`` (its
+    collectives then cross the NIC fabric instead of NVLink); None otherwise."""
+    servers = topology.servers()
+    if servers is None or spec.tp < 2:
+        return None
+    gpus = topology.gpus
+    for grp in tp_groups(spec):
+        where = [servers[gpus[g]] for g in grp]
+        if len(set(where)) > 1:
+            size = sum(1 for s in servers.values() if s == where[0])
+            return (f"TP groups of {spec.tp} GPUs span servers of {size} GPUs (the first: GPUs {grp[0]}-{grp[-1]} "
+                    f"in {len(set(where))} servers): their collectives cross the NIC fabric between servers, not "
+                    "only NVLink")
+    return None
 
 
 def from_hpcc_config(path: str, strict: bool = False) -> Scenario:

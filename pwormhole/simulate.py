@@ -31,6 +31,7 @@ from .report.monitor import (
     write_link_util,
     write_qlen,
 )
+from .report.per_layer import per_layer_rows
 from .report.summary import (
     accel_summary,
     fct_summary,
@@ -42,6 +43,7 @@ from .report.summary import (
     run_summary,
     training_summary,
 )
+from .report.trace import DEFAULT_TRACE_LIMIT_BYTES, TRACE_NAME, check_trace_size, write_trace
 from .report.training import training_report
 from .report.writer import RunWriter, check_outputs, claim, output_names, prepare_out_dir
 from .run import Run, expected_end_ps
@@ -114,6 +116,8 @@ class RunSettings:
         report: also write ``report.html`` (:mod:`pwormhole.report.page`), last.
         progress: show a progress bar (None: only on a terminal, after a few seconds).
         quiet: do not print the readable summary.
+        trace: also write ``trace.json`` (:mod:`pwormhole.report.trace`), refused before simulating
+            when it could pass ``trace_limit_bytes``.
     """
     until_ps: int | None = None
     seed: int = 1
@@ -126,6 +130,8 @@ class RunSettings:
     report: bool = False
     progress: bool | None = False
     quiet: bool = False
+    trace: bool = False
+    trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES
 
 
 def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, comm=None, **fields) -> dict:
@@ -134,8 +140,9 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
     checked before simulating); ``comm``: an MPI communicator (one LP per rank; rank 0 writes the
     files). Returns the summary dict.
 
-    With a workload DAG (training jobs) the run also writes ``collectives.csv``
-    and adds ``iterations`` (ns), ``iteration_time_ns`` (the last one),
+    With a workload DAG (training jobs) the run also writes ``collectives.csv`` and ``timeline.csv``
+    (and ``per_layer.csv`` for a training spec: :mod:`pwormhole.report.per_layer`) and adds
+    ``iterations`` (ns), ``iteration_time_ns`` (the last one),
     ``collectives`` {count, total_time_ns} and ``gpus`` (per-GPU compute,
     communication and exposed communication, ns) to the summary
     (:mod:`pwormhole.report.training`).
@@ -165,12 +172,14 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
         memo_cache = None
     if record_windows and comm is not None:
         raise InputError("--record-windows runs in one process (one LP per unit); run it without mpiexec")
-    names = output_names(scn, plot, record_windows, report)
+    names = output_names(scn, plot, record_windows, report, settings.trace)
     err = None
     if rank0:
         try:
             prepare_out_dir(out_dir)
             check_outputs(out_dir, names, scn.config.source, memo_cache)
+            if settings.trace:
+                check_trace_size(scn, settings.trace_limit_bytes)
         except InputError as e:
             err = e
     _agree(comm, err)  # (before the plan's broadcast)
@@ -245,6 +254,12 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
         writer.finish(summary, training, plot, memo, memo_cache)
         if monitors is not None:
             _write_monitors(sim, monitors, writer, out_dir)
+        if settings.trace:
+            try:
+                write_trace(os.path.join(out_dir, TRACE_NAME), scn, sim.op_times, sim.start_ps, sim.finish_ps, nvlink,
+                            run_id)
+            except OutputError as e:
+                writer.errors.append(str(e))
         if report and writer.errors:
             writer.errors.append(f"{os.path.join(out_dir, REPORT_NAME)} not written: the run's outputs are not "
                                  "all there")
@@ -385,6 +400,8 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
         summary.update(training_summary(training, sim.complete))
+        if scn.spec is not None and rank0:
+            training["per_layer"] = per_layer_rows(scn.dag, scn.spec, sim.op_times, sim.start_ps, sim.finish_ps)
     if plan is not None:
         summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
                                 "cut_links": len(plan.cut_links)}

@@ -46,12 +46,24 @@ def _simulate(prep, comm=None) -> None:
         raise
 
 
+def _dry_run(prep, command: str) -> int:
+    """``--dry-run``: print the scenario's layout, flows and packet-event estimate; nothing is simulated
+    and the folder made for the outputs is removed again."""
+    from ..report.dryrun import dry_run_text
+
+    discard_out_dir(prep.made_out)
+    print(dry_run_text(prep.scenario, command))
+    return 0
+
+
 def _run(args) -> int:
     from ..options import prepare_run
     from ..sync.mpi import world
 
     opts = _options(args)
     comm = world()
+    if args.dry_run:
+        return _dry_run(prepare_run(opts), "run") if comm is None or comm.rank == 0 else 0
     if comm is not None:
         return _run_mpi(comm, opts)
     interrupt.stop_recording(interrupt.raise_or_defer)  # one process (mpiexec -n 1): signals raise again
@@ -154,6 +166,8 @@ def _compare(args) -> int:
     if args.spread < 0:
         raise InputError(f"--spread must be >= 0, got {args.spread}")
     prep, rebuild = prepare_compare(opts)
+    if args.dry_run:
+        return _dry_run(prep, "compare")
     out = prep.out
     try:
         compare(rebuild, out, prep.accel, until_ps=prep.settings.until_ps, seed=opts.seed, n_lps=opts.lps,
@@ -305,6 +319,9 @@ def add_run_arguments(r) -> None:
                    help="also write report.html, a self-contained page of the results (always for the default "
                         "scenario)")
     r.add_argument("--lps", type=int, default=1, help="in-process logical processes (same answer for any count)")
+    r.add_argument("--dry-run", action="store_true",
+                   help="print the layout (topology, servers, parallel groups, micro-batches), the flows and their "
+                        "bytes and the events a packet-level run would take, and exit without simulating")
     r.add_argument("--plan", metavar="FILE", help="partition plan JSON from 'pwormhole partition --save'")
 
 
@@ -357,6 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--record-windows", action="store_true",
                    help="also write windows.npz: events and seconds per window and per indivisible unit (one "
                         "in-process LP each), for 'partition --from-run' and 'scale --predict'")
+    r.add_argument("--trace", action="store_true",
+                   help="also write trace.json, the timeline in Chrome's Trace Event Format (Perfetto, "
+                        "chrome://tracing): per GPU its compute ops and collectives, per NIC its flows")
+    r.add_argument("--trace-limit", metavar="SIZE",
+                   help="refuse a run whose trace.json could grow past SIZE (default 256MB; sizes as 500MB, 2GB)")
     r.set_defaults(func=_run)
     c = sub.add_parser("compare", help="run packet and Wormhole modes on one scenario and report the error and speedup",
                        description="Run the scenario (same arguments as run) in packet mode and in Wormhole mode and "

@@ -197,7 +197,7 @@ def check_summary(summary: dict, path: str) -> None:
 
 
 # files of a run that a report reads besides its FCT and PFC files, the monitors' included
-_RUN_FILES = ("collectives.csv", "timeline.csv", "link_util.csv", RECORD_NAME)
+_RUN_FILES = ("collectives.csv", "timeline.csv", "per_layer.csv", "trace.json", "link_util.csv", RECORD_NAME)
 
 
 def read_run(folder: str) -> RunFiles:

@@ -2,7 +2,7 @@
 
 ``fct.txt`` and ``pfc.txt`` (names from the config) are written as results
 come in, as ``NAME.part``, renamed when the run ends (:mod:`pwormhole.report.fct`);
-then ``summary.json``, ``collectives.csv``, ``timeline.csv``, ``timeline.png`` and
+then ``summary.json``, ``collectives.csv``, ``timeline.csv``, ``per_layer.csv``, ``timeline.png`` and
 the memo cache (and ``report.html`` when asked). A write error does not stop the run nor the other outputs: the file
 stays as ``NAME.part`` and the error is listed (:class:`RunWriter`).
 """
@@ -29,7 +29,9 @@ from ..outfiles import (
 )
 from ..sync.interrupt import deferred_signals
 from .fct import IncrementalFile, fct_line, pfc_line
+from .per_layer import PER_LAYER_NAME, write_per_layer_csv
 from .summary import write_json_atomic
+from .trace import TRACE_NAME
 from .training import plot_timeline, write_collectives_csv, write_timeline_csv
 
 
@@ -51,7 +53,8 @@ def prepare_out_dir(out_dir: str) -> str | None:
     return made
 
 
-def output_names(scn, plot: bool = False, record_windows: bool = False, report: bool = False) -> list[str]:
+def output_names(scn, plot: bool = False, record_windows: bool = False, report: bool = False,
+                 trace: bool = False) -> list[str]:
     """The files a run writes in its output folder: the config's FCT and PFC names first (then its
     queue monitor's, when on), then pwormhole's own."""
     cfg = scn.config
@@ -63,8 +66,12 @@ def output_names(scn, plot: bool = False, record_windows: bool = False, report: 
         names.append("link_util.csv")
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):
         names += ["collectives.csv", "timeline.csv"]
+        if scn.spec is not None:
+            names.append(PER_LAYER_NAME)
         if plot:
             names.append("timeline.png")
+    if trace:
+        names.append(TRACE_NAME)
     if record_windows:
         names.append(RECORD_NAME)
     if report:
@@ -233,6 +240,8 @@ class RunWriter:
         if training is not None:
             attempt(write_collectives_csv, os.path.join(out_dir, "collectives.csv"), training["collectives"])
             attempt(write_timeline_csv, os.path.join(out_dir, "timeline.csv"), training)
+            if "per_layer" in training:
+                attempt(write_per_layer_csv, os.path.join(out_dir, PER_LAYER_NAME), training["per_layer"])
             if plot:
                 attempt(plot_timeline, os.path.join(out_dir, "timeline.png"), training, self.scn.name)
         if memo is not None and memo_cache:

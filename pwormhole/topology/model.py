@@ -109,6 +109,32 @@ class Topology:
         ``gpus[r]``. Every host is a GPU, so this equals :attr:`hosts`."""
         return self.hosts
 
+    def servers(self) -> dict[int, int] | None:
+        """Host id -> server index: hosts linked to one NVSwitch (or to NVSwitches linked through a
+        shared host) are one server, numbered by their lowest host; a host linked to no NVSwitch is a
+        server of its own. Without NVSwitches, ``gpus_per_server`` consecutive GPUs; None when
+        neither says (a plain datacenter network)."""
+        hosts = self.hosts
+        if not self.nvswitches:
+            if self.gpus_per_server <= 0:
+                return None
+            return {h: i // self.gpus_per_server for i, h in enumerate(hosts)}
+        parent = {n: n for n in range(self.n_nodes)}
+
+        def root(n: int) -> int:
+            while parent[n] != n:
+                parent[n] = parent[parent[n]]
+                n = parent[n]
+            return n
+
+        for ln in self.links:
+            if ln.a in self.nvswitches or ln.b in self.nvswitches:
+                ra, rb = root(ln.a), root(ln.b)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+        index: dict[int, int] = {}
+        return {h: index.setdefault(root(h), len(index)) for h in hosts}
+
     def is_nvswitch(self, node: int) -> bool:
         return node in self.nvswitches
 

@@ -54,6 +54,10 @@ class Collective:
         done_ops: one ``OP_MARK`` per member, ending when that member is done.
         first_op, last_op: op id range ``[first_op, last_op)`` of its flows and marks.
         iteration: training iteration index.
+        layer: index of the training layer line whose collective it is (-1: none).
+        phase: ``fwd``, ``ig`` or ``wg`` (a layer's column), ``pp_fwd`` or ``pp_bwd`` (a pipeline
+            send of activations or gradients), ``param_allgather`` (the distributed optimizer's),
+            or empty (not a training collective).
     """
 
     name: str
@@ -64,6 +68,8 @@ class Collective:
     first_op: int
     last_op: int
     iteration: int = 0
+    layer: int = -1
+    phase: str = ""
 
 
 @dataclass
@@ -82,6 +88,8 @@ class Dag:
         collectives: collective instances, for reports.
         iteration_of: per op, its training iteration (0 when not a training job).
         label: per op, a short description (layer/phase) for reports and plots.
+        compute_layer: training compute op -> ``3 * layer index + phase`` (0 forward, 1 input
+            gradient, 2 weight gradient); the update is in none.
     """
 
     kind: list[int] = field(default_factory=list)
@@ -95,6 +103,7 @@ class Dag:
     flow_op: list[int] = field(default_factory=list)
     collectives: list[Collective] = field(default_factory=list)
     gpu_of_host: dict[int, int] = field(default_factory=dict)
+    compute_layer: dict[int, int] = field(default_factory=dict)
     iterations: int = 1
     pg: int = 3
     dport: int = 100

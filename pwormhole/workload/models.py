@@ -281,7 +281,8 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
                   dtype_bytes=d, gpu_tflops=gpu_tflops, efficiency=efficiency, dist_opt=dist_opt, **prm)
     return TrainingSpec(name=cfg.name, policy=POLICY, tp=tp, dp=dp, pp=pp, ep=ep, vpp=1, ga=ga,
                         all_gpus=n_gpus, pp_comm_bytes=s_act if pp > 1 else 0, layers=out,
-                        source=None, warnings=[], params=params, param_allgather=param_allgather)
+                        source=None, warnings=[], params=params, param_allgather=param_allgather,
+                        micro_batch_layers=len(out) // ga)
 
 
 def collective_send_bytes(comm: str, size_bytes: int, n: int) -> int:

@@ -36,8 +36,9 @@ File layout::
   ``>= 0``; ``dep`` is an integer ``>= -1`` (kept, not interpreted).
 * AICB unrolls gradient accumulation: the layer list already holds every
   micro-batch of one iteration (``workload_gpt7b_64g.txt``, ga=8, lists its 32
-  transformer layers 8 times). ``ga`` is informational for the layer list; it
-  counts the pipeline sends (see :mod:`pwormhole.workload.models`).
+  transformer layers 8 times, between ``grad_norm`` and ``optimizer`` lines).
+  ``ga`` says how many copies of one micro-batch's lines to look for
+  (:func:`pwormhole.workload.training.micro_batch_layout`).
   With PP the list is what *one* pipeline stage runs; as in SimAI, every GPU
   runs the same list.
 
@@ -178,6 +179,10 @@ class TrainingSpec:
     """Megatron's distributed optimizer (built-in models, ``dist_opt``): the parameter
     all-gather over the DP group after the update, blocking the next iteration.
     SimAI files have no column for it (AICB writes it on a ``grad_norm`` line)."""
+    micro_batch_layers: int | None = None
+    """Lines per micro-batch where the list is ``ga`` equal parts by construction (built-in
+    models); None: the micro-batches are found from the repeats in the list
+    (:func:`pwormhole.workload.training.micro_batch_layout`)."""
 
     def group_size(self, kind: str) -> int:
         """Size of a group of ``kind`` (``tp``, ``dp``, ``pp``, ``ep``, ``dp_ep``; ``none`` -> 1)."""

@@ -8,8 +8,14 @@ work of *one* GPU (every pipeline stage runs it) with the ``ga`` micro-batches
 already unrolled; the schedule is SimAI's (astra-sim ``Workload.cc``,
 HYBRID_TRANSFORMER policies) in GPipe order:
 
-* The layer list is cut into ``ga`` equal micro-batches (one when ``ga`` does
-  not divide it).
+* The layer list holds ``ga`` micro-batches (:func:`micro_batch_layout`): AICB
+  writes lines before them (a distributed optimizer's ``grad_norm``), ``ga``
+  copies of one micro-batch's lines, and lines after them (``optimizer``);
+  built-in models are ``ga`` equal parts. The lines before run first in the
+  forward pass and last in the backward pass, the lines after last and first,
+  so that at pp = 1 the order is SimAI's (the whole list forward, then in
+  reverse). A list that holds no ``ga`` copies runs as one micro-batch, as
+  SimAI runs every list, with a warning (:func:`schedule_notes`).
 * Forward, micro-batch by micro-batch and stage by stage: per layer, the
   forward compute then the forward collective (blocking); then the
   activations (``pp_comm_bytes``) go to the next stage as a point-to-point
@@ -22,12 +28,17 @@ HYBRID_TRANSFORMER policies) in GPipe order:
   the sum of its layers' update times; that ends the GPU's iteration. The
   next iteration starts from there.
 
-``vpp`` (interleaved stages) is not modelled. Compute runs on one stream per
-GPU (:mod:`pwormhole.workload.dag`), so background collectives overlap with
-compute, as on a GPU with separate communication streams.
+``vpp`` (interleaved stages) and activation recomputation (``checkpoints``) are
+not modelled; :func:`schedule_notes` says so for a file that asks for them. Compute
+runs on one stream per GPU (:mod:`pwormhole.workload.dag`), so background
+collectives overlap with compute, as on a GPU with separate communication streams.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
 
 from ..errors import InputError
 from . import simai
@@ -73,11 +84,96 @@ def iteration_ops(spec) -> int:
     return ops
 
 
-def micro_batches(spec) -> list[list[int]]:
-    """Layer indices of each micro-batch: ``ga`` equal parts of the layer list (one part when ga does not divide it)."""
+REPEAT_SEARCH_MAX = 200_000_000
+"""Most line comparisons (lines x candidate micro-batch lengths) spent looking for the ``ga``
+copies in a layer list; a longer search is not made (the list runs as one micro-batch)."""
+
+
+class MicroBatches(NamedTuple):
+    """Where the micro-batches of a layer list are (layer indices): ``before`` the first, the
+    ``batches`` in order, ``after`` the last; ``found`` says how (``equal parts``, ``repeats``
+    or ``none``: one micro-batch)."""
+    before: list[int]
+    batches: list[list[int]]
+    after: list[int]
+    found: str
+
+
+def _shape(layer) -> tuple:
+    """What two copies of a line share: all but the name and the weight-gradient columns (Megatron
+    reduces the gradients on one micro-batch; AICB gives the first one's embedding more time)."""
+    return (layer.dependency, layer.forward, layer.input_grad, layer.update_ns)
+
+
+def _repeats(ids: np.ndarray, copies: int) -> tuple[int, int] | None:
+    """``(first, length)``: the longest block of lines that the next ``copies - 1`` blocks repeat
+    (the earliest of that length), or None."""
+    n = len(ids)
+    for length in range(n // copies, 0, -1):
+        need = (copies - 1) * length
+        same = np.concatenate(([False], ids[:n - length] == ids[length:], [False]))
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+        starts, ends = edges[0::2], edges[1::2]
+        long = np.flatnonzero(ends - starts >= need)
+        if len(long):
+            return int(starts[long[0]]), length
+    return None
+
+
+def micro_batch_layout(spec) -> MicroBatches:
+    """The ``ga`` micro-batches of ``spec``'s layer list: equal parts for a built-in model
+    (``micro_batch_layers``); for a file, ``ga`` consecutive blocks of lines that agree in all
+    but their names and weight-gradient columns, with lines before and after them (AICB's
+    layout); else the whole list as one micro-batch."""
     n = len(spec.layers)
-    k = spec.ga if spec.ga > 1 and n % spec.ga == 0 else 1
-    return [list(range(i * n // k, (i + 1) * n // k)) for i in range(k)]
+    whole = MicroBatches([], [list(range(n))], [], "none")
+    ga = spec.ga
+    if ga <= 1 or n < ga:
+        return whole
+    size = spec.micro_batch_layers
+    if size is not None:
+        if size * ga != n:
+            return whole
+        return MicroBatches([], [list(range(i * size, (i + 1) * size)) for i in range(ga)], [], "equal parts")
+    if n * (n // ga) > REPEAT_SEARCH_MAX:
+        return whole
+    index: dict[tuple, int] = {}
+    ids = np.array([index.setdefault(_shape(ly), len(index)) for ly in spec.layers], dtype=np.int64)
+    hit = _repeats(ids, ga)
+    if hit is None:
+        return whole
+    first, size = hit
+    end = first + ga * size
+    return MicroBatches(list(range(first)), [list(range(first + i * size, first + (i + 1) * size))
+                                             for i in range(ga)], list(range(end, n)), "repeats")
+
+
+def micro_batches(spec) -> list[list[int]]:
+    """Layer indices of each micro-batch (:func:`micro_batch_layout`; the lines before and after
+    them left out)."""
+    return micro_batch_layout(spec).batches
+
+
+def schedule_notes(spec) -> list[str]:
+    """One warning line for each thing a SimAI workload file asks for that the schedule does not
+    run as written: ``ga`` copies not found, ``vpp`` with pipelines, activation checkpoints."""
+    where = f"{spec.source}:1: " if spec.source else ""
+    notes = []
+    n = len(spec.layers)
+    if spec.ga > 1 and micro_batch_layout(spec).found == "none":
+        why = (f"the {n} layer lines are not {spec.ga} copies of one micro-batch's lines (with lines before and "
+               "after them)" if n * (n // spec.ga) <= REPEAT_SEARCH_MAX else
+               f"the {n} layer lines are too many to look for {spec.ga} copies in")
+        notes.append(f"{where}ga {spec.ga}: {why}; they run as one micro-batch, forward then backward in reverse, "
+                     "as SimAI runs every list" + (" (no micro-batch pipelining)" if spec.pp > 1 else ""))
+    if spec.vpp > 1 and spec.pp > 1:
+        notes.append(f"{where}vpp {spec.vpp} (interleaved pipeline stages) is not modelled: each GPU runs its "
+                     f"layer list as one of {spec.pp} stages")
+    marked = len(spec.params.get("checkpoints_layers", ())) + len(spec.params.get("checkpoint_initiates_layers", ()))
+    if marked:
+        notes.append(f"{where}checkpoints: activation recomputation is not modelled (no forward pass re-run in the "
+                     "backward pass), as in SimAI, whose reader never marks a layer to start one")
+    return notes
 
 
 def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: str | None = None) -> Dag:
@@ -131,15 +227,17 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
     pending: list[list[int]] = [[] for _ in range(n)]  # incoming pipeline flows to wait for
     background: list[list[int]] = [[] for _ in range(n)]  # ops the update waits for
 
-    def compute(g: int, ns: int, label: str) -> None:
+    def compute(g: int, ns: int, label: str, code: int = -1) -> None:
         deps = [last[g]] + pending[g]
         pending[g] = []
         if ns > 0:
-            last[g] = dag.compute(hosts[g], ns * NS, deps, label)
+            op = last[g] = dag.compute(hosts[g], ns * NS, deps, label)
+            if code >= 0:
+                dag.compute_layer[op] = code
         elif len(deps) > 1:  # nothing to compute, but pipeline flows to wait for
             last[g] = dag.mark(hosts[g], deps, label)
 
-    def comm(stage: int, phase, label: str, blocking: bool, it: int) -> None:
+    def comm(stage: int, phase, label: str, blocking: bool, it: int, li: int = -1, column: str = "") -> None:
         kind = COMM_KIND.get(phase.comm)
         if kind is None or phase.size_bytes <= 0 or phase.group not in groups:
             return
@@ -152,45 +250,54 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
                 pending[g] = []
             done = collective(dag, kind, [hosts[g] for g in grp], phase.size_bytes, deps,
                               f"it{it}.{label}.{phase.group}{grp[0]}", grp)
+            dag.collectives[-1].layer, dag.collectives[-1].phase = li, column
             for g, d in zip(grp, done):
                 if blocking:
                     last[g] = d
                 else:
                     background[g].append(d)
 
-    def pipeline_send(src_gpu: int, dst_gpu: int, label: str, it: int) -> None:
+    def pipeline_send(src_gpu: int, dst_gpu: int, label: str, it: int, column: str) -> None:
         done = collective(dag, "p2p", [hosts[src_gpu], hosts[dst_gpu]], spec.pp_comm_bytes,
                           [[last[src_gpu]], []], f"it{it}.{label}", [src_gpu, dst_gpu])
+        dag.collectives[-1].phase = column
         background[src_gpu].append(done[0])
         pending[dst_gpu].append(done[1])
 
-    mbs = micro_batches(spec)
+    layout = micro_batch_layout(spec)
+    mbs = layout.batches
+    fwd_chunks = [list(c) for c in mbs]  # before the first micro-batch, after the last: see the docstring
+    fwd_chunks[0] = layout.before + fwd_chunks[0]
+    fwd_chunks[-1] = fwd_chunks[-1] + layout.after
+    bwd_chunks = [list(c) for c in mbs]  # (run in reverse: the lines after first, those before last)
+    bwd_chunks[0] = bwd_chunks[0] + layout.after
+    bwd_chunks[-1] = layout.before + bwd_chunks[-1]
     update_ns = sum(layer.update_ns for layer in spec.layers)
     for it in range(iterations):
         dag.iteration = it
-        for mb, chunk in enumerate(mbs):
+        for mb, chunk in enumerate(fwd_chunks):
             for s in range(spec.pp):
                 for li in chunk:
                     layer = spec.layers[li]
                     for g in stage_gpus[s]:
-                        compute(g, layer.forward.compute_ns, f"it{it}.{layer.name}.fwd")
-                    comm(s, layer.forward, f"{layer.name}.fwd", True, it)
+                        compute(g, layer.forward.compute_ns, f"it{it}.{layer.name}.fwd", 3 * li)
+                    comm(s, layer.forward, f"{layer.name}.fwd", True, it, li, "fwd")
                 if s + 1 < spec.pp and spec.pp_comm_bytes > 0:
                     for g in stage_gpus[s]:
-                        pipeline_send(g, next_stage[g], f"mb{mb}.pp_fwd.s{s}.gpu{g}", it)
-        for mb, chunk in enumerate(mbs):
+                        pipeline_send(g, next_stage[g], f"mb{mb}.pp_fwd.s{s}.gpu{g}", it, "pp_fwd")
+        for mb, chunk in enumerate(bwd_chunks):
             for s in reversed(range(spec.pp)):
                 for li in reversed(chunk):
                     layer = spec.layers[li]
                     for g in stage_gpus[s]:
-                        compute(g, layer.input_grad.compute_ns, f"it{it}.{layer.name}.ig")
-                    comm(s, layer.input_grad, f"{layer.name}.ig", True, it)
+                        compute(g, layer.input_grad.compute_ns, f"it{it}.{layer.name}.ig", 3 * li + 1)
+                    comm(s, layer.input_grad, f"{layer.name}.ig", True, it, li, "ig")
                     for g in stage_gpus[s]:
-                        compute(g, layer.weight_grad.compute_ns, f"it{it}.{layer.name}.wg")
-                    comm(s, layer.weight_grad, f"{layer.name}.wg", False, it)
+                        compute(g, layer.weight_grad.compute_ns, f"it{it}.{layer.name}.wg", 3 * li + 2)
+                    comm(s, layer.weight_grad, f"{layer.name}.wg", False, it, li, "wg")
                 if s > 0 and spec.pp_comm_bytes > 0:
                     for g in stage_gpus[s]:
-                        pipeline_send(g, prev_stage[g], f"mb{mb}.pp_bwd.s{s}.gpu{g}", it)
+                        pipeline_send(g, prev_stage[g], f"mb{mb}.pp_bwd.s{s}.gpu{g}", it, "pp_bwd")
         for g in range(n):
             deps = [last[g]] + pending[g] + background[g]
             pending[g] = []
@@ -200,7 +307,7 @@ def build_training_dag(spec, gpu_hosts: list[int], iterations: int = 1, source: 
             else:
                 last[g] = dag.mark(hosts[g], deps, f"it{it}.update")
         for s in range(spec.pp):  # distributed optimizer: parameters all-gathered after the update
-            comm(s, spec.param_allgather, "param_allgather", True, it)
+            comm(s, spec.param_allgather, "param_allgather", True, it, -1, "param_allgather")
     dag.iterations = iterations
     assert len(dag) <= ops * iterations, "iteration_ops counts fewer ops than the DAG has"
     return dag

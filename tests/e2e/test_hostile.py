@@ -29,7 +29,7 @@ INCAST = DATA / "incast"
 FLOW_RUN = ["run", "--mode", "packet", "--topology", INCAST / "star9_topology.txt", "--flows",
             INCAST / "incast8_flows.txt", "--config", INCAST / "pfc_config.txt", "--no-progress"]
 GPT = ["run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1", "--no-progress"]
-FIRST_RUN_ONLY = ("collectives.csv", "timeline.csv", "link_util.csv", "qlen.txt", "windows.npz")
+FIRST_RUN_ONLY = ("collectives.csv", "timeline.csv", "per_layer.csv", "link_util.csv", "qlen.txt", "windows.npz")
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:
@@ -73,8 +73,8 @@ def test_a_second_run_into_one_folder_leaves_nothing_of_the_first(reused, capsys
     assert sorted(p.name for p in x.iterdir()) == ["fct.txt", "pfc.txt", "report.html", "summary.json"]
     warnings = [ln for ln in err.splitlines() if "earlier run" in ln]
     assert warnings == [f"pwormhole: warning: {x} held an earlier run's outputs: replacing fct.txt, pfc.txt, "
-                        "summary.json; removed collectives.csv, link_util.csv, qlen.txt, timeline.csv, windows.npz "
-                        "(not written by this run)"]
+                        "summary.json; removed collectives.csv, link_util.csv, per_layer.csv, qlen.txt, timeline.csv, "
+                        "windows.npz (not written by this run)"]
     page = (x / "report.html").read_text()
     assert "gpt-350m" not in page and "it0." not in page and "no link_util.csv here" in page
     res = api.load(str(x))

@@ -293,6 +293,13 @@ def _write_csv(path):
     write_collectives_csv(path, [])
 
 
+def _write_trace(path):
+    from types import SimpleNamespace
+
+    from pwormhole.report.trace import write_trace
+    write_trace(path, SimpleNamespace(name="t", dag=None, flows=[]), {}, {}, {}, [], "id")
+
+
 def _write_png(path):
     import matplotlib
     matplotlib.use("Agg")
@@ -302,7 +309,7 @@ def _write_png(path):
     save_figure(plt.figure(figsize=(1, 1)), path)
 
 
-@pytest.mark.parametrize("writer", [_write_plan, _write_flows, _write_memo, _write_csv, _write_png])
+@pytest.mark.parametrize("writer", [_write_plan, _write_flows, _write_memo, _write_csv, _write_trace, _write_png])
 def test_every_writer_replaces_planted_links(tmp_path, writer):
     out = tmp_path / "out"
     victims = _plant(out, tmp_path / "outside", ["file"])

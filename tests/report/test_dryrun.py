@@ -1,0 +1,71 @@
+"""``run --dry-run`` and ``compare --dry-run``: the layout, flows, bytes and packet-event estimate,
+printed without simulating (report/dryrun.py)."""
+
+from helpers import DATA
+
+from pwormhole.commands.cli import main
+from pwormhole.report.dryrun import packet_events_estimate
+from pwormhole.scenario import EMBEDDED
+from pwormhole.simulate import simulate
+
+INCAST = DATA / "incast"
+FLOW_RUN = ["--topology", INCAST / "star9_topology.txt", "--flows", INCAST / "incast8_flows.txt", "--config",
+            INCAST / "pfc_config.txt"]
+
+
+def cli(capsys, *args):
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_dry_run_of_a_flow_list_by_hand(tmp_path, capsys):
+    """8 flows of 1 MB into host 0 of a star: 1000 packets of 1000 bytes each, over 2 hops: 4 x 8 x
+    1000 x 2 = 64,000 events; no output folder is made."""
+    rc, out, err = cli(capsys, "run", *FLOW_RUN, "--dry-run", "--out", tmp_path / "x")
+    assert rc == 0 and err == ""
+    assert out.splitlines() == [
+        "dry run of incast8_flows: nothing simulated",
+        f"topology   {INCAST / 'star9_topology.txt'}: 9 hosts, 1 switch, 9 links",
+        "flows      8 flows, 8,000,000 bytes (0.008 GB)",
+        "packet-level events ~64 thousand (64,000; estimate: 4 per packet and hop)"]
+    assert not (tmp_path / "x").exists()
+
+
+def test_dry_run_of_a_training_run_names_groups_servers_and_bytes(tmp_path, capsys):
+    """gpt-350m on 32 GPUs, TP 16 (two 8-GPU servers per group), PP 2, 2 micro-batches: the TP warning,
+    the groups with their servers; bytes: per micro-batch and layer line 2 TP all-reduces (fwd, ig) of
+    S_act = 2048 x 1024 x 2 bytes on 16 members, 2 x 15 steps of S_act/16 per member, and 4 pipeline
+    sends of S_act per pipeline."""
+    rc, out, err = cli(capsys, "run", "--model", "gpt-350m", "--gpus", "32", "--tp", "16", "--pp", "2", "--ga", "2",
+                       "--layers", "2", "--dry-run", "--out", tmp_path / "x")
+    assert rc == 0
+    assert err.splitlines() == ["pwormhole: warning: TP groups of 16 GPUs span servers of 8 GPUs (the first: GPUs "
+                                "0-15 in 2 servers): their collectives cross the NIC fabric between servers, not only "
+                                "NVLink"]
+    lines = out.splitlines()
+    assert lines[2:5] == [
+        "layout     32 GPUs: TP 16 x DP 1 x PP 2; 4 layer lines per GPU, 2 micro-batches",
+        "  TP groups    2 of 16 GPUs; the first: GPUs 0-15 on servers 0, 1; up to 2 servers per group",
+        "  pipelines    16 of 2 stages; the first: GPUs 0, 16 on servers 0, 2; up to 2 servers per group"]
+    act = 2048 * 1024 * 2
+    tp_bytes = 32 * (4 * 2) * 2 * 15 * (act // 16)  # 32 GPUs x 8 all-reduces each
+    pp_bytes = 16 * 4 * act
+    assert lines[6].startswith(f"flows      7,744 flows, {tp_bytes + pp_bytes:,} bytes")
+    assert not (tmp_path / "x").exists()
+
+
+def test_estimate_is_within_a_percent_of_a_packet_run(tmp_path):
+    """The fat-tree mix (ECMP over a k=4 fat tree): estimate against the packet run's events."""
+    scn = EMBEDDED["fat-tree-mix"]()
+    est = packet_events_estimate(scn)
+    s = simulate(scn, str(tmp_path), quiet=True)
+    assert abs(est / s["events"] - 1) < 0.01, (est, s["events"])
+
+
+def test_compare_dry_run_and_option_mistakes(tmp_path, capsys):
+    rc, out, _ = cli(capsys, "compare", *FLOW_RUN, "--dry-run", "--out", tmp_path / "c")
+    assert rc == 0 and out.splitlines()[-1].endswith("for each of compare's packet runs")
+    assert not (tmp_path / "c").exists()
+    rc, out, err = cli(capsys, "run", "--model", "gpt-350m", "--dry-run", "--out", tmp_path / "c")
+    assert (rc, out) == (2, "") and err == "pwormhole: error: --model needs --gpus or a --topology\n"
