@@ -180,8 +180,19 @@ def from_hpcc_config(path: str, strict: bool = False) -> Scenario:
     if cfg.trace_file:
         read_hpcc_trace(cfg.trace_file, topo.n_nodes)
     check_k_maps(cfg, topo)
-    name = os.path.basename(os.path.dirname(os.path.abspath(path))) or "hpcc"
-    return Scenario(name, topo, flows, cfg, warnings)
+    return Scenario(hpcc_run_name(path, cfg.flow_file), topo, flows, cfg, warnings)
+
+
+def hpcc_run_name(config_path: str, flow_path: str) -> str:
+    """A run's name from its HPCC config: the config's own name (HPCC's ``run.py`` writes
+    ``mix/config_<topo>_<trace>_<cc>.txt``), or, for a plain ``config.txt``, its folder and flow
+    file (``mix-flow``)."""
+    stem = os.path.splitext(os.path.basename(config_path))[0]
+    if stem != "config":
+        return stem
+    folder = os.path.basename(os.path.dirname(os.path.abspath(config_path)))
+    flows = os.path.splitext(os.path.basename(flow_path))[0]
+    return f"{folder}-{flows}" if folder else flows
 
 
 def from_files(topology_path: str, flows_path: str, config_path: str | None = None, fmt: str | None = None,

@@ -218,7 +218,8 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
     _agree(comm, err)
     writer = RunWriter(scn, out_dir, standalone_ns, rank0)
     run_id = secrets.token_hex(8) if rank0 else ""  # binds the folder's files to this run's summary.json
-    head = {"mode": "packet" if accel is None else "wormhole", "ranks": sim.n_lps, "scenario": scn.name,
+    head = {"mode": "packet" if accel is None else "wormhole", "ranks": comm.size if comm is not None else 1,
+            "lps": sim.n_lps, "scenario": scn.name,
             "cc": scn.config.cc_name, "nvlink_cc": scn.config.nvlink_cc, "seed": seed,
             "engine": compiled.engine(), "run_id": run_id, "outputs": names, "inputs": inputs_summary(scn)}
     if rank0:
@@ -271,7 +272,7 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
                 writer.errors.append(str(e))
         if not quiet:
             print(readable(summary))
-            if summary["ranks"] > 1:
+            if summary["lps"] > 1:
                 print(rank_table(events_by_rank, comm is not None))
             if not sim.complete:
                 print(f"stopped at {format_time(summary['sim_time_ps'])} with "

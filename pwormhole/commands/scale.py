@@ -488,16 +488,26 @@ def main(args) -> int:
     return 1 if failed or differ else 0
 
 
+def _same(identical) -> str:
+    """The console's word for ``identical`` (the mode's own 1-rank run is the reference)."""
+    return {True: "identical", False: "DIFFERS"}.get(identical, "-")
+
+
+def _percent(rel: str) -> str:
+    """``max_rel_fct_diff`` (a fraction, against packet mode on one rank) in percent."""
+    return f"{float(rel) * 100:.3f}%" if rel not in ("", None) else "-"
+
+
 def _report(rows: list[dict]) -> None:
     print(f"{'mode':<10} {'ranks':>5} {'wall_s':>9} {'cpu_s':>9} {'sync_s':>8} {'speedup':>8} {'effic.':>7} "
-          "identical  max_rel_fct_diff")
+          "fct.txt vs 1 rank  max FCT error vs packet on 1 rank")
     for r in rows:
         if r["status"] != "ok":
             print(f"{r['mode']:<10} {r['ranks']:>5} FAILED: {r['error']}")
             continue
         print(f"{r['mode']:<10} {r['ranks']:>5} {float(r['wall_s']):9.3f} {float(r['cpu_s'] or 'nan'):9.3f} "
               f"{float(r['sync_wall_s']):8.3f} {float(r['speedup'] or 'nan'):8.3f} "
-              f"{float(r['efficiency'] or 'nan'):7.3f} {str(r['identical']):<10} {r['max_rel_fct_diff']}")
+              f"{float(r['efficiency'] or 'nan'):7.3f} {_same(r['identical']):<17}  {_percent(r['max_rel_fct_diff'])}")
     for w in efficiency_warnings(rows):
         print(f"scale: warning: {w}", file=sys.stderr)
     for r in rows:

@@ -156,7 +156,8 @@ class PartitionPlan:
 
     def describe(self) -> str:
         lines = [f"parts {self.parts}  units {self.units}  cut links {len(self.cut_links)}  "
-                 f"edge cut {self.edge_cut_bytes} B  imbalance {self.imbalance * 100:.2f}%  "
+                 f"edge cut {self.edge_cut_bytes:,} B (the given flows' bytes over cut links; 0 without a flow list)  "
+                 f"imbalance {self.imbalance * 100:.2f}%  "
                  f"lookahead {self.lookahead_ps} ps"]
         for r, w in enumerate(self.part_weights):
             lines.append(f"  rank {r}: {self.owner.count(r)} nodes, weight {w}")

@@ -103,6 +103,7 @@ def run_section(d: OutDir) -> str:
         done = f"{s.get('flows_finished', 0)} / {s.get('flows', 0)}"
         items = [("scenario", s.get("scenario", "?")), ("mode", s.get("mode", "?")),
                  ("congestion control", s.get("cc", "?")), ("ranks", s.get("ranks", 1)),
+                 ("LPs", s.get("lps", s.get("ranks", 1))),
                  ("simulated time", format_time(int(s.get("sim_time_ps", 0)))),
                  ("wall time", f"{s.get('wall_s', 0):.2f} s"), ("events", f"{s.get('events', 0):,}"),
                  ("flows finished", done)]

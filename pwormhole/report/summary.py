@@ -1,6 +1,7 @@
 """``summary.json`` (a contract read by later tools) and the readable summary.
 
-Keys: ``mode``, ``ranks``, ``sim_time_ps``, ``wall_s``, ``events``,
+Keys: ``mode``, ``ranks`` (MPI processes; 1 without MPI), ``lps`` (logical processes: the
+ranks, or ``--lps``/``--record-windows``'s in one process), ``sim_time_ps``, ``wall_s``, ``events``,
 ``events_per_s``, ``flows``, ``flows_finished``, ``fct_ns`` {mean, p50, p99,
 max}, ``slowdown`` {mean, p50, p99} (FCT / standalone FCT), ``bytes_sent``
 (unique payload bytes put on the wire by senders), ``bytes_delivered``
@@ -172,6 +173,7 @@ def readable(summary: dict) -> str:
     s = summary["slowdown"]
     lines = [
         f"scenario {summary['scenario']}  mode {summary['mode']}  cc {summary['cc']}  ranks {summary['ranks']}"
+        + (f"  LPs {summary['lps']}" if summary.get("lps", summary["ranks"]) != summary["ranks"] else "")
         + ("" if summary["complete"] else "  (INCOMPLETE)"),
         f"flows finished   {summary['flows_finished']} / {summary['flows']}",
         f"simulated time   {summary['sim_time_ps'] / 1e9:.6f} ms",

@@ -161,3 +161,14 @@ def test_strict_refuses_a_misspelt_config_key_and_writes_nothing(tmp_path):
         f"pwormhole: error: {conf}:{len(lines) + 1}: unknown key CC_MODEE (did you mean CC_MODE?); "
         "--strict refuses unknown keys"]
     assert not (tmp_path / "refused").exists()
+
+
+def test_lps_in_one_process_are_not_called_ranks(tmp_path):
+    """--lps 3 runs 3 LPs in one process: summary.json has ranks 1 and lps 3, and the console says both."""
+    inc = ROOT / "tests" / "data" / "incast"
+    r = cli("run", "--topology", inc / "star9_topology.txt", "--flows", inc / "incast8_flows.txt", "--config",
+            inc / "pfc_config.txt", "--lps", "3", "--out", tmp_path, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert (s["ranks"], s["lps"]) == (1, 3)
+    assert r.stdout.splitlines()[0].endswith("ranks 1  LPs 3")

@@ -150,6 +150,8 @@ def test_scale_packet_1_2_ranks(tmp_path, capsys):
                       capsys=capsys)
     assert rc == 0, text
     assert "[1/2] packet ranks 1: ok" in text and "[2/2] packet ranks 2: ok" in text
+    table = [ln.split() for ln in text.splitlines() if ln.startswith("packet ")]
+    assert [(t[1], t[-2], t[-1]) for t in table] == [("1", "identical", "0.000%"), ("2", "identical", "0.000%")]
     with open(tmp_path / "s" / "scaling.csv", newline="") as fh:
         reader = csv.DictReader(fh)
         assert tuple(reader.fieldnames) == scale.COLUMNS

@@ -18,6 +18,7 @@ from helpers import ROOT
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.inputs.hpcc_config import check_k_maps, read_hpcc_config
+from pwormhole.scenario import hpcc_run_name
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link
 from pwormhole.units import MAX_TIME_PS
@@ -493,3 +494,10 @@ def test_k_map_missing_rate(mix_copy: Path):
     # without ECN marking the maps are not needed
     cfg_ok.enable_qcn = False
     check_k_maps(cfg_ok, read_hpcc_topology(MIX / "fat.txt"))
+
+
+def test_an_hpcc_run_is_named_after_its_config_or_its_flow_file():
+    """HPCC's run.py names each config after the run (``config_<topo>_<trace>_<cc>.txt``): that name;
+    a plain ``mix/config.txt`` takes its folder and flow file."""
+    assert hpcc_run_name("mix/config_fat_fb50_hp95ai50.txt", "mix/fb50.txt") == "config_fat_fb50_hp95ai50"
+    assert hpcc_run_name("/x/mix/config.txt", "/x/mix/flow.txt") == "mix-flow"
