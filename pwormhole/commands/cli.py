@@ -172,7 +172,7 @@ def _compare(args) -> int:
     try:
         compare(rebuild, out, prep.accel, until_ps=prep.settings.until_ps, seed=opts.seed, n_lps=opts.lps,
                 memo_cache=opts.memo_cache, first=prep.scenario, report=opts.report, spread=args.spread,
-                spread_jitter_ps=jitter_ps)
+                spread_jitter_ps=jitter_ps, progress=False if opts.no_progress else None)
     except InputError:
         discard_out_dir(prep.made_out)
         raise

@@ -52,10 +52,11 @@ def perturbed(scn, run: int, jitter_ps: int = SPREAD_JITTER_PS):
 
 def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: int = 1, memo_cache=None,
             first=None, quiet: bool = False, report: bool = False, spread: int = 0,
-            spread_jitter_ps: int = SPREAD_JITTER_PS) -> dict:
+            spread_jitter_ps: int = SPREAD_JITTER_PS, progress: bool | None = False) -> dict:
     """Run ``scn_factory()`` in both modes under ``out`` and write the comparison; returns it
     (``first``: the scenario of the packet run, when already built; ``report``: ``report.html`` will
-    be written too; ``spread``: perturbed packet runs to judge the errors against, :func:`perturbed`).
+    be written too; ``spread``: perturbed packet runs to judge the errors against, :func:`perturbed`;
+    ``progress``: each run's bar, as ``run`` shows it, and a line as each run starts).
     ``compare.json`` names the runs it compares by their ``run_id``."""
     if spread < 0:
         raise InputError(f"--spread must be >= 0, got {spread}")
@@ -63,13 +64,21 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
     check_outputs(out, [], None, memo_cache)
     claim(out, ["compare.json", "fct_error_cdf.png"] + ([REPORT_NAME] if report else []), memo_cache)
     pdir, wdir = os.path.join(out, "packet"), os.path.join(out, "wormhole")
+    runs = 2 + spread
+    if progress is not False:
+        print(f"compare: run 1 of {runs}: packet mode into {pdir}", file=sys.stderr, flush=True)
     ps = simulate(first if first is not None else scn_factory(), pdir, until_ps=until_ps, seed=seed, n_lps=n_lps,
-                  quiet=True)
+                  quiet=True, progress=progress)
+    if progress is not False:
+        print(f"compare: run 2 of {runs}: Wormhole mode into {wdir}", file=sys.stderr, flush=True)
     ws = simulate(scn_factory(), wdir, until_ps=until_ps, seed=seed, n_lps=n_lps, quiet=True, accel=accel,
-                  memo_cache=memo_cache)
+                  memo_cache=memo_cache, progress=progress)
     result, err = compare_dirs(pdir, wdir, ps, ws)
     result["runs"] = {"packet": ps["run_id"], "wormhole": ws["run_id"]}
     if spread:
+        if progress is not False:
+            print(f"compare: runs 3-{runs} of {runs}: {spread} perturbed packet runs at once into "
+                  f"{os.path.join(out, 'spread')}", file=sys.stderr, flush=True)
         result["spread"] = _spread(scn_factory, out, pdir, wdir, result, spread, spread_jitter_ps, until_ps, seed,
                                    n_lps)
     write_json_atomic(os.path.join(out, "compare.json"), result)

@@ -208,6 +208,7 @@ def _progress(run: Run, done: int, total: int) -> None:
 def _run_local(runs: list[Run], run_args: list[str], args) -> None:
     mpiexec = None
     for i, run in enumerate(runs, 1):
+        print(f"[{i}/{len(runs)}] {run.mode} ranks {run.ranks}: running into {run.out}", flush=True)
         cmd = _run_command(run, run_args)
         if run.ranks > 1:
             if args.launcher == "srun":

@@ -23,3 +23,20 @@ def test_compare_writes_errors_and_speedups(tmp_path):
     assert c["iteration_time_error"] is None  # a flow list has no iterations
     assert (tmp_path / "fct_error_cdf.png").read_bytes()[:4] == b"\x89PNG"
     assert "FCT error mean" in r.stdout and "FCT distribution shift p50 / p99" in r.stdout
+
+
+def test_compare_says_which_run_is_going(tmp_path):
+    """Each run of a compare is announced as it starts (stderr), with the folder it writes; with
+    --no-progress nothing is."""
+    inc = ROOT / "tests" / "data" / "incast"
+    args = [sys.executable, "-m", "pwormhole", "compare", "--topology", inc / "star9_topology.txt", "--flows",
+            inc / "incast8_flows.txt", "--config", inc / "pfc_config.txt", "--spread", "2"]
+    r = subprocess.run([*args, "--out", tmp_path / "a"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("compare: ")]
+    assert said == [f"compare: run 1 of 4: packet mode into {tmp_path / 'a' / 'packet'}",
+                    f"compare: run 2 of 4: Wormhole mode into {tmp_path / 'a' / 'wormhole'}",
+                    f"compare: runs 3-4 of 4: 2 perturbed packet runs at once into {tmp_path / 'a' / 'spread'}"]
+    r = subprocess.run([*args, "--out", tmp_path / "b", "--no-progress"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0 and "compare: " not in r.stderr, r.stderr
