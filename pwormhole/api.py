@@ -6,6 +6,8 @@
     res.fcts.fct_ns, res.fcts.size_bytes     # fct.txt as numpy columns
     res.collectives[0]["busbw_gbps"]         # collectives.csv rows (training runs)
     res.report()                             # writes report.html, returns its path
+    res.flows_frame()                        # fct.txt as a pandas DataFrame (pandas installed)
+    res.link_util(), res.qlen()              # the monitors' files (run with --monitor)
     load("out/nb")                           # the same Result of a finished run's folder
 
 Keyword arguments are the options of ``pwormhole run`` with ``_`` for ``-``
@@ -19,13 +21,19 @@ same checks; a value of another type, an unknown option or a wrong value raises
 from __future__ import annotations
 
 import dataclasses
+import os
+
+import numpy as np
 
 from .errors import InputError
 from .options import RunOptions, prepare_run
 from .outfiles import discard_out_dir
-from .report.outdir import RunFiles, read_run
+from .report.monitor_read import LinkUtil, QlenHist, read_link_util, read_qlen
+from .report.outdir import RunFiles, nvlink_mask, read_run
 from .report.page import write_report
 from .simulate import simulate as run_scenario
+
+FLOW_COLUMNS = ("src", "dst", "size_bytes", "start_ns", "fct_ns", "standalone_ns", "slowdown", "nvlink")
 
 
 class Result(RunFiles):
@@ -41,6 +49,39 @@ class Result(RunFiles):
     def report(self) -> str:
         """Write ``report.html`` in ``out_dir``; returns its path."""
         return write_report(self.folder)
+
+    def flow_columns(self) -> dict[str, np.ndarray]:
+        """The finished flows as columns (:data:`FLOW_COLUMNS`; one entry per ``fct.txt`` line):
+        ``src``/``dst`` node ids, times in ns, ``slowdown`` = FCT / standalone FCT, ``nvlink``
+        true for a flow inside a server (over NVLink), false for one through the NICs."""
+        f = self.fcts
+        if f is None or f.src is None or f.dst is None:
+            return {c: np.zeros(0, dtype=bool if c == "nvlink" else np.int64) for c in FLOW_COLUMNS}
+        gps = (self.summary.get("inputs") or {}).get("gpus_per_server") or 0
+        inside = nvlink_mask(f, gps)
+        return {"src": f.src, "dst": f.dst, "size_bytes": f.size_bytes, "start_ns": f.start_ns, "fct_ns": f.fct_ns,
+                "standalone_ns": f.standalone_ns, "slowdown": f.fct_ns / np.maximum(f.standalone_ns, 1),
+                "nvlink": inside if inside is not None else np.zeros(len(f.fct_ns), dtype=bool)}
+
+    def flows_frame(self):
+        """:meth:`flow_columns` as a ``pandas.DataFrame``. pandas is an optional dependency
+        (``pip install 'pwormhole[pandas]'``), imported here only; InputError without it."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise InputError("flows_frame() needs pandas: pip install 'pwormhole[pandas]' "
+                             "(flow_columns() gives the same columns as numpy arrays)") from None
+        return pd.DataFrame(self.flow_columns())
+
+    def link_util(self) -> LinkUtil | None:
+        """``link_util.csv`` by column (None: the run had no ``--monitor``)."""
+        path = os.path.join(self.folder, "link_util.csv")
+        return read_link_util(path) if os.path.exists(path) else None
+
+    def qlen(self) -> QlenHist | None:
+        """The last block of ``qlen.txt``: per switch port, samples per KB of queue (None: no monitor)."""
+        path = os.path.join(self.folder, "qlen.txt")
+        return read_qlen(path) if os.path.exists(path) else None
 
 
 def simulate(options: RunOptions | None = None, /, *, progress: bool = False, quiet: bool = True,
@@ -80,4 +121,6 @@ def load(out_dir: str) -> Result:
     """The results of the run in ``out_dir`` (its ``summary.json`` must be there); CSV rows as
     dicts with numbers as int or float."""
     r = read_run(out_dir)
-    return Result(out_dir, r.summary, r.fcts, r.pfc, _typed(r.collectives), _typed(r.timeline))
+    training = "iteration_time_ns" in r.summary  # a flow list has no collectives or timeline: empty, not None
+    empty: list[dict] | None = [] if not training else None
+    return Result(out_dir, r.summary, r.fcts, r.pfc, _typed(r.collectives) or empty, _typed(r.timeline) or empty)

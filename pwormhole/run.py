@@ -70,7 +70,8 @@ class _Progress:
                 return
             self.bar = tqdm(total=self.total_ps / 1e6, unit="us sim", dynamic_ncols=True,
                             disable=None if self.enabled is None else False, leave=False,
-                            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim [{elapsed}, ~{remaining} left{postfix}]")
+                            bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim "
+                                       "[{elapsed}, ~{remaining} left{postfix}]")
         if t_ps > self.total_ps:  # slower than expected (contention): the bar ends at the time reached
             self.total_ps = t_ps
             self.bar.total = t_ps / 1e6

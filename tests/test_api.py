@@ -64,3 +64,38 @@ def test_simulate_errors_are_input_errors(tmp_path):
     with pytest.raises(InputError, match="is the name of an output of pwormhole"):
         simulate(out=str(out), model="gpt-350m", gpus=8, memo_cache=str(out / "fct.txt"))
     assert not (tmp_path / "new").exists() and not (tmp_path / "x").exists()
+
+
+def test_flows_as_columns_and_a_dataframe_nic_apart_from_nvlink(tmp_path):
+    """A 16-GPU run in two servers of 8: a flow is NVLink exactly when both ends are in one server;
+    slowdown is FCT / standalone; the DataFrame holds the same columns."""
+    pd = pytest.importorskip("pandas")  # in the 'all' extra that CI installs
+    res = simulate(**MODEL, out=str(tmp_path / "r"))
+    cols = res.flow_columns()
+    s = res.summary
+    inside = (cols["src"] // 8) == (cols["dst"] // 8)
+    assert (cols["nvlink"] == inside).all()
+    assert int(cols["nvlink"].sum()) == s["nvlink"]["flows"] and int((~cols["nvlink"]).sum()) == s["nic"]["flows"]
+    assert (cols["slowdown"] == cols["fct_ns"] / cols["standalone_ns"]).all() and (cols["slowdown"] >= 1).all()
+    df = res.flows_frame()
+    assert list(df.columns) == ["src", "dst", "size_bytes", "start_ns", "fct_ns", "standalone_ns", "slowdown", "nvlink"]
+    assert len(df) == s["flows"] and df["size_bytes"].sum() == cols["size_bytes"].sum()
+    assert df.groupby("nvlink")["fct_ns"].count().to_dict() == {False: s["nic"]["flows"], True: s["nvlink"]["flows"]}
+    assert isinstance(df, pd.DataFrame) and res.link_util() is None and res.qlen() is None
+
+
+def test_a_flow_list_run_has_empty_collectives_and_its_monitors(tmp_path):
+    """A flow-list run has no collectives or timeline ([] not None); with --monitor its link_util.csv and
+    qlen.txt read back: no interval carries more than its link's capacity and one packet, and the bytes
+    add up to at least the payload delivered."""
+    inc = ROOT / "tests" / "data" / "incast"
+    res = simulate(topology=str(inc / "star9_topology.txt"), flows=str(inc / "incast8_flows.txt"),
+                   config=str(inc / "pfc_config.txt"), monitor=True, out=str(tmp_path / "m"))
+    assert res.collectives == [] and res.timeline == []
+    u, q = res.link_util(), res.qlen()
+    assert u is not None and q is not None and len(u.time_ns) > 0
+    busy = u.utilization > 0
+    capacity_bytes = u.bytes[busy] / u.utilization[busy]  # the link's bytes per interval
+    assert (u.bytes[busy] <= capacity_bytes + 1100).all()  # a packet counts whole where it starts: one over at most
+    assert int(u.bytes.sum()) >= res.summary["bytes_delivered"]
+    assert q.ports and all(h.sum() > 0 for h in q.ports.values())
