@@ -163,7 +163,7 @@ def _compare(args) -> int:
         discard_out_dir(prep.made_out)
         raise
     if opts.report:
-        write_report(out)
+        write_report(out, prep.scenario.topology)
     print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if opts.report else ""))
     return 0
 

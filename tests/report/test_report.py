@@ -95,10 +95,14 @@ def test_pause_counts_per_node_and_bin():
     # node 7 (switch) pauses at 0, 10, 95 ns; node 2 (host) at 50 ns; resumes (kind 0) are not counted
     pfc = Pfc(np.array([0, 10, 50, 95, 96]), np.array([7, 7, 2, 7, 2]), np.array([1, 1, 0, 1, 0]),
               np.array([1, 1, 1, 1, 0]))
-    edges, counts, left = analysis.pause_counts(pfc, bins=2, top=1)
+    edges, counts, left = analysis.pause_counts(pfc, 0, bins=2, top=1)
     assert list(counts) == [7] and counts[7].tolist() == [2, 1] and left == 1
-    assert edges[0] == 0 and edges[-1] > 95 and len(edges) == 3
+    assert edges.tolist() == [0, 47.5, 95]  # from the traffic's start to the last pause (in the last bin)
     assert analysis.node_types(pfc) == {7: 1, 2: 0}
+    # traffic from 2 s (HPCC's flows): the bins start there, not at 0
+    late = pfc._replace(time_ns=pfc.time_ns + 2_000_000_000)
+    edges, counts, _ = analysis.pause_counts(late, 2_000_000_000, bins=2, top=1)
+    assert edges.tolist() == [2_000_000_000, 2_000_000_047.5, 2_000_000_095] and counts[7].tolist() == [2, 1]
 
 
 def test_timeline_rows_per_gpu_and_per_server():
