@@ -16,9 +16,10 @@ from helpers import ROOT
 from pwormhole import run as run_mod
 from pwormhole.commands import cli as cli_mod
 from pwormhole.commands import scale
+from pwormhole.errors import InputError
 from pwormhole.report import analysis
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
-from pwormhole.report.outdir import Fcts, Pfc
+from pwormhole.report.outdir import Fcts, Pfc, read_fcts
 from pwormhole.report.page import SECTIONS
 from pwormhole.scenario import Scenario
 from pwormhole.workload.dag import Dag
@@ -200,6 +201,24 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{tmp_path / 'fct.txt'}:2" in err[0] and "3 columns, expected 8" in err[0]
     assert not (tmp_path / "report.html").exists()
+
+
+def test_fct_file_read_at_once_or_line_by_line_gives_the_same(tmp_path):
+    """A regular fct.txt is converted column by column; any other (a blank line, extra columns) line by
+    line, with the same values; a bad value is named with its line either way."""
+    lines = ["0b000101 0b000201 10000 100 1000 0 5000 4000", "0b010001 0b000301 10001 100 2000 7 6000 -4"]
+    p = tmp_path / "fct.txt"
+    p.write_text("\n".join(lines) + "\n")
+    f = read_fcts(str(p))
+    assert f.src.tolist() == [1, 256] and f.dst.tolist() == [2, 3] and f.standalone_ns.tolist() == [4000, -4]
+    for other in ("\n\n".join(lines), lines[0] + " 99\n" + lines[1], " \n".join(lines)):
+        p.write_text(other)
+        assert [a.tolist() for a in read_fcts(str(p))] == [a.tolist() for a in f]
+    for bad, why in (("7x", "not an integer"), ("-9223372036854775808", "outside the 64-bit integers"),
+                     ("9223372036854775808", "outside the 64-bit integers")):
+        p.write_text(lines[0] + "\n" + lines[1].replace("6000", bad) + "\n")
+        with pytest.raises(InputError, match=f"fct.txt:2: fct.txt line has a value (that is )?{why}"):
+            read_fcts(str(p))
 
 
 def test_report_of_a_run_where_no_flow_finished(tmp_path):
