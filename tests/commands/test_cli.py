@@ -8,6 +8,10 @@ import sys
 import pytest
 from helpers import ROOT
 
+from pwormhole.commands import scale
+from pwormhole.commands.cli import build_parser, command_of
+from pwormhole.workload import gen_flows
+
 DATA = ROOT / "tests" / "data" / "hpcc"
 
 
@@ -161,3 +165,19 @@ def test_strict_refuses_a_misspelt_config_key_and_writes_nothing(tmp_path):
         f"pwormhole: error: {conf}:{len(lines) + 1}: unknown key CC_MODEE (did you mean CC_MODE?); "
         "--strict refuses unknown keys"]
     assert not (tmp_path / "refused").exists()
+
+
+def test_help_lists_every_command_without_loading_numpy():
+    """``--help`` names gen-flows and scale without building their parsers (their modules load numpy),
+    with the words their own parsers give; each of them, when it is the command, gets its own parser."""
+    code = ("import sys\nfrom pwormhole.commands import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n"
+            "    pass\nprint('numpy loaded:', 'numpy' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and "gen-flows" in r.stdout and "scale" in r.stdout, r.stderr
+    assert r.stdout.rstrip().endswith("numpy loaded: False")
+    lazy = build_parser().format_help()
+    assert build_parser("gen-flows").format_help() == lazy == build_parser("scale").format_help()
+    args = build_parser("gen-flows").parse_args(["gen-flows", "--cdf", "c", "--load", "0.5", "--duration", "1ms",
+                                                 "--out", "f"])
+    assert args.func is gen_flows.main and build_parser("scale").parse_args(["scale"]).func is scale.main
+    assert command_of(["-V"]) is None and command_of(["scale", "--ranks", "1,2"]) == "scale"
