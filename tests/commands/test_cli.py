@@ -5,11 +5,15 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from helpers import ROOT
 
+from pwormhole import options
 from pwormhole.commands import scale
 from pwormhole.commands.cli import build_parser, command_of
+from pwormhole.commands.cli import main as cli_main
+from pwormhole.report import compare as report_compare
 from pwormhole.workload import gen_flows
 
 DATA = ROOT / "tests" / "data" / "hpcc"
@@ -181,3 +185,16 @@ def test_help_lists_every_command_without_loading_numpy():
                                                  "--out", "f"])
     assert args.func is gen_flows.main and build_parser("scale").parse_args(["scale"]).func is scale.main
     assert command_of(["-V"]) is None and command_of(["scale", "--ranks", "1,2"]) == "scale"
+
+
+def test_pngs_without_matplotlib(tmp_path, monkeypatch, capsys):
+    """matplotlib is optional (report.html draws its own figures): --plot is refused before anything is
+    made, and compare's fct_error_cdf.png is left out."""
+    monkeypatch.setattr(options, "matplotlib_installed", lambda: False)
+    out = tmp_path / "o"
+    assert cli_main(["run", "--scenario", "fat-tree-mix", "--plot", "--out", str(out), "--no-progress"]) == 2
+    assert "--plot draws timeline.png with matplotlib, which is not installed" in capsys.readouterr().err
+    assert not out.exists()
+    monkeypatch.setattr(report_compare, "matplotlib_installed", lambda: False)
+    assert report_compare.plot_cdf(str(tmp_path / "cdf.png"), np.array([0.01]), "t") is False
+    assert not (tmp_path / "cdf.png").exists()
