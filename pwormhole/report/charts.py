@@ -171,7 +171,7 @@ def scaling(rows: list[dict]) -> str:
                for m in modes}
         ys = [v for ps in pts.values() for _, v in ps] + ([lo, hi] if key == "speedup" else [1.0])
         x = Axis(lo, hi, log=True, ticks=[float(r) for r in ranks], labels=[str(r) for r in ranks])
-        p = Plot(x, Axis(*nice_range(0.0, max(ys))), "MPI ranks", ylabel, 500, 330)
+        p = Plot(x, Axis(*nice_range(0.0, 1.05 * max(ys))), "MPI ranks", ylabel, 500, 330)  # points off the top
         for i, m in enumerate(modes):
             if pts[m]:
                 p.line([a for a, _ in pts[m]], [b for _, b in pts[m]], PALETTE[i % len(PALETTE)], m, marker="o")
