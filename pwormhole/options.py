@@ -35,7 +35,7 @@ from .config import (
 from .errors import InputError
 from .inputs.formats import detect_workload_format, load_chakra
 from .inputs.hpcc_config import LINK_DOWN_BASE_PS, read_hpcc_config
-from .outfiles import check_file_writable, discard_out_dir
+from .outfiles import PLOT_INSTALL, check_file_writable, discard_out_dir, matplotlib_installed
 from .partition.plan import PartitionPlan, check_parts
 from .report.trace import DEFAULT_TRACE_LIMIT_BYTES
 from .report.writer import prepare_out_dir
@@ -177,6 +177,8 @@ def _check_choices(opts: RunOptions) -> None:
         v = getattr(opts, name)
         if v is not None and v not in choices:
             raise InputError(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}, got {v!r}")
+    if opts.plot and not matplotlib_installed():
+        raise InputError(f"--plot draws timeline.png with matplotlib, which is not installed: {PLOT_INSTALL}")
 
 
 class Prepared(NamedTuple):

@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import sys
 from contextlib import contextmanager
@@ -114,6 +115,14 @@ def write_text(path: str, text: str) -> None:
     """``text`` to ``path`` by :func:`atomic`."""
     with atomic(path) as fh:
         fh.write(text)
+
+
+PLOT_INSTALL = "pip install 'pwormhole[plot]' (or matplotlib)"
+
+
+def matplotlib_installed() -> bool:
+    """Whether the PNG figures can be drawn (matplotlib is the ``plot`` extra; report.html needs none)."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def save_figure(fig, path: str, dpi: int = 110) -> None:
@@ -231,5 +240,6 @@ def discard_out_dir(made: tuple[str, str] | None) -> None:
 
 
 __all__ = ["REPORT_NAME", "RECORD_NAME", "OWN_OUTPUT_NAMES", "OWN_FILE_NAMES", "earlier_outputs", "claim_out_dir",
-           "PartFile", "atomic", "write_text", "save_figure", "create_fresh", "write_error", "check_folder_writable",
-           "check_file_writable", "check_output_name", "existing", "discard_out_dir"]
+           "PartFile", "atomic", "write_text", "PLOT_INSTALL", "matplotlib_installed", "save_figure", "create_fresh",
+           "write_error", "check_folder_writable", "check_file_writable", "check_output_name", "existing",
+           "discard_out_dir"]

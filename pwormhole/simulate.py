@@ -31,6 +31,7 @@ from .report.monitor import (
     write_link_util,
     write_qlen,
 )
+from .report.page import write_report
 from .report.per_layer import per_layer_rows
 from .report.summary import (
     accel_summary,
@@ -265,9 +266,8 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
             writer.errors.append(f"{os.path.join(out_dir, REPORT_NAME)} not written: the run's outputs are not "
                                  "all there")
         elif report:
-            from .report.page import write_report  # matplotlib: loaded only when a report is asked for
             try:
-                write_report(out_dir)
+                write_report(out_dir, scn.topology)
             except OutputError as e:
                 writer.errors.append(str(e))
         if not quiet:

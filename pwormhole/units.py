@@ -136,3 +136,8 @@ def format_rate(bps: int) -> str:
         if bps >= scale and bps % scale == 0:
             return f"{bps // scale}{unit}"
     return f"{bps}bps"
+
+
+def axis_time_unit(span_ns: float) -> tuple[str, int]:
+    """The unit of a figure's time axis over ``span_ns``, and its ns: ms from 1 ms on, else us."""
+    return ("ms", 10**6) if span_ns >= 10**6 else ("us", 10**3)

@@ -5,23 +5,25 @@ exit with status 2, never a traceback; so do output files that cannot be
 written (``OutputError``, status 4). The options of ``run`` and ``compare`` become a
 :class:`~pwormhole.options.RunOptions`. Each command imports what it runs inside its own
 function: start-up time (``--help`` and an option mistake answer without loading the model,
-numpy and networkx, about 0.5 s).
+numpy and networkx, about 0.1 s of CPU; the parsers of ``gen-flows`` and ``scale``, whose modules
+load numpy, are built only for them).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.metadata
 import os
 import subprocess
 import sys
 
+from .. import __version__
 from ..accel.config import NVLINK_CHOICES
 from ..config import CC_BY_NAME, EMBEDDED_SCENARIOS, INPUT_FORMATS, NVLINK_CC_CHOICES, NVLINK_CC_NONE, RUN_MODES
 from ..errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
 from ..outfiles import discard_out_dir
 from ..sync import interrupt
+from ..sync.launcher import launched_under_mpi
 from ..units import parse_time_ps
 
 
@@ -177,7 +179,7 @@ def _compare(args) -> int:
         discard_out_dir(prep.made_out)
         raise
     if opts.report:
-        write_report(out)
+        write_report(out, prep.scenario.topology)
     print(f"outputs in {out}/" + (f" (open {os.path.join(out, 'report.html')} in a browser)" if opts.report else ""))
     return 0
 
@@ -326,12 +328,9 @@ def add_run_arguments(r) -> None:
 
 
 def version_text() -> str:
-    """``pwormhole VERSION (commit SHA[, modified])``: the installed version, and the commit of the
+    """``pwormhole VERSION (commit SHA[, modified])``: the package's version, and the commit of the
     checkout the package runs from (``unknown`` outside a git checkout)."""
-    try:
-        version = importlib.metadata.version("pwormhole")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
+    version = __version__  # pyproject.toml's too; importlib.metadata would cost 20 ms at every start
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         sha = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
@@ -363,7 +362,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pwormhole: error: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# the subcommands whose modules load numpy: their own parsers are built only when one is the command
+LAZY_HELP = {"gen-flows": "write an HPCC flow file: Poisson arrivals at a target load, sizes from a CDF",
+             "scale": "speedup-scaling study: run a scenario over rank counts and modes"}
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top level's take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``pwormhole``; ``command``: the subcommand to parse, whose parser is built whole
+    (the others in :data:`LAZY_HELP` only name themselves, for ``--help``)."""
     p = _Parser(prog="pwormhole", description="Packet-level RDMA network simulation of training traffic.")
     p.add_argument("-V", "--version", action=_Version, help="print the version and the commit, and exit")
     sub = p.add_subparsers(dest="command", required=True)
@@ -406,10 +417,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="weights from a run's windows.npz ('run --record-windows'): its recorded work per unit "
                          "and window, balanced window by window; servers stay whole")
     pa.set_defaults(func=_partition)
-    from ..workload import gen_flows
-    gen_flows.add_parser(sub)
-    from .scale import add_parser as add_scale_parser
-    add_scale_parser(sub)
+    if command == "gen-flows":
+        from ..workload import gen_flows
+        gen_flows.add_parser(sub)
+    else:
+        sub.add_parser("gen-flows", help=LAZY_HELP["gen-flows"])
+    if command == "scale":
+        from .scale import add_parser as add_scale_parser
+        add_scale_parser(sub)
+    else:
+        sub.add_parser("scale", help=LAZY_HELP["scale"])
     return p
 
 
@@ -419,11 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     as ``NAME.part``), 130 SIGINT, 143 SIGTERM."""
     import signal
 
-    from ..sync.mpi import launched_under_mpi
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_of(words))
+    args = parser.parse_args(words)
+    args.argv = words
     try:
         if args.func is _run and launched_under_mpi():  # signals are recorded: every rank stops together
             interrupt.record_signals()

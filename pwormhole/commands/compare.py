@@ -17,7 +17,7 @@ import sys
 from dataclasses import replace
 
 from ..errors import InputError
-from ..outfiles import REPORT_NAME
+from ..outfiles import PLOT_INSTALL, REPORT_NAME
 from ..report.compare import collective_times, compare_dirs, plot_cdf, table
 from ..report.spread import Verdict, collective_spread, judge, passes, spread_of
 from ..report.spread import table as spread_table
@@ -82,7 +82,9 @@ def compare(scn_factory, out: str, accel, until_ps=None, seed: int = 1, n_lps: i
         result["spread"] = _spread(scn_factory, out, pdir, wdir, result, spread, spread_jitter_ps, until_ps, seed,
                                    n_lps)
     write_json_atomic(os.path.join(out, "compare.json"), result)
-    plot_cdf(os.path.join(out, "fct_error_cdf.png"), err, ps["scenario"])
+    if not plot_cdf(os.path.join(out, "fct_error_cdf.png"), err, ps["scenario"]):
+        print(f"pwormhole: warning: matplotlib is not installed ({PLOT_INSTALL}); fct_error_cdf.png not written",
+              file=sys.stderr)
     if not quiet:
         print(table(result))
         if spread:

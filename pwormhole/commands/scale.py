@@ -55,7 +55,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..outfiles import atomic, save_figure
+from ..outfiles import PLOT_INSTALL, atomic, matplotlib_installed, save_figure
 from ..partition.plan import make_plan_from_record
 from ..partition.record import EXCHANGE_US, load_of_run, predict
 from ..report.summary import write_csv_atomic
@@ -378,10 +378,9 @@ def write_csv(path: str, rows: list[dict]) -> None:
 
 def plot(path: str, rows: list[dict], title: str) -> bool:
     """``scaling.png``: speedup against ranks, one line per mode. False when matplotlib is missing."""
-    try:
-        import matplotlib
-    except ImportError:
+    if not matplotlib_installed():
         return False
+    import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -480,7 +479,7 @@ def main(args) -> int:
     write_csv(os.path.join(out, "scaling.csv"), rows)
     scenario = next((r.summary.get("scenario") for r in runs if r.summary.get("scenario")), "scenario")
     if not plot(os.path.join(out, "scaling.png"), rows, f"pwormhole scaling: {scenario}"):
-        print("scale: warning: matplotlib is not installed (pip install matplotlib); scaling.png not written",
+        print(f"scale: warning: matplotlib is not installed ({PLOT_INSTALL}); scaling.png not written",
               file=sys.stderr)
     _report(rows)
     print(f"study in {out}/ (scaling.csv, scaling.png, <mode>/ranks<R>/)")

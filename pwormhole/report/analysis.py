@@ -55,14 +55,17 @@ def slowdown_by_size(f: Fcts, step_pct: int = 5) -> list[SizeBucket]:
     return out
 
 
-def pause_counts(pfc: Pfc, bins: int = 50, top: int = 8) -> tuple[np.ndarray, dict[int, np.ndarray], int]:
-    """PFC pause frames (kind 1) received per node over time: ``(bin edges in ns, node -> count
-    per bin, nodes left out)``, the ``top`` nodes with the most pauses (switches before hosts at a tie)."""
+def pause_counts(pfc: Pfc, start_ns: int, bins: int = 50,
+                 top: int = 8) -> tuple[np.ndarray, dict[int, np.ndarray], int]:
+    """PFC pause frames (kind 1) received per node over time: ``(bin edges in ns, node -> count per
+    bin, nodes left out)``, the ``top`` nodes with the most pauses (switches before hosts at a tie).
+    The bins run from ``start_ns`` (the traffic's start; the first pause when earlier) to the last pause."""
     pause = pfc.kind == 1
     t, nodes = pfc.time_ns[pause], pfc.node[pause]
     if not t.size:
-        return np.array([0, 1]), {}, 0
-    edges = np.linspace(0, max(1, int(t.max())) * 1.0001, bins + 1)
+        return np.array([start_ns, start_ns + 1]), {}, 0
+    lo = min(start_ns, int(t.min()))
+    edges = np.linspace(lo, max(lo + 1, int(t.max())), bins + 1)  # (the last bin holds its right edge)
     ids, counts = np.unique(nodes, return_counts=True)
     ranked = sorted(zip(ids.tolist(), counts.tolist()), key=lambda ic: (-ic[1], ic[0]))
     out = {i: np.histogram(t[nodes == i], edges)[0] for i, _ in ranked[:top]}
@@ -72,6 +75,21 @@ def pause_counts(pfc: Pfc, bins: int = 50, top: int = 8) -> tuple[np.ndarray, di
 def node_types(pfc: Pfc) -> dict[int, int]:
     """node -> node_type (1 switch, 0 host) as ``pfc.txt`` gives it."""
     return dict(zip(pfc.node.tolist(), pfc.node_type.tolist()))
+
+
+class GpuTime(NamedTuple):
+    """How one GPU spent the iterations: each ns is compute, exposed communication or idle."""
+    gpu: int
+    compute_ns: int
+    exposed_ns: int  # communication not overlapped by compute
+    idle_ns: int  # neither (the pipeline's bubble, waits)
+
+
+def gpu_times(gpus: list[dict], total_ns: int) -> list[GpuTime]:
+    """The summary's per-GPU ``gpus`` as parts of ``total_ns`` (the iterations, to the end of the last):
+    compute + exposed communication + idle = ``total_ns`` (overlapped communication is inside compute)."""
+    return [GpuTime(g["gpu"], g["compute_ns"], g["exposed_comm_ns"],
+                    max(0, total_ns - g["compute_ns"] - g["exposed_comm_ns"])) for g in gpus]
 
 
 class TimelineRow(NamedTuple):

@@ -32,7 +32,7 @@ import os
 import numpy as np
 
 from ..errors import InputError
-from ..outfiles import save_figure
+from ..outfiles import matplotlib_installed, save_figure
 
 
 def read_fct(path: str) -> dict[tuple[str, str, str, str], int]:
@@ -166,7 +166,10 @@ def table(r: dict) -> str:
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
 
 
-def plot_cdf(path: str, err: np.ndarray, title: str) -> None:
+def plot_cdf(path: str, err: np.ndarray, title: str) -> bool:
+    """``fct_error_cdf.png``: the CDF of the per-flow errors ``err``; False when matplotlib is missing."""
+    if not matplotlib_installed():
+        return False
     import matplotlib  # heavy (~1 s): loaded only when a plot is drawn
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -181,3 +184,4 @@ def plot_cdf(path: str, err: np.ndarray, title: str) -> None:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     save_figure(fig, path)
+    return True

@@ -10,7 +10,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputError
-from .charts import _legend_above, plt, to_svg
+from ..units import PS_PER_NS, format_time
+from . import charts
 
 LINK_UTIL_COLUMNS = ("time_ns", "link", "src", "dst", "bytes", "utilization")
 
@@ -79,23 +80,18 @@ def hottest(u: LinkUtil, top: int = 8) -> list[tuple[tuple[int, int, int], int]]
     return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
 
 
-def link_chart(u: LinkUtil, keys: list, interval_ns: int) -> str:
-    """Utilization over time of the link directions ``keys``, one line each (0 where no row)."""
+def link_series(u: LinkUtil, keys: list, interval_ns: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The interval starts from the first row's to the last's, and the utilization of each link
+    direction of ``keys`` in each (0 where it has no row)."""
     t0, t1 = int(u.time_ns.min()), int(u.time_ns.max())
     grid = np.arange(t0, t1 + interval_ns, interval_ns)
-    fig, ax = plt.subplots(figsize=(9, 3.6))
+    out = []
     for key in keys:
         sel = (u.link == key[0]) & (u.src == key[1]) & (u.dst == key[2])
         y = np.zeros(grid.size)
         y[(u.time_ns[sel] - t0) // interval_ns] = u.utilization[sel]
-        ax.step((np.append(grid, grid[-1] + interval_ns) - t0) / 1e3, np.append(y, y[-1]), where="post", lw=1.1,
-                label=f"link {key[0]}: {key[1]} -> {key[2]}")
-    ax.set_xlabel(f"simulated time (us after {t0 / 1e3:,.3f} us)")
-    ax.set_ylabel(f"utilization per {interval_ns / 1e3:g} us")
-    ax.set_ylim(0, max(1.05, float(u.utilization.max()) * 1.05) if u.utilization.size else 1.05)
-    ax.grid(alpha=0.3)
-    _legend_above(ax, 4)
-    return to_svg(fig)
+        out.append(y)
+    return grid, out
 
 
 class QueueStats(NamedTuple):
@@ -121,26 +117,18 @@ def queue_stats(h: QlenHist) -> list[QueueStats]:
     return out
 
 
-def queue_chart(h: QlenHist, keys: list) -> str:
-    """The queue-length distribution (CCDF over the samples) of the switch ports ``keys``."""
-    fig, ax = plt.subplots(figsize=(6.8, 3.6))
-    for key in keys:
-        c = h.ports[key]
-        n = c.sum()
-        above = 1 - np.cumsum(c) / n  # share of samples above each bucket
-        kb = np.arange(c.size)
-        ax.step(kb, np.concatenate(([1.0], above[:-1])), where="post", label=f"switch {key[0]} port {key[1]}")
-    ax.set_xlabel("queue length (KB of 1000 bytes)")
-    ax.set_ylabel("share of samples at or above")
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    _legend_above(ax, 3)
-    return to_svg(fig)
+def qlen_switches(folder: str, summary: dict) -> set[int]:
+    """The switches of the run's ``qlen.txt`` (every switch of the topology; none without the file)."""
+    name = (summary.get("inputs") or {}).get("qlen_file")
+    path = os.path.join(folder, name) if isinstance(name, str) and name else ""
+    return {k[0] for k in read_qlen(path).ports} if path and os.path.isfile(path) else set()
 
 
-def network_parts(folder: str, summary: dict, table, figure, missing, top: int = 8) -> tuple[str, str]:
+def network_parts(folder: str, summary: dict, table, figure, missing, name, start_ns: int | None,
+                  top: int = 8) -> tuple[str, str]:
     """The HTML of the report's "Hottest links" and "Queue lengths" blocks for the run in
-    ``folder`` (``table``, ``figure``, ``missing``: the page's builders)."""
+    ``folder`` (``table``, ``figure``, ``missing``: the page's builders; ``name``: a node's name
+    by its id; ``start_ns``: the traffic's start, None when unknown: the first interval's)."""
     inputs = summary.get("inputs") or {}
     qlen_name = inputs.get("qlen_file")
     lu_path = os.path.join(folder, "link_util.csv")
@@ -160,11 +148,16 @@ def network_parts(folder: str, summary: dict, table, figure, missing, top: int =
             rows = []
             for key, b in hot:
                 sel = (u.link == key[0]) & (u.src == key[1]) & (u.dst == key[2])
-                rows.append((key[0], f"{key[1]} -> {key[2]}", f"{b:,}", f"{u.utilization[sel].sum() / n_intervals:.3f}",
-                             f"{u.utilization[sel].max():.3f}"))
-            links = (figure(link_chart(u, [k for k, _ in hot], interval_ns),
-                            f"utilization of the {len(hot)} busiest link directions (bytes started per "
-                            f"{interval_ns / 1e3:g} us interval x 8 / rate; a packet counts where it starts)")
+                rows.append((key[0], f"{name(key[1])} -> {name(key[2])}", f"{b:,}",
+                             f"{u.utilization[sel].sum() / n_intervals:.3f}", f"{u.utilization[sel].max():.3f}"))
+            grid, utils = link_series(u, [k for k, _ in hot], interval_ns)
+            t0 = int(grid[0]) if start_ns is None else start_ns
+            svg = charts.link_chart(grid, [(f"{name(k[1])} -> {name(k[2])}", y) for (k, _), y in zip(hot, utils)],
+                                    interval_ns, t0)
+            since = f" at {format_time(t0 * PS_PER_NS)}" if t0 else ""
+            links = (figure(svg, f"utilization of the {len(hot)} busiest link directions (bytes started per "
+                                 f"{interval_ns / 1e3:g} us interval x 8 / rate; a packet counts where it starts); "
+                                 f"time since the traffic's start{since}")
                      + table(("link", "direction", "bytes", "mean utilization", "peak"), rows))
     if not qlen_name or not os.path.isfile(os.path.join(folder, qlen_name)):
         queues = missing("no queue-length monitor output here: run with --monitor, or QLEN_MON_FILE in an HPCC "
@@ -182,14 +175,16 @@ def network_parts(folder: str, summary: dict, table, figure, missing, top: int =
             if not busy:
                 queues = f"<p>{text}.</p>"
             else:
-                queues = (figure(queue_chart(h, [s.key for s in busy]),
+                series = [(f"{name(s.key[0])} port {s.key[1]}", h.ports[s.key]) for s in busy]
+                queues = (figure(charts.queue_chart(series),
                                  f"queue length distribution of the {len(busy)} ports with the longest mean queue "
                                  f"({qlen_name}, HPCC ns-3's monitor format); {text}")
                           + table(("switch", "port", "samples", "with a queue", "mean (KB)", "p99 (KB)",
                                    "max (KB)"),
-                                  [(s.key[0], s.key[1], f"{s.samples:,}", f"{s.queued * 100:.1f}%",
+                                  [(name(s.key[0]), s.key[1], f"{s.samples:,}", f"{s.queued * 100:.1f}%",
                                     f"{s.mean_kb:,.1f}", f"{s.p99_kb:,}", f"{s.max_kb:,}") for s in busy]))
     return links, queues
 
 
-__all__ = ["read_qlen", "read_link_util", "hottest", "queue_stats", "network_parts", "QlenHist", "LinkUtil"]
+__all__ = ["read_qlen", "qlen_switches", "read_link_util", "hottest", "link_series", "queue_stats", "network_parts",
+           "QlenHist", "LinkUtil"]

@@ -7,7 +7,9 @@ comparison's error and speedup), ``fct`` (slowdown by flow size, FCT CDF),
 ``network`` (PFC pauses per node; link utilization and queue lengths when
 written), ``scaling`` (a ``scale`` study). Figures are inline SVG, tables HTML;
 a Content-Security-Policy forbids every fetch, so the page shows the same
-offline.
+offline. Nodes are named by their role in the topology (``GPU 3``, ``ToR 72``) when the
+run's topology is at hand (given, or its file named in the summary), else as ``pfc.txt`` and
+``qlen.txt`` type them (``host 3``, ``switch 72``).
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from __future__ import annotations
 import html
 import os
 from collections import defaultdict
+from collections.abc import Callable
+from functools import cache, partial
 
 import numpy as np
 
+from ..errors import InputError
+from ..inputs.formats import load_topology
 from ..outfiles import REPORT_NAME, write_text
+from ..topology.model import Topology
 from ..units import format_time
 from . import analysis, charts, monitor_read
 from .compare import fct_errors, read_fct
@@ -222,7 +229,7 @@ def _fct_part(f, what: str) -> str:
                      [(f"{b.lo_pct}-{b.hi_pct}%", b.flows, f"{b.max_size_bytes:,}", f"{b.p50:.3f}", f"{b.p95:.3f}",
                        f"{b.p99:.3f}") for b in buckets]))
     out.append(f"<h4>FCT CDF of the {what}flows</h4>")
-    out.append(figure(charts.cdf(f.fct_ns / 1e3, "FCT (us)"), f"{what}flow completion times"))
+    out.append(figure(charts.time_cdf(f.fct_ns, "FCT"), f"{what}flow completion times"))
     return "".join(out)
 
 
@@ -248,11 +255,17 @@ def training_section(d: OutDir) -> str:
     else:
         rows, what = analysis.timeline_rows(r.timeline, int((s.get("inputs") or {}).get("gpus_per_server") or 0))
         if rows:
-            out.append(figure(charts.timeline(rows, what), f"compute, communication and exposed communication, "
+            out.append(figure(charts.timeline(rows), f"compute, communication and exposed communication, "
                                                            f"one row per {what}"))
     if gpus:
+        total_ns = sum(its)
+        span = "the iteration" if len(its) == 1 else f"the {len(its)} iterations"
         out.append("<h3>Per GPU</h3>")
-        out.append(figure(charts.gpu_breakdown(gpus), "compute and communication time per GPU"))
+        out.append(figure(charts.gpu_breakdown(analysis.gpu_times(gpus, total_ns)),
+                          f"per GPU: compute, communication not overlapped by compute (exposed) and idle time (the "
+                          f"bubble), adding up to {span} ({_ns(total_ns)}); communication overlapped by compute: "
+                          f"{_ns(sum(g['comm_ns'] - g['exposed_comm_ns'] for g in gpus) / len(gpus))} per GPU "
+                          "(mean)"))
     out.append("<h3>Collectives</h3>")
     groups: dict = defaultdict(list)
     for c in r.collectives:
@@ -276,28 +289,69 @@ def training_section(d: OutDir) -> str:
     return "".join(out)
 
 
-def network_section(d: OutDir) -> str:
+def traffic_start_ns(r: RunFiles) -> int | None:
+    """When the run's traffic started, as the run counts it (``traffic_start_ps``): 0 for a training
+    run, else its first finished flow's start (None without one)."""
+    if r.collectives is not None:
+        return 0
+    if r.fcts is not None and len(r.fcts.start_ns):
+        return int(r.fcts.start_ns.min())
+    return None
+
+
+def node_namer(r: RunFiles, topology: Topology | None):
+    """A node's name in the report, by its id: its role in ``topology`` (else in the topology file the
+    summary names, when it can be read), else switch or host as ``pfc.txt`` and ``qlen.txt`` say."""
+    if topology is None:
+        path = (r.summary.get("inputs") or {}).get("topology")
+        if isinstance(path, str) and os.path.isfile(path):
+            try:
+                topology = load_topology(path)
+            except InputError:
+                topology = None
+    if topology is not None:
+        roles = topology.roles()
+        return lambda n: f"{roles[n]} {n}" if 0 <= n < len(roles) else f"node {n}"
+    switches = set(monitor_read.qlen_switches(r.folder, r.summary))
+    if r.pfc is not None:
+        switches.update(int(n) for n, t in analysis.node_types(r.pfc).items() if t == 1)
+    return lambda n: f"{'switch' if n in switches else 'host'} {n}"
+
+
+def network_section(d: OutDir, topology: Topology | None = None) -> str:
     r = d.run
-    links, queues = (monitor_read.network_parts(r.folder, r.summary, table, figure, missing) if r is not None else
-                     (missing("no run here"), missing("no run here")))
+    if r is None:
+        return "".join(["<h3>Hottest links</h3>", missing("no run here"), "<h3>Queue lengths of monitored ports</h3>",
+                        missing("no run here"), "<h3>PFC pauses over time</h3>", missing("no PFC file here")])
+    namer = cache(partial(node_namer, r, topology))  # (reads files: made when a node is first named)
+
+    def name(n: int) -> str:
+        return namer()(n)
+    start_ns = traffic_start_ns(r)
+    links, queues = monitor_read.network_parts(r.folder, r.summary, table, figure, missing, name, start_ns)
     out = ["<h3>Hottest links</h3>", links, "<h3>Queue lengths of monitored ports</h3>", queues,
            "<h3>PFC pauses over time</h3>"]
-    if r is None or r.pfc is None:
+    if r.pfc is None:
         out.append(missing("no PFC file here"))
         return "".join(out)
-    edges, counts, left = analysis.pause_counts(r.pfc, top=16)
+    t0 = start_ns if start_ns is not None else (int(r.pfc.time_ns.min()) if len(r.pfc.time_ns) else 0)
+    edges, counts, left = analysis.pause_counts(r.pfc, t0, top=16)
     if not counts:
         out.append(f"<p>no PFC pause frame in this run ({int(r.summary.get('pfc_pauses', 0))} pauses sent)</p>")
         return "".join(out)
-    types = analysis.node_types(r.pfc)
-    labels = {n: f"{'switch' if types.get(n) == 1 else 'host'} {n}" for n in counts}
-    out.append(figure(charts.pauses(edges, counts, labels),
+    labels = {n: name(n) for n in counts}
+    out.append(figure(charts.pauses(edges, counts, labels, int(edges[0])),
                       "PFC pause frames received per node (its port toward the pausing neighbour stops; the "
-                      "nodes with the most)"
+                      f"nodes with the most); time since the traffic's start{_at(int(edges[0]))}"
                       + (f"; {left} more nodes in the PFC file" if left else "")))
     totals = sorted(((labels[n], int(c.sum())) for n, c in counts.items()), key=lambda x: -x[1])
     out.append(table(("node", "pause frames received"), totals))
     return "".join(out)
+
+
+def _at(t_ns: int) -> str:
+    """`` at 2.000 s``: when the traffic started (nothing at 0)."""
+    return f" at {format_time(t_ns * 1000)}" if t_ns else " (0)"
 
 
 def scaling_section(d: OutDir) -> str:
@@ -323,12 +377,15 @@ _BUILDERS = {"run": run_section, "fct": fct_section, "training": training_sectio
              "scaling": scaling_section}
 
 
-def render(d: OutDir) -> str:
-    """The page of output folder ``d``."""
+def render(d: OutDir, topology: Topology | None = None) -> str:
+    """The page of output folder ``d`` (``topology``: its run's, to name nodes by role)."""
     s = d.run.summary if d.run is not None else {}
     title = s.get("scenario") or (d.compare or {}).get("scenario") or os.path.basename(os.path.abspath(d.path))
     nav = "".join(f'<a href="#{sid}">{esc(name)}</a>' for sid, name in SECTIONS)
-    body = "".join(f'<section id="{sid}"><h2>{esc(name)}</h2>{_BUILDERS[sid](d)}</section>' for sid, name in SECTIONS)
+    builders: dict[str, Callable[[OutDir], str]] = {**_BUILDERS, "network": partial(network_section,
+                                                                                   topology=topology)}
+    body = "".join(f'<section id="{sid}"><h2>{esc(name)}</h2>'
+                   f'{builders[sid](d)}</section>' for sid, name in SECTIONS)
     csp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -337,9 +394,10 @@ def render(d: OutDir) -> str:
             f"<nav>{nav}</nav></header><main>{body}</main></body></html>\n")
 
 
-def write_report(out_dir: str) -> str:
-    """Write ``report.html`` of ``out_dir`` (InputError when it is no output folder); returns its path."""
+def write_report(out_dir: str, topology: Topology | None = None) -> str:
+    """Write ``report.html`` of ``out_dir`` (InputError when it is no output folder; ``topology``: its
+    run's, to name nodes by role); returns its path."""
     d = read_out_dir(out_dir)
     path = os.path.join(out_dir, REPORT_NAME)
-    write_text(path, render(d))
+    write_text(path, render(d, topology))
     return path

@@ -17,6 +17,7 @@ Definitions:
 from __future__ import annotations
 
 from ..outfiles import save_figure
+from ..units import PS_PER_NS, axis_time_unit
 from ..workload.collectives import BUS_FACTOR
 from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
 from .summary import write_csv_atomic
@@ -158,17 +159,22 @@ def plot_timeline(path: str, report: dict, title: str = "", max_gpus: int = 64) 
     import matplotlib.pyplot as plt
 
     gpus = sorted(report["intervals"])[:max_gpus]
+    end_ns = max((iv[kind][-1][1] for iv in report["intervals"].values() for kind in ("compute", "comm")
+                  if iv[kind]), default=0) / PS_PER_NS
+    unit, ns = axis_time_unit(end_ns)
+    per = ns * PS_PER_NS  # ps per axis unit
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.25 * len(gpus)))
     for row, g in enumerate(gpus):
         iv = report["intervals"][g]
-        ax.broken_barh([(a / 1e6, (b - a) / 1e6) for a, b in iv["compute"]], (row - 0.4, 0.38),
+        ax.broken_barh([(a / per, (b - a) / per) for a, b in iv["compute"]], (row - 0.4, 0.38),
                        color="tab:blue", label="compute" if row == 0 else None)
-        ax.broken_barh([(a / 1e6, (b - a) / 1e6) for a, b in iv["comm"]], (row + 0.02, 0.38),
+        ax.broken_barh([(a / per, (b - a) / per) for a, b in iv["comm"]], (row + 0.02, 0.38),
                        color="tab:orange", label="communication" if row == 0 else None)
+    ax.set_xlim(0, max(end_ns, 1) / ns * 1.02)
     ax.set_yticks(range(len(gpus)))
     ax.set_yticklabels([f"GPU {g}" for g in gpus], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("simulated time (us)")
+    ax.set_xlabel(f"simulated time ({unit})")
     ax.set_title(title or "per-GPU timeline", loc="right")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8, frameon=False)  # above the bars
     fig.tight_layout()

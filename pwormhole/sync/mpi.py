@@ -31,20 +31,13 @@ from ..engine.lp import INF_PS
 from ..errors import InputError
 from . import interrupt
 from .codec import earliest, pack_events, unpack_events
+from .launcher import launched_under_mpi
 from .windows import Exchanged, by_finish
 
 FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and op records, at most
 ABORT_GRACE_S = 0.5  # seconds a failing rank's message has to reach the launcher before MPI_Abort
 FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
 _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
-
-LAUNCHER_ENV = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
-
-
-def launched_under_mpi() -> bool:
-    """True when an MPI launcher (mpiexec/mpirun/srun with PMI) started this process."""
-    return any(k in os.environ for k in LAUNCHER_ENV)
-
 
 def _slurm_step_tasks() -> int:
     """Tasks of the Slurm job step this process belongs to (0 outside an ``srun`` step).

@@ -140,3 +140,17 @@ class Topology:
 
     def is_switch(self, node: int) -> bool:
         return node in self.switches
+
+    def roles(self) -> list[str]:
+        """Per node, its role: ``GPU`` (a host of a GPU cluster) or ``host``, ``NVSwitch``, ``ToR`` (a
+        switch linked to a host), ``spine`` (a switch linked to a ToR) or ``core`` (one above)."""
+        host = "GPU" if self.gpus_per_server else "host"
+        out = ["core" if n in self.switches else host for n in range(self.n_nodes)]
+        for n in self.nvswitches:
+            out[n] = "NVSwitch"
+        for tier, below in (("ToR", host), ("spine", "ToR")):
+            for ln in self.links:
+                for a, b in ((ln.a, ln.b), (ln.b, ln.a)):
+                    if out[a] == "core" and out[b] == below:
+                        out[a] = tier
+        return out

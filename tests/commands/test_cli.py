@@ -5,8 +5,16 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from helpers import ROOT
+
+from pwormhole import options
+from pwormhole.commands import scale
+from pwormhole.commands.cli import build_parser, command_of
+from pwormhole.commands.cli import main as cli_main
+from pwormhole.report import compare as report_compare
+from pwormhole.workload import gen_flows
 
 DATA = ROOT / "tests" / "data" / "hpcc"
 
@@ -172,3 +180,32 @@ def test_lps_in_one_process_are_not_called_ranks(tmp_path):
     s = json.loads((tmp_path / "summary.json").read_text())
     assert (s["ranks"], s["lps"]) == (1, 3)
     assert r.stdout.splitlines()[0].endswith("ranks 1  LPs 3")
+
+
+def test_help_lists_every_command_without_loading_numpy():
+    """``--help`` names gen-flows and scale without building their parsers (their modules load numpy),
+    with the words their own parsers give; each of them, when it is the command, gets its own parser."""
+    code = ("import sys\nfrom pwormhole.commands import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n"
+            "    pass\nprint('numpy loaded:', 'numpy' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and "gen-flows" in r.stdout and "scale" in r.stdout, r.stderr
+    assert r.stdout.rstrip().endswith("numpy loaded: False")
+    lazy = build_parser().format_help()
+    assert build_parser("gen-flows").format_help() == lazy == build_parser("scale").format_help()
+    args = build_parser("gen-flows").parse_args(["gen-flows", "--cdf", "c", "--load", "0.5", "--duration", "1ms",
+                                                 "--out", "f"])
+    assert args.func is gen_flows.main and build_parser("scale").parse_args(["scale"]).func is scale.main
+    assert command_of(["-V"]) is None and command_of(["scale", "--ranks", "1,2"]) == "scale"
+
+
+def test_pngs_without_matplotlib(tmp_path, monkeypatch, capsys):
+    """matplotlib is optional (report.html draws its own figures): --plot is refused before anything is
+    made, and compare's fct_error_cdf.png is left out."""
+    monkeypatch.setattr(options, "matplotlib_installed", lambda: False)
+    out = tmp_path / "o"
+    assert cli_main(["run", "--scenario", "fat-tree-mix", "--plot", "--out", str(out), "--no-progress"]) == 2
+    assert "--plot draws timeline.png with matplotlib, which is not installed" in capsys.readouterr().err
+    assert not out.exists()
+    monkeypatch.setattr(report_compare, "matplotlib_installed", lambda: False)
+    assert report_compare.plot_cdf(str(tmp_path / "cdf.png"), np.array([0.01]), "t") is False
+    assert not (tmp_path / "cdf.png").exists()

@@ -14,6 +14,7 @@ from helpers import ROOT
 from pwormhole.commands import scale
 from pwormhole.errors import InputError
 from pwormhole.sync import mpi as sync_mpi
+from pwormhole.sync.launcher import LAUNCHER_ENV
 
 JOBS = ROOT / "jobs"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -109,7 +110,7 @@ def test_singleton_check_does_not_import_mpi4py():
 
 def test_check_launch_cases(monkeypatch):
     for k in list(os.environ):
-        if k.startswith("SLURM_") or k in sync_mpi.LAUNCHER_ENV:
+        if k.startswith("SLURM_") or k in LAUNCHER_ENV:
             monkeypatch.delenv(k)
     sync_mpi.check_launch()  # outside Slurm
     # a batch script (sbatch -n 2) or salloc shell: no step variables, one process is legitimate

@@ -242,8 +242,8 @@ def test_report_shows_the_bottleneck_queue_and_link(tmp_path):
     net = text[text.index('<section id="network">'):]
     queues = net[net.index("Queue lengths of monitored ports"):]
     # the one port with a queue: 1001 samples, 990 of them with 1 KB or more (11 empty, see above)
-    assert "<tbody><tr><td>0</td><td>1</td><td>1,001</td><td>98.9%</td>" in queues
+    assert "<tbody><tr><td>ToR 0</td><td>1</td><td>1,001</td><td>98.9%</td>" in queues  # its role in the topology
     assert "101 switch ports sampled 1,001 times up to 2,000,100,000 ns; 100 of them never held 1 KB" in queues
     links = net[net.index("Hottest links"):net.index("Queue lengths of monitored ports")]
-    assert "<tbody><tr><td>0</td><td>0 -&gt; 1</td><td>1,236,984</td>" in links  # 1194 packets of 1036 B
+    assert "<tbody><tr><td>0</td><td>ToR 0 -&gt; host 1</td><td>1,236,984</td>" in links  # 1194 packets of 1036 B
     assert links.count("<svg") == 1 and queues.count("<svg") >= 1

@@ -16,9 +16,10 @@ from helpers import ROOT
 from pwormhole import run as run_mod
 from pwormhole.commands import cli as cli_mod
 from pwormhole.commands import scale
+from pwormhole.errors import InputError
 from pwormhole.report import analysis
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
-from pwormhole.report.outdir import Fcts, Pfc
+from pwormhole.report.outdir import Fcts, Pfc, read_fcts
 from pwormhole.report.page import SECTIONS
 from pwormhole.scenario import Scenario
 from pwormhole.workload.dag import Dag
@@ -95,10 +96,14 @@ def test_pause_counts_per_node_and_bin():
     # node 7 (switch) pauses at 0, 10, 95 ns; node 2 (host) at 50 ns; resumes (kind 0) are not counted
     pfc = Pfc(np.array([0, 10, 50, 95, 96]), np.array([7, 7, 2, 7, 2]), np.array([1, 1, 0, 1, 0]),
               np.array([1, 1, 1, 1, 0]))
-    edges, counts, left = analysis.pause_counts(pfc, bins=2, top=1)
+    edges, counts, left = analysis.pause_counts(pfc, 0, bins=2, top=1)
     assert list(counts) == [7] and counts[7].tolist() == [2, 1] and left == 1
-    assert edges[0] == 0 and edges[-1] > 95 and len(edges) == 3
+    assert edges.tolist() == [0, 47.5, 95]  # from the traffic's start to the last pause (in the last bin)
     assert analysis.node_types(pfc) == {7: 1, 2: 0}
+    # traffic from 2 s (HPCC's flows): the bins start there, not at 0
+    late = pfc._replace(time_ns=pfc.time_ns + 2_000_000_000)
+    edges, counts, _ = analysis.pause_counts(late, 2_000_000_000, bins=2, top=1)
+    assert edges.tolist() == [2_000_000_000, 2_000_000_047.5, 2_000_000_095] and counts[7].tolist() == [2, 1]
 
 
 def test_timeline_rows_per_gpu_and_per_server():
@@ -196,6 +201,24 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{tmp_path / 'fct.txt'}:2" in err[0] and "3 columns, expected 8" in err[0]
     assert not (tmp_path / "report.html").exists()
+
+
+def test_fct_file_read_at_once_or_line_by_line_gives_the_same(tmp_path):
+    """A regular fct.txt is converted column by column; any other (a blank line, extra columns) line by
+    line, with the same values; a bad value is named with its line either way."""
+    lines = ["0b000101 0b000201 10000 100 1000 0 5000 4000", "0b010001 0b000301 10001 100 2000 7 6000 -4"]
+    p = tmp_path / "fct.txt"
+    p.write_text("\n".join(lines) + "\n")
+    f = read_fcts(str(p))
+    assert f.src.tolist() == [1, 256] and f.dst.tolist() == [2, 3] and f.standalone_ns.tolist() == [4000, -4]
+    for other in ("\n\n".join(lines), lines[0] + " 99\n" + lines[1], " \n".join(lines)):
+        p.write_text(other)
+        assert [a.tolist() for a in read_fcts(str(p))] == [a.tolist() for a in f]
+    for bad, why in (("7x", "not an integer"), ("-9223372036854775808", "outside the 64-bit integers"),
+                     ("9223372036854775808", "outside the 64-bit integers")):
+        p.write_text(lines[0] + "\n" + lines[1].replace("6000", bad) + "\n")
+        with pytest.raises(InputError, match=f"fct.txt:2: fct.txt line has a value (that is )?{why}"):
+            read_fcts(str(p))
 
 
 def test_report_of_a_run_where_no_flow_finished(tmp_path):
