@@ -78,7 +78,7 @@ def test_a_second_run_into_one_folder_leaves_nothing_of_the_first(reused, capsys
     page = (x / "report.html").read_text()
     assert "gpt-350m" not in page and "it0." not in page and "no link_util.csv here" in page
     res = api.load(str(x))
-    assert res.collectives is None and res.timeline is None and res.summary["scenario"] == "incast8_flows"
+    assert res.collectives == [] and res.timeline == [] and res.summary["scenario"] == "incast8_flows"
     one_line_error(capsys, ["partition", "--from-run", x, "--parts", "2"], "holds no windows.npz")
 
 

@@ -25,7 +25,7 @@ TRAINING = ["--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1",
             "rail-optimized:gpus=16", "--no-progress"]
 OUTPUTS = ("fct.txt", "pfc.txt", "collectives.csv")
 PER_RUN = {"wall_s", "events_per_s", "sync_wall_s", "ready_wait_s", "cpu_s", "inputs", "events_by_rank", "ranks",
-           "partition", "windows", "run_id", "outputs"}
+           "partition", "windows", "run_id", "outputs", "lps"}
 
 
 def _run(out, *args, ranks=1):
