@@ -275,8 +275,11 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
             if summary["lps"] > 1:
                 print(rank_table(events_by_rank, comm is not None))
             if not sim.complete:
+                first_ps = traffic_start_ps(scn.flows, scn.dag)
+                before = (f" (before the first flow starts at {format_time(first_ps)}: the stop time is absolute, "
+                          "as HPCC's SIMULATOR_STOP_TIME)" if summary["sim_time_ps"] <= first_ps else "")
                 print(f"stopped at {format_time(summary['sim_time_ps'])} with "
-                      f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished")
+                      f"{len(scn.flows) - len(writer.fcts_ns)} flows unfinished{before}")
     _raise_outcome(writer.errors, interrupted, sim.stuck, out_dir)
     return summary
 

@@ -49,6 +49,17 @@ def test_until_stops_early_and_says_so(tmp_path):
     assert "unfinished" in r.stdout
 
 
+def test_until_before_the_first_flow_says_the_stop_time_is_absolute(tmp_path):
+    """HPCC's flow files start at 2 s; ``--until 1ms`` stops before any flow starts."""
+    flows = tmp_path / "flows.txt"
+    flows.write_text("2\n0 1 3 100 1000 2.0\n2 3 3 100 1000 2.5\n")
+    r = cli("run", "--topology", "fat-tree:k=4", "--flows", flows, "--until", "1ms", "--out", tmp_path / "o",
+            "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert ("stopped at 1.000 ms with 2 flows unfinished (before the first flow starts at 2.000 s: the stop time "
+            "is absolute, as HPCC's SIMULATOR_STOP_TIME)") in r.stdout
+
+
 def _write_variant(tmp_path, name, transform):
     src = DATA / "reference" / "s1_hpcc"
     for f in ("config.txt", "topology.txt", "flow.txt", "trace.txt"):
