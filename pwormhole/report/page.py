@@ -247,7 +247,9 @@ def training_section(d: OutDir) -> str:
         n = len(gpus)
         items += [("compute per GPU (mean)", _ns(sum(g["compute_ns"] for g in gpus) / n)),
                   ("communication per GPU (mean)", _ns(sum(g["comm_ns"] for g in gpus) / n)),
-                  ("exposed communication (mean)", _ns(sum(g["exposed_comm_ns"] for g in gpus) / n))]
+                  ("exposed communication (mean)", _ns(sum(g["exposed_comm_ns"] for g in gpus) / n)),
+                  ("idle, the pipeline bubble (mean)",
+                   _ns(max(0.0, sum(its) - sum(g["compute_ns"] + g["exposed_comm_ns"] for g in gpus) / n)))]
     out.append(cards(items))
     out.append("<h3>Timeline</h3>")
     if r.timeline is None:

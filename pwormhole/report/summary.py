@@ -223,8 +223,10 @@ def readable(summary: dict) -> str:
             comp = sum(g["compute_ns"] for g in gpus) / n
             comm = sum(g["comm_ns"] for g in gpus) / n
             exp = sum(g["exposed_comm_ns"] for g in gpus) / n
-            lines.insert(4, f"per GPU (mean)   compute {comp / 1e6:.6f} ms  communication {comm / 1e6:.6f} ms  "
-                            f"exposed communication {exp / 1e6:.6f} ms")
+            idle = max(0.0, sum(its) - comp - exp)  # waiting on others: the pipeline bubble
+            lines.insert(4, f"per GPU (mean)   compute {comp / 1e6:.6f} ms + exposed communication "
+                            f"{exp / 1e6:.6f} ms + idle {idle / 1e6:.6f} ms = iteration  (communication in all "
+                            f"{comm / 1e6:.6f} ms)")
         c = summary.get("collectives") or {}
         lines.insert(5, f"collectives      {c.get('count', 0)}")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from pwormhole.report import analysis
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
 from pwormhole.report.outdir import Fcts, Pfc, read_fcts
 from pwormhole.report.page import SECTIONS
+from pwormhole.report.summary import readable
 from pwormhole.scenario import Scenario
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import Flow
@@ -301,3 +302,18 @@ def test_fct_quantile_shifts_compare_the_distributions_not_the_flows():
     many = {i: i * 1000 for i in range(1, 101)}
     tail = {i: v * 2 if i >= 99 else v for i, v in many.items()}
     assert fct_quantile_shifts(many, tail) == {0.5: 0.0, 0.99: 1.0}
+
+
+def test_console_gives_compute_exposed_communication_and_idle_adding_to_the_iteration():
+    """Two GPUs of a 10 ms iteration: compute 3 and 5 ms, exposed communication 4 and 2 ms
+    (communication 6 and 2 ms): per GPU 4 + 3 + 3 (idle, the pipeline bubble) = 10 ms."""
+    stats = {"mean": 1000, "p50": 1000, "p99": 1000, "max": 1000}
+    summary = {"scenario": "s", "mode": "packet", "cc": "dcqcn", "ranks": 1, "complete": True, "flows": 1,
+               "flows_finished": 1, "sim_time_ps": 10**10, "fct_ns": stats, "slowdown": {"mean": 1.0, "p50": 1.0,
+               "p99": 1.0}, "bytes_sent": 1, "bytes_delivered": 1, "drops": 0, "pfc_pauses": 0, "ecn_marks": 0,
+               "wall_s": 0.1, "events": 10, "events_per_s": 100, "iterations": [10_000_000],
+               "gpus": [{"compute_ns": 3_000_000, "comm_ns": 6_000_000, "exposed_comm_ns": 4_000_000},
+                        {"compute_ns": 5_000_000, "comm_ns": 2_000_000, "exposed_comm_ns": 2_000_000}],
+               "collectives": {"count": 2}}
+    assert ("per GPU (mean)   compute 4.000000 ms + exposed communication 3.000000 ms + idle 3.000000 ms = "
+            "iteration  (communication in all 4.000000 ms)") in readable(summary).splitlines()
