@@ -286,7 +286,7 @@ class Wormhole:
                 gps = self._early_goodputs(flows, g, t)
             if gps is None:
                 continue
-            if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts):
+            if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts, self.theta):
                 continue
             if self.hpcc and hpcc_unfair(flows, gps, self.facts):
                 continue
