@@ -52,6 +52,28 @@ def test_a_queue_fills_where_paced_rates_overload_a_switch_port():
     assert not fills_win({0: (100, win), 1: (50, win // 2)}, {0: 52, 1: 45})  # flow 1 full at its cut window
 
 
+def test_a_line_rate_flow_must_acknowledge_its_share_of_its_nic():
+    """``fills_a_queue`` with ``theta``: flow 0 (host 0 -> 2, no window) at the line rate has
+    host 0's NIC to itself (host 0 receives nothing, so sends no ACKs): 100 Gb/s of wire bytes,
+    100 x 1000 / 1048 = 95.42 Gb/s of payload. A goodput more than theta (2%) under it, 93.51
+    Gb/s, means its bytes in flight grow: not steady. Paced under the line rate it is not
+    compared (QPs sharing a NIC get less than their rates without any queue)."""
+    run = Run(Scenario("t", star_topo(3), flows_of([(0, 2, 10**7, 0)]), config(has_win=False)),
+              accel=AccelConfig())
+    run.run(until_ps=2 * US)
+    w = run.accel
+    fs = w.flows[0]
+
+    def fills(rate_gbps, goodput_gbps, theta=0.02):
+        fs.samples = deque([Sample(0, rate_gbps * 10**9, 0, 0, 0, -1, 0, rate_gbps * 10**9)])
+        return fills_a_queue([fs], {0: goodput_gbps / 8000}, w.facts, theta)
+
+    assert not fills(100, 95.42) and not fills(100, 93.6)
+    assert fills(100, 93.4)
+    assert not fills(100, 93.4, theta=0.0)  # (without theta only overloaded ports count)
+    assert not fills(60, 40)  # paced at 60 Gb/s, reading 40
+
+
 def test_fifo_shares_only_at_a_saturated_port_of_window_bound_flows():
     """``steady.fifo_shares``: flows whose windows are full and whose only bottleneck is
     one switch port share its rate as ``W / (rtt + q)`` (equal windows and paths: equally),
