@@ -64,9 +64,9 @@ def test_failure_mid_flow_moves_it_to_the_other_spine():
 
     By hand (TX = 83.84 ns per 1048 B packet, ACK_TX = 4.80 ns, D = 1 us per link): the
     packets on that link's wire are lost: the one being serialized and the 12 propagating
-    (1 us / TX = 11.93: 11 or 12 by the phase, 12 here), 13. The next one, sent 13 TX after the first lost one, goes over the
-    other spine; the receiver NACKs the gap when it arrives (4 hops: 4 (TX + D)) and the
-    NACK takes 4 (ACK_TX + D) back. Meanwhile the sender filled its window (the BDP:
+    (1 us / TX = 11.93: 11 or 12 by the phase, 12 here), 13. The next one, sent 13 TX after
+    the first lost one, goes over the other spine; the receiver NACKs the gap when it arrives
+    (4 hops: 4 (TX + D)) and the NACK takes 4 (ACK_TX + D) back. Meanwhile the sender filled its window (the BDP:
     (2 x 4 D + 4 x 80 ns) x 100 Gb/s = 104,000 B), which it sends again from the NACK on:
     the flow ends 17 TX + 8 D + 4 ACK_TX = 9.44448 us later."""
     topo = two_spines()
