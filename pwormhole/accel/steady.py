@@ -128,16 +128,21 @@ def port_loads(flows: list, goodput: dict, facts: NetFacts) -> tuple:
     return data, acks
 
 
-def fills_a_queue(flows: list, goodput: dict, facts: NetFacts) -> bool:
+def fills_a_queue(flows: list, goodput: dict, facts: NetFacts, theta: float = 0.0) -> bool:
     """The flows (sorted by id) send more into one of their switch ports than it forwards, and
     one crossing it is not window-bound: its queue grows, so the group is not steady (DCQCN, and
     HPCC without a window). A flow sends its goodput when its window is full or all is sent,
-    else its paced rate, within its max-min share of its NIC less the ACKs the NIC sends."""
+    else its paced rate, within its max-min share of its NIC less the ACKs the NIC sends.
+    With ``theta``, also when a flow at its line rate, not window-bound, has a goodput more than
+    ``theta`` under its share of its NIC: its bytes in flight grow (its ACKs wait in a filling
+    queue), and its goodput is not yet that share. Flows paced under the line rate are not so
+    compared (QPs sharing a NIC get less than their rates without any queue)."""
     load = port_loads(flows, goodput, facts)[1]  # ACKs first (at the goodput's pace)
     by_nic: dict = {}
     for fs in flows:
         by_nic.setdefault(fs.data_ports[0], []).append(fs)
     fillers: set = set()  # ports crossed by the data of a flow whose window is not full
+    free: set = set()  # those flows
     for nic, fss in by_nic.items():
         room = nic.rate_bps / BPS_PER_BYTE_PS - load.get(nic, 0.0)  # control packets go first
         asks = []
@@ -149,11 +154,15 @@ def fills_a_queue(flows: list, goodput: dict, facts: NetFacts) -> bool:
             else:
                 ask = (fs.rate() if facts.rate_bound else fs.line_rate_bps) / BPS_PER_BYTE_PS
                 fillers.update(fs.data_hops)
+                free.add(fs.fid)
             asks.append((ask, fs.fid, fs))
         asks.sort()
-        for i, (ask, _fid, fs) in enumerate(asks):
+        for i, (ask, fid, fs) in enumerate(asks):
             sends = min(ask, max(0.0, room) / (len(asks) - i))  # max-min share of the NIC
             room -= sends
+            if (theta and fid in free and fs.rate() >= fs.line_rate_bps
+                    and goodput[fid] * fs.wire_bytes / fs.mtu < (1 - theta) * sends):
+                return True
             for p in fs.data_hops:
                 load[p] = load.get(p, 0.0) + sends
     return any(p in fillers and b > (1 + OVERLOAD_SLACK) * p.rate_bps / BPS_PER_BYTE_PS for p, b in load.items())

@@ -23,6 +23,7 @@ from ..config import CC_DCQCN, CC_HPCC, CC_NAMES, NVLINK_CC_NONE
 from ..engine.lp import INF_PS
 from ..net import cc
 from ..net.cc import min_window_bytes
+from ..net.packet import ACK_MIN_BYTES, DATA_HEADER_BYTES
 from . import fastforward as ff
 from . import fluid, replay
 from .config import (
@@ -87,8 +88,8 @@ class Wormhole:
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
-        self.hdr_bytes = host0.hdr_bytes if host0 is not None else 36
-        self.ack_bytes = host0.ack_bytes if host0 is not None else 48
+        self.hdr_bytes = host0.hdr_bytes if host0 is not None else DATA_HEADER_BYTES
+        self.ack_bytes = host0.ack_bytes if host0 is not None else ACK_MIN_BYTES
         self.table = FlowTable()
         self.flows = self.table.flows  # flow id -> FlowState
         self.groups = self.table.groups  # group id -> Group
@@ -285,7 +286,7 @@ class Wormhole:
                 gps = self._early_goodputs(flows, g, t)
             if gps is None:
                 continue
-            if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts):
+            if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts, self.theta):
                 continue
             if self.hpcc and hpcc_unfair(flows, gps, self.facts):
                 continue

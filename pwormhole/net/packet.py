@@ -7,12 +7,15 @@ mark ECN and push INT hops into it. An event is a plain tuple
 the ``EV_*`` constants and indexes the handler table (``nodes.handler_table``).
 
 Wire sizes follow the HPCC ns-3 simulator (``simulation/src/point-to-point``):
-a data packet is payload + PPP (2) + IPv4 (20) + UDP (8) + SeqTs (6) bytes,
+a data packet is payload + PPP (14) + IPv4 (20) + UDP (8) + SeqTs (6) bytes,
 plus the INT header (``IntHeader::GetStaticSize``: 5 hops x 8 + 2 = 42 bytes
 under HPCC, an 8-byte timestamp under TIMELY, none otherwise); an ACK/NACK (a
-12-byte qbb header plus that INT header) is padded to at least 60 bytes before the
-IP and PPP headers, i.e. 48 bytes without INT or with TIMELY's and 76 bytes with
-HPCC's (``RdmaHw::ReceiveUdp``).
+12-byte qbb header plus that INT header) is padded to at least 26 bytes, then
+gets the IP and PPP headers: 60 bytes without INT or with TIMELY's and 88 bytes
+with HPCC's (``RdmaHw::ReceiveUdp``: ``60 - 14 - 20`` bytes at least). HPCC's
+``PppHeader`` is 14 bytes, the size of an Ethernet header (``ppp-header.cc``,
+``PppHeader::GetStaticSize``; plain ns-3's is 2): a 1000-byte payload is 1048
+bytes on the wire under DCQCN, 1090 under HPCC.
 """
 
 
@@ -100,12 +103,13 @@ TM_RTO = 3
 
 N_PRIORITIES = 8  # HPCC qbb devices have 8 queues; queue 0 is strict priority
 
-DATA_HEADER_BYTES = 2 + 20 + 8 + 6
+PPP_HEADER_BYTES = 14  # HPCC ns-3's PppHeader::GetStaticSize (an Ethernet header's size)
+DATA_HEADER_BYTES = PPP_HEADER_BYTES + 20 + 8 + 6  # PPP, IPv4, UDP, SeqTs
 INT_HEADER_BYTES = 42
 TS_HEADER_BYTES = 8  # IntHeader in TS mode (TIMELY): one u64 timestamp
-ACK_MIN_BYTES = 48
-ACK_INT_BYTES = 76
-ACK_BASE_BYTES = 2 + 20 + 12  # PPP, IPv4, qbb header (ports, flags, PG, seq) without INT
+ACK_MIN_BYTES = 60  # RdmaHw::ReceiveUdp pads the qbb header to 60 - 14 - 20 bytes
+ACK_INT_BYTES = PPP_HEADER_BYTES + 20 + 12 + INT_HEADER_BYTES
+ACK_BASE_BYTES = PPP_HEADER_BYTES + 20 + 12  # PPP, IPv4, qbb header (ports, flags, PG, seq) without INT
 INT_BYTES_BY_CC = {3: INT_HEADER_BYTES, 7: TS_HEADER_BYTES}  # CC_MODE -> IntHeader size (third.cc's mode)
 
 

@@ -46,21 +46,23 @@ def run(acc, until_ps=None):
 def test_cut_short_hpcc_replay_leaves_the_flows_where_the_packet_run_has_them():
     """A jump cut short by a joining step advances the bytes the recorded flows sent
     (acknowledged plus the pipeline's growth) in proportion to the time spent and sets their
-    recorded rates: 3 us after the join the replayed flows are within 8 KB and 3% of the packet
-    run's, and every FCT within 0.5% (bench/RESULTS.md, "Overlapping rings under HPCC"). Without HPCC's
+    recorded rates: 3 us after the join the replayed flows are within 8 KB of the packet run's,
+    and every FCT within 0.5% (0.35%; bench/RESULTS.md, "Overlapping rings under HPCC"). The
+    rates set are those the recording ended with (173.6 Gb/s), where the packet run is still at
+    184.1 Gb/s 60 us into its transient: within 9% 3 us after the join. Without HPCC's
     early freeze, which records the transient before the join (the next test). The group the
-    join forms is looked up too (its old flows just woke, ``replay.known``): 2 more misses."""
+    join forms is looked up too (its old flows just woke, ``replay.known``): 1 more miss."""
     acc = AccelConfig(early=False)
     fast = run(acc)
     wh = fast.accel
-    assert (wh.memo_hits, wh.memo_misses, wh.wakes_interrupted) == (1, 3, 1)
+    assert (wh.memo_hits, wh.memo_misses, wh.wakes_interrupted) == (1, 2, 1)
     t = 2000 * US + JOIN_PS + 3 * US
     ref_nodes, fast_nodes = (run(a, t).net.nodes for a in (None, acc))
     for src in range(RING, 2 * RING):
         fid = 2 * (src - RING) + RING  # the 8 MB step's flow from this GPU
         p, w = ref_nodes[src].sqp[fid], fast_nodes[src].sqp[fid]
         assert abs(w.snd_una - p.snd_una) <= 8_000, src
-        assert abs(w.rate_bps - p.rate_bps) <= 0.03 * p.rate_bps, src
+        assert abs(w.rate_bps - p.rate_bps) <= 0.09 * p.rate_bps, src
     ref = run(None)
     for fid in ref.finish_ps:
         fct_ref = ref.finish_ps[fid] - ref.start_ps[fid]

@@ -16,8 +16,8 @@ from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 from pwormhole.simulate import simulate
 
-ACK = 76 / 1000  # ACK wire bytes per payload byte (one 76-byte ACK per 1000-byte packet)
-PAYLOAD = 1000 / 1078  # payload per wire byte (a 1000-byte packet is 1078 bytes on the wire)
+ACK = 88 / 1000  # ACK wire bytes per payload byte (one 88-byte ACK per 1000-byte packet)
+PAYLOAD = 1000 / 1090  # payload per wire byte (a 1000-byte packet is 1090 bytes on the wire)
 GBPS = 8e3  # bytes/ps -> Gb/s
 
 
@@ -33,26 +33,26 @@ def incast_and_out():
 
 def test_hpcc_model_is_max_min_at_u_target_with_the_acks_first():
     """Flows 0 and 1 share the switch port to host 2 with flow 2's ACKs, HPCC holds it at
-    95%: ``g0 = (95 - ACK g2) / 2`` (payload: x 1000/1078). Flow 2 is held by host 2's NIC,
+    95%: ``g0 = (95 - ACK g2) / 2`` (payload: x 1000/1090). Flow 2 is held by host 2's NIC,
     which the INT does not see, at its line rate less the ACKs of flows 0 and 1:
-    ``g2 = 100 - 2 ACK g0``. Solved: g0 = c (95 - 100 ACK c) / (2 (1 - ACK^2 c^2)) = 40.997 Gb/s,
-    g2 = 86.984 Gb/s. HPCC's additive step (0.05 Gb/s) holds the port a little over 95%: flows
+    ``g2 = 100 - 2 ACK g0``. Solved: g0 = c (95 - 100 ACK c) / (2 (1 - ACK^2 c^2)) = 40.136 Gb/s,
+    g2 = 85.262 Gb/s. HPCC's additive step (0.05 Gb/s) holds the port a little over 95%: flows
     0 and 1 keep their wire rate r0 at ``U = 95% x r0 / (r0 - 0.05)``, so ``2 r0 + ACK g2 =
-    95 r0 / (r0 - 0.05)``: g0 = 41.047 Gb/s, g2 = 86.977 Gb/s."""
+    95 r0 / (r0 - 0.05)``: g0 = 40.186 Gb/s, g2 = 85.254 Gb/s."""
     w, flows = incast_and_out()
-    assert w.facts.u_target == 0.95 and w.facts.ack_bytes == 76 and flows[0].wire_bytes == 1078
+    assert w.facts.u_target == 0.95 and w.facts.ack_bytes == 88 and flows[0].wire_bytes == 1090
     assert w.facts.rate_ai_bps == 50_000_000
     model = hpcc_model(flows, {fs.fid: 0.01 for fs in flows}, w.facts)
     c = PAYLOAD
     g0 = c * (95 - 100 * ACK * c) / (2 * (1 - ACK**2 * c**2))
     g2 = c * (100 - 2 * ACK * g0)
-    assert g0 == pytest.approx(40.9969, abs=1e-4) and g2 == pytest.approx(86.9837, abs=1e-4)
+    assert g0 == pytest.approx(40.1362, abs=1e-4) and g2 == pytest.approx(85.2624, abs=1e-4)
     r0 = g0 / c
     for _ in range(20):  # the lift's fixed point (it moves r0 by ~0.1%)
         g2 = c * (100 - 2 * ACK * c * r0)
         r0 = (95 * r0 / (r0 - 0.05) - ACK * g2) / 2
     g0, g2 = c * r0, c * (100 - 2 * ACK * c * r0)
-    assert g0 == pytest.approx(41.0470, abs=1e-4) and g2 == pytest.approx(86.9767, abs=1e-4)
+    assert g0 == pytest.approx(40.1863, abs=1e-4) and g2 == pytest.approx(85.2543, abs=1e-4)
     assert model[0] * GBPS == pytest.approx(g0, rel=1e-4)
     assert model[1] * GBPS == pytest.approx(g0, rel=1e-4)
     assert model[2] * GBPS == pytest.approx(g2, rel=1e-4)
@@ -76,7 +76,7 @@ def test_hpcc_early_needs_every_flow_within_the_tolerance_and_windows_that_agree
     near = {0: model[0] * 1.019, 1: model[1] * 0.981, 2: model[2]}
     windows(1.10)
     got = hpcc_early(flows, near, w.facts, 0.02, 0.05)
-    assert got is not None and got[2] * GBPS == pytest.approx(86.9767, rel=1e-5)
+    assert got is not None and got[2] * GBPS == pytest.approx(85.2543, rel=1e-5)
     assert hpcc_early(flows, {**near, 2: model[2] * 1.021}, w.facts, 0.02, 0.05) is None
     windows(1.14)
     assert hpcc_early(flows, near, w.facts, 0.02, 0.05) is not None
@@ -147,7 +147,7 @@ def test_a_lone_hpcc_flow_freezes_early_and_closer_to_packet_mode():
 
 def test_flows_of_one_nic_count_as_their_slowest_window():
     """Host 0 sends two flows to host 2: HPCC holds the switch port to host 2 at 95% of 100 Gb/s
-    plus its additive step per flow, 47.55 Gb/s of wire rate, 44.11 Gb/s of payload each.
+    plus its additive step per flow, 47.55 Gb/s of wire rate, 43.62 Gb/s of payload each.
     Windows 1.10 and 1.30 x the fluid goodput spread by 18%, but the NIC's round robin holds the
     faster flow to the slower's pace (each of its packets waits for the other's): they pass as
     one NIC. Two such flows from two hosts do not."""

@@ -126,48 +126,55 @@ def test_no_hand_over_where_hpcc_cuts_a_flow_the_new_step_meets():
 def test_an_all_to_all_started_with_a_ring_step_takes_no_hand_over():
     """Four GPUs on one leaf (HPCC): each sends 8.4 MB to the next two GPUs and, from the same start,
     four ring steps of 2.6 MB to the next. The long flows are paced close to their share, so the
-    ring's next steps take more than the first had (packet mode ends at 1,362.0 us): the rule
-    without the pacing test hands one step over (the run ends at 1,340.2 us, -1.6%). Now nothing
-    is handed over, and the run is the one without successors (1,347.0 us, -1.1%: three flows on
-    each NIC, whose phases Wormhole does not keep)."""
-    dag = Dag()
-    start = [dag.compute(i, 0) for i in range(RING)]
-    for i in range(RING):
-        for j in range(RING):
-            if (j - i) % RING in (1, 2):
-                dag.flow(i, j, 8_400_000, deps=[start[i]])
-    prev = start
-    for _ in range(4):
-        prev = [dag.flow(i, (i + 1) % RING, 2_600_000, deps=[prev[(i - 1) % RING] if prev is not start else
-                                                                 start[i]]) for i in range(RING)]
-    topo = rail_optimized(RING, 1)
-    cfg = config("hpcc")
-    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
-    scn = from_dag("t", topo, dag, cfg)
+    ring's next steps take more than the first had: the rule without the pacing test handed one
+    step over (with 2-byte PPP headers the run ended 1.6% early against 1.1%). Now nothing
+    is handed over, and the run is the one without successors. Three HPCC flows share each NIC,
+    and their split locks by phase: packet mode ends at 1,430.2 us, and at 1,407.9 / 1,377.4 /
+    1,381.9 us with GPU 0 starting 1 / 5 / 20 ns later; Wormhole, which does not keep those
+    phases, at 1,365.7 us, within 1.2% of that range."""
+    def scenario(late_ps):
+        dag = Dag()
+        start = [dag.compute(i, late_ps if i == 0 else 0) for i in range(RING)]
+        for i in range(RING):
+            for j in range(RING):
+                if (j - i) % RING in (1, 2):
+                    dag.flow(i, j, 8_400_000, deps=[start[i]])
+        prev = start
+        for _ in range(4):
+            prev = [dag.flow(i, (i + 1) % RING, 2_600_000, deps=[prev[(i - 1) % RING] if prev is not start else
+                                                                     start[i]]) for i in range(RING)]
+        topo = rail_optimized(RING, 1)
+        cfg = config("hpcc")
+        cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+        return from_dag("t", topo, dag, cfg)
+
+    scn = scenario(0)
     ref = Run(scn, memo=MemoCache("t")).run()
     on = Run(scn, accel=AccelConfig(), memo=MemoCache("t")).run()
     off = Run(scn, accel=AccelConfig(successors=False), memo=MemoCache("t")).run()
     assert on.accel.stats()["memo_successors"] == 0
     assert on.finish_ps == off.finish_ps
     end, ref_end = max(on.finish_ps.values()), max(ref.finish_ps.values())
-    assert ref_end == 1_362_049_810 and abs(end - ref_end) / ref_end < 0.012
+    assert ref_end == 1_430_200_852
+    ends = [ref_end] + [max(Run(scenario(late), memo=MemoCache("t")).run().finish_ps.values())
+                        for late in (1000, 5000, 20_000)]
+    assert min(ends) * 0.988 < end < max(ends) * 1.012
 
 
 @pytest.mark.slow
 def test_ring_steps_take_their_predecessors_steady_state():
     """Ring 1 starts 50 us after ring 0. Without successors each ring step is detected again (7
-    recordings, 217,736 events, FCTs within 0.28% of packet mode); with them three steps take their
-    predecessor's place: 4 recordings, 51% of the events, FCTs within 0.86%. (Ring 1's first step,
-    paced 1.21x its goodput, is not handed over: under ``SUCCESSOR_PACING_HEADROOM``.)"""
+    recordings, 209,916 events, FCTs within 0.32% of packet mode); with them four steps take their
+    predecessor's place: 3 recordings, 41% of the events, FCTs within 0.82%."""
     ref = run(None)
     off, on = run(AccelConfig(successors=False)), run(AccelConfig())
     s_off, s_on = off.accel.stats(), on.accel.stats()
     assert (s_off["memo_successors"], s_off["memo_misses"]) == (0, 7)
-    assert (s_on["memo_successors"], s_on["memo_misses"]) == (3, 4)
+    assert (s_on["memo_successors"], s_on["memo_misses"]) == (4, 3)
     assert (s_on["successors_on"], s_off["successors_on"]) == (True, False)
-    assert (off.events, on.events) == (217_736, 111_140)
-    assert max(fct_errors(off, ref)) < 0.0028
-    assert max(fct_errors(on, ref)) < 0.0087
+    assert (off.events, on.events) == (209_916, 85_124)
+    assert max(fct_errors(off, ref)) < 0.0032
+    assert max(fct_errors(on, ref)) < 0.0082
     assert len(on.finish_ps) == len(ref.finish_ps) == 2 * 3 * RING
     assert run(AccelConfig(), n_lps=3).finish_ps == on.finish_ps  # replicated decisions
 

@@ -43,9 +43,9 @@ from pwormhole.workload.hpcc_flows import read_hpcc_flows, read_hpcc_trace
 
 MIX = ROOT / "tests" / "data" / "hpcc" / "mix"  # byte copies of HPCC's simulation/mix (test_readers checks)
 
-DATA_WIRE = 1036  # 1000 B payload + 36 B headers (DCQCN, no INT)
-TX_1000 = 82_880  # ps to serialize DATA_WIRE at 100 Gbps
-ACK_TX = 3_840  # ps for a 48 B ACK at 100 Gbps
+DATA_WIRE = 1048  # 1000 B payload + 48 B headers (DCQCN, no INT)
+TX_1000 = 83_840  # ps to serialize DATA_WIRE at 100 Gbps
+ACK_TX = 4_800  # ps for a 60 B ACK at 100 Gbps
 
 
 def _drained(r) -> None:
@@ -142,8 +142,8 @@ def test_4000_hosts_one_tiny_flow_exact_and_linear_memory():
     assert per_node < 32_000, per_node  # measured ~14 kB (mostly the switch port's 8 queues and each node's RNG)
     r.run()
     assert r.complete
-    # 38 B on the wire (2 + 36): 3,040 ps per hop; ACK 48 B: 3,840 ps per hop; 1 us links
-    assert r.finish_ps[0] == 2 * (3_040 + US) + 2 * (ACK_TX + US) == 4_013_760
+    # 50 B on the wire (2 + 48): 4,000 ps per hop; ACK 60 B: 4,800 ps per hop; 1 us links
+    assert r.finish_ps[0] == 2 * (4_000 + US) + 2 * (ACK_TX + US) == 4_017_600
 
 
 @pytest.mark.slow
@@ -188,7 +188,7 @@ def test_255_to_1_incast_pfc_no_drops_bytes_conserved():
     # the bottleneck never idles: the last byte lands after all 5,100 packets' serialization
     last = max(r.finish_ps.values())
     ideal = n * size // 1000 * TX_1000
-    assert ideal < last < ideal * 1.01, (last, ideal)  # 426,778,560 ps vs 422,688,000
+    assert ideal < last < ideal * 1.01, (last, ideal)  # 431,677,440 ps vs 427,584,000
     _drained(r)
 
 
@@ -222,7 +222,7 @@ def test_thousand_small_flows_incast_across_nine_tors():
     assert c["drops"] == 0 and c["lost_packets"] == 0
     assert c["pfc_pauses"] > 0  # PFC did engage (148 pauses)
     assert c["bytes_sent"] == c["bytes_delivered"] == 8_000_000
-    # host 0's 10G downlink is the bottleneck and stays busy: 8,000 packets of 1,036 B
+    # host 0's 10G downlink is the bottleneck and stays busy: 8,000 packets of 1,048 B
     ideal = 8000 * DATA_WIRE * 8 * 10**12 // (10 * 10**9)
     assert ideal < max(r.finish_ps.values()) < ideal * 1.005
     _drained(r)
@@ -235,8 +235,8 @@ def test_hpcc_alone_flow_not_multiple_of_ack_interval_exact():
     cfg = config("hpcc", l2_ack_interval=20_000, l2_chunk_size=0)
     r = run(star_topo(2), [(0, 1, 999, 0)], cfg)
     assert r.complete
-    # data 999 + 36 + 42 INT = 1,077 B: 86,160 ps per hop; ACK 76 B: 6,080 ps per hop
-    assert r.finish_ps[0] == 2 * (86_160 + US) + 2 * (6_080 + US)
+    # data 999 + 48 + 42 INT = 1,089 B: 87,120 ps per hop; ACK 88 B: 7,040 ps per hop
+    assert r.finish_ps[0] == 2 * (87_120 + US) + 2 * (7_040 + US)
 
 
 @pytest.mark.parametrize("delay_ps,chunk", [(US, 4000), (US, 0), (100_000, 0)])
@@ -407,12 +407,12 @@ def test_ecmp_spreads_permutation_over_core_links():
     assert cv < 0.65, cv
     assert used >= 0.9, used  # seed 1: 78 of 80 agg->core uplinks carry a flow
 
-    # the port counters agree: one-packet flows, bytes per core port = data x 1036 + ACKs x 48
+    # the port counters agree: one-packet flows, bytes per core port = data x 1048 + ACKs x 60
     r = Run(Scenario("fat", topo, flows, cfg), seed=1).run()
     assert r.complete
     for a, b in core_links:
         port = next(p for p in r.net.nodes[a].ports if p.peer.node_id == b)
-        assert port.tx_bytes == data.get((a, b), 0) * DATA_WIRE + ack.get((a, b), 0) * 48
+        assert port.tx_bytes == data.get((a, b), 0) * DATA_WIRE + ack.get((a, b), 0) * 60
 
     # control: one salt for every switch polarizes the tiers: a flow that hashed to
     # aggregation switch i of its pod takes core uplink i there, 1 of 4 uplinks used
@@ -442,7 +442,7 @@ def test_ecmp_choices_of_two_switches_are_independent():
 
 # -- 10: one host fans out to 128 -------------------------------------------------------
 
-@pytest.mark.parametrize("cc_name,tx,ack_tx", [("dcqcn", TX_1000, ACK_TX), ("hpcc", 86_240, 6_080)])
+@pytest.mark.parametrize("cc_name,tx,ack_tx", [("dcqcn", TX_1000, ACK_TX), ("hpcc", 87_200, 7_040)])
 def test_fan_out_to_128_one_packet_flows_exact(cc_name, tx, ack_tx):
     n = 128
     r = run(star_topo(n + 1), [(0, d, 1000, 0) for d in range(1, n + 1)], config(cc_name))

@@ -38,8 +38,9 @@ def test_hpcc_example_config_runs(tmp_path):
     rows = read_fct(tmp_path / "fct.txt")
     assert len(rows) == 2
     assert {k[0] for k in rows} == {"0b000201", "0b000301"}
-    # standalone: one 200 MB flow alone under HPCC, 18,150,230 ns (HPCC's formula: 16,772,160)
-    assert all(v[0] == 200_000_000 and v[2] == 18_150_230 for v in rows.values())
+    # standalone: one 200 MB flow alone under HPCC, 18,352,299 ns (HPCC's formula: 16,772,160;
+    # by hand 200 MB x 1090 / 1000 wire bytes at 95.05 Gb/s plus a 4.16 us RTT: 18,352,398)
+    assert all(v[0] == 200_000_000 and v[2] == 18_352_299 for v in rows.values())
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["complete"] and s["flows_finished"] == 2 and s["drops"] == 0
     assert s["bytes_sent"] == s["bytes_delivered"] == 400_000_000
@@ -48,11 +49,15 @@ def test_hpcc_example_config_runs(tmp_path):
     assert not (DATA / "mix" / "fct.txt").exists()
 
 
-# scenario -> (max mean per-flow error, max error of the last completion)
+# scenario -> (max mean per-flow error, max error of the last completion, max error of the mean FCT)
 # s3 (100-flow DCQCN incast): per-flow FCTs of a 60-way contention are a
-# random draw (the ECN marking stream); three seeds give 5.9%, 6.6% and 6.2%
-# against ns-3, while the last completion and the mean FCT agree within 1%.
-REFERENCE = {"s1_hpcc": (0.03, 0.02), "s2_dcqcn": (0.03, 0.02), "s3_dcqcn": (0.08, 0.02)}
+# random draw (the ECN marking stream; 6.6% against ns-3, ns-3's own seeds
+# differ by 6.4%). Under DCQCN the bottleneck is saturated and ns-3 drains it
+# 1% fast (serialization cut to whole ns): s2 and s3 end 1.0-1.2% after ns-3.
+# s1 (HPCC): both simulators lock the two flows into an unequal split set by
+# their phase (ns-3 1 ms apart, pwormhole 4.3 ms), so only the last completion
+# (the port at U_TARGET) is tight (bench/RESULTS.md).
+REFERENCE = {"s1_hpcc": (0.05, 0.001, 0.05), "s2_dcqcn": (0.03, 0.02, 0.02), "s3_dcqcn": (0.08, 0.02, 0.02)}
 
 
 @pytest.mark.slow
@@ -68,19 +73,21 @@ def test_fidelity_against_hpcc_ns3(tmp_path, name):
     mean_err = sum(errs) / len(errs)
     last_ref = max(v[1] for v in ref.values())
     last_got = max(v[1] for v in got.values())
-    max_mean, max_last = REFERENCE[name]
+    max_mean, max_last, max_mean_fct = REFERENCE[name]
     assert mean_err < max_mean, mean_err
     assert abs(last_got - last_ref) / last_ref < max_last
-    # the mean FCT itself is within 2%
     mean_ref = sum(v[1] for v in ref.values()) / len(ref)
     mean_got = sum(v[1] for v in got.values()) / len(got)
-    assert abs(mean_got - mean_ref) / mean_ref < 0.02
+    assert abs(mean_got - mean_ref) / mean_ref < max_mean_fct
     # standalone FCT: ours is the flow simulated alone, ns-3's a formula (one RTT plus the bytes
-    # with 48-byte headers at line rate): 1.1% shorter under DCQCN (36-byte headers), 8.2%
-    # longer under HPCC (its INT headers and U_TARGET 0.95)
+    # with 48-byte headers at line rate): the same under DCQCN, longer under HPCC by its INT
+    # headers and its rate, U_TARGET plus the additive step: 1090 / 1048 / 0.9505 = 1.0942
     for k in ref:
         ratio = got[k][2] / ref[k][2]
-        assert (1.08 < ratio < 1.085) if "hpcc" in name else (0.985 < ratio < 0.99), (k, got[k][2], ref[k][2])
+        if "hpcc" in name:
+            assert abs(ratio - 1090 / 1048 / 0.9505) < 1e-3, (k, got[k][2], ref[k][2])
+        else:
+            assert 0.999 < ratio <= 1.0, (k, got[k][2], ref[k][2])
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["drops"] == 0 and s["pfc_pauses"] == 0
     if FCT_DIFF.exists():  # the independent checker agrees with our figure

@@ -44,8 +44,8 @@ def test_memo_replay_wakes_as_close_to_the_completion_as_a_plain_skip(monkeypatc
     The replay advances its acknowledged bytes by that growth too, so timing its wake from
     that count woke it two windows earlier than a plain skip wakes (6.7 us of its end
     simulated packet by packet against 4.4 us). Timed from the frozen pipeline plus the
-    growth, the two tails are within one window (4.7 us), and both FCTs within 0.01% of the
-    packet run's."""
+    growth, the two tails are within one window (5.2 and 4.5 us), and both FCTs within one
+    packet time of the packet run's (a skip advances whole packets: 69 and 56 ns late)."""
     wakes = []
     wake = Wormhole._wake
 
@@ -58,11 +58,14 @@ def test_memo_replay_wakes_as_close_to_the_completion_as_a_plain_skip(monkeypatc
     ref, fast = both(star_topo(4), specs, memo=MemoCache("t"))
     assert (fast.accel.memo_hits, fast.accel.memo_misses) == (1, 1)
     tail = {f: fast.finish_ps[f] - max(t for t, fl in wakes if f in fl) for f in (0, 1)}
-    # a plain skip wakes with one path RTT (4.16 us) of data left, plus the window grid
-    assert 4_160_000 <= tail[0] < 4_160_000 + fast.accel.window_ps
-    assert tail[0] <= tail[1] < tail[0] + fast.accel.window_ps
+    # a skip wakes with one path RTT (4.16 us) of data left and at least its bytes in flight
+    # plus two packets, 52 KB (its window): 52 KB x 8 x 1048 / 1000 at 100 Gb/s = 4.36 us,
+    # plus the window grid
+    for f in (0, 1):
+        assert 4_160_000 <= tail[f] < 4_359_680 + fast.accel.window_ps
+    assert abs(tail[1] - tail[0]) < fast.accel.window_ps
     for fid in (0, 1):
-        assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < 0.0001
+        assert 0 <= fct(fast, fid) - fct(ref, fid) < 83_840  # a 1048 B packet at 100 Gb/s
 
 
 def test_hpcc_memo_replay_restores_the_pacing_rate():
@@ -74,12 +77,13 @@ def test_hpcc_memo_replay_restores_the_pacing_rate():
     (the MoE layer with HPCC: p99 FCT error 3.79%, iteration 0.95%; with this fix alone 0.82%
     and 0.42%).
 
-    HPCC oscillates here (82-95 Gb/s over ~100 us: its control period is the 22 us base RTT,
-    against a 4 us path). Without the early freeze, with the default theta for HPCC (0.005) the
-    steps are never steady and are simulated whole; with 0.02 (the DCQCN default) a 500-packet
-    span read 80.4 Gb/s against 82.3 over the long run, 2.2% late. The early freeze records the
-    step near HPCC's fluid state (82.3 Gb/s each, the port to each host carrying one flow's data
-    and the other's ACKs at 95%), paced at 83.0 Gb/s then: 0.10% early, the replay 0.01% late."""
+    HPCC oscillates here (its control period is the 22 us base RTT, against a 4 us path).
+    Without the early freeze, with the default theta for HPCC (0.005) each step is found steady
+    only late in its oscillation (one skip each, 0.19% late); with 0.02 (the DCQCN default) a
+    500-packet span read it low, 2.2% late. The early freeze records the step near HPCC's fluid
+    state (the port to each host carrying one flow's data and the other's ACKs at 95%:
+    95 / (1.090 + 0.088) = 80.6 Gb/s each), paced at 82.9 Gb/s then: 0.16% early, the replay
+    0.09% early."""
     topo = Topology(8, frozenset({7}), [Link(h, 7, G100, US) for h in range(6)] + [Link(6, 7, G100 // 4, 10 * US)])
     specs = [(0, 1, 6_000_000, 0), (1, 0, 6_000_000, 0), (3, 4, 6_000_000, 3000 * US), (4, 3, 6_000_000, 3000 * US)]
     memo = MemoCache("t")
@@ -94,7 +98,7 @@ def test_hpcc_memo_replay_restores_the_pacing_rate():
     _, late = both(topo, specs, "hpcc", acc=AccelConfig(theta=0.02, early=False), memo=MemoCache("t"))
     assert all(0.02 < (fct(late, f) - fct(ref, f)) / fct(ref, f) < 0.03 for f in range(4))
     _, default = both(topo, specs, "hpcc", acc=AccelConfig(early=False))
-    assert default.accel.skips == 0 and all(fct(default, f) == fct(ref, f) for f in range(4))
+    assert default.accel.skips == 2 and all(abs(fct(default, f) - fct(ref, f)) / fct(ref, f) < 0.002 for f in range(4))
 
 
 def test_memo_replays_a_flow_joining_one_under_way():
@@ -137,9 +141,10 @@ def test_hpcc_memo_replay_refills_the_pipeline():
     the jump, it still had 24 KB in flight when the 2 MB flow joined it, and the joining flow
     finished 8.6% early; now the group runs one path RTT before it skips on. (The join itself is
     ill-conditioned under HPCC: starting the 2 MB flow 0.2-0.5 us later moves its FCT in the
-    packet run by up to 5%.) The second join, onto the 20 MB flow it woke, is looked up too
-    (``replay.known``): a miss, that flow's rate differs from the first's by more than the
-    key's sixteenth of an octave (``memo.OLD_RATE_STEPS``)."""
+    packet run by up to 5%; here the 2 MB flows end 2.8% and 2.2% early.) The second join, onto
+    the 20 MB flow it woke, is looked up too (``replay.known``): that flow's rate is within the
+    key's sixteenth of an octave (``memo.OLD_RATE_STEPS``) of the first's, so the join and what
+    is left after it replay the first instance's (3 hits, 3 misses)."""
     dag = Dag()
     for a, b, c, t0 in ((0, 1, 2, 0), (3, 4, 5, 3000 * US)):
         dag.flow(a, c, 20_000_000, deps=[dag.compute(a, t0)])
@@ -155,7 +160,7 @@ def test_hpcc_memo_replay_refills_the_pipeline():
         in_flight.append(qp.snd_nxt - qp.snd_una)
     assert in_flight[0] == 46_000 and abs(in_flight[1] - in_flight[0]) <= 2_000
     ref, fast = run(None), run(AccelConfig())
-    assert (fast.accel.memo_hits, fast.accel.memo_misses) == (1, 5)
+    assert (fast.accel.memo_hits, fast.accel.memo_misses) == (3, 3)
     for fid in range(4):
         assert abs(fct(fast, fid) - fct(ref, fid)) / fct(ref, fid) < (0.05 if fid in (1, 3) else 0.005), fid
     assert fast.events < ref.events / 3

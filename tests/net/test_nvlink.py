@@ -28,14 +28,14 @@ def packet_run(specs, cc: str, nvlink_cc: str = "none"):
 
 @pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
 def test_one_nvlink_flow_at_line_rate(cc):
-    """262,144 bytes from GPU 0 to GPU 1: 262 packets of 1,036 wire bytes (36-byte header, no
-    INT header even under HPCC) back to back, the last of 180 bytes waits at the NVSwitch for
-    the one before it, then the 48-byte ACK (no INT) comes back over both hops."""
+    """262,144 bytes from GPU 0 to GPU 1: 262 packets of 1,048 wire bytes (48-byte header, no
+    INT header even under HPCC) back to back, the last of 192 bytes waits at the NVSwitch for
+    the one before it, then the 60-byte ACK (no INT) comes back over both hops."""
     r, (fct,) = packet_run([(0, 1, 262_144, 0)], cc)
-    full, last, ack = tx_ps(1036), tx_ps(180), tx_ps(48)
+    full, last, ack = tx_ps(1048), tx_ps(192), tx_ps(60)
     last_leaves_nvswitch = DELAY_PS + 263 * full  # right behind packet 262, which left at 262 x full
     at_dst = last_leaves_nvswitch + last + DELAY_PS
-    assert fct == at_dst + 2 * (ack + DELAY_PS) == 857_682
+    assert fct == at_dst + 2 * (ack + DELAY_PS) == 866_724
     c = r.counters()
     assert c["ecn_marks"] == c["cnps"] == c["drops"] == c["pfc_pauses"] == 0
 
@@ -43,29 +43,29 @@ def test_one_nvlink_flow_at_line_rate(cc):
 @pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
 def test_ring_step_on_nvlink(cc):
     """A TP ring step over 8 GPUs (each sends 262,144 bytes to the next): each NIC port to the
-    NVSwitch also carries the 48-byte ACKs of the flow it receives, so every flow takes 262
+    NVSwitch also carries the 60-byte ACKs of the flow it receives, so every flow takes 262
     full packets plus 262 ACKs of the neighbour's flow on its first hop, then the lone flow's
     tail: the same FCT for all 8, under either CC."""
     _, fcts = packet_run([(i, (i + 1) % 8, 262_144, 0) for i in range(8)], cc)
-    full, last, ack = tx_ps(1036), tx_ps(180), tx_ps(48)
+    full, last, ack = tx_ps(1048), tx_ps(192), tx_ps(60)
     by_hand = 262 * (full + ack) + DELAY_PS + full + last + DELAY_PS + 2 * (ack + DELAY_PS)
     assert len(set(fcts)) == 1
     assert abs(fcts[0] - by_hand) <= 2 * full  # where the last ACKs fall among the data packets
-    assert fcts[0] == 890_378
+    assert fcts[0] == 907_472
 
 
 @pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
 def test_incast_on_one_nvswitch_shares_the_port_without_loss(cc):
     """7-to-1 incast of 8 MB each into GPU 0: 56 MB do not fit the NVSwitch's 32 MiB buffer,
     so it pauses its ingress ports (PFC) instead of dropping; every flow gets a seventh of the
-    port and ends within 20 packet times of the port's drain time (56,000 packets of 1,036
-    bytes: 161.168 us), plus the last packet's hop and its ACK's way back."""
+    port and ends within 20 packet times of the port's drain time (56,000 packets of 1,048
+    bytes: 163.072 us), plus the last packet's hop and its ACK's way back."""
     r, fcts = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], cc)
-    full = tx_ps(1036)
+    full = tx_ps(1048)
     drain_ps = 56_000 * full
-    assert drain_ps == 161_168_000
+    assert drain_ps == 163_072_000
     for fct in fcts:
-        assert drain_ps - 20 * full < fct < drain_ps + DELAY_PS + 2 * (tx_ps(48) + DELAY_PS) + 20 * full
+        assert drain_ps - 20 * full < fct < drain_ps + DELAY_PS + 2 * (tx_ps(60) + DELAY_PS) + 20 * full
     c = r.counters()
     assert c["drops"] == c["lost_packets"] == c["ecn_marks"] == c["cnps"] == 0
     assert c["pfc_pauses"] > 0 and c["bytes_delivered"] == 56_000_000
@@ -75,7 +75,7 @@ def test_nic_cc_on_nvlink_is_kept_as_an_option():
     """``nvlink_cc="nic"``: HPCC's INT headers and window also on NVLink (SimAI's choice): the
     lone flow carries 42 more header bytes per packet and the incast shares unevenly."""
     _, (lone,) = packet_run([(0, 1, 262_144, 0)], "hpcc", "nic")
-    assert lone == 927_411  # 78-byte headers: 262 x tx(1078) + ... (vs 857,682 without CC)
+    assert lone == 936_659  # 90-byte headers: 262 x tx(1090) + ... (vs 866,724 without CC)
     _, fcts = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], "hpcc", "nic")
     assert max(fcts) - min(fcts) > 50_000_000  # HPCC's windows, not fair shares
     _, same = packet_run([(i, 0, 8_000_000, 0) for i in range(1, 8)], "dcqcn", "nic")

@@ -55,10 +55,10 @@ def link_rows(path: Path) -> list[dict]:
 def test_qlen_on_s3_incast_shows_the_bottleneck(tmp_path):
     """Window 2 s .. 2.0001 s: samples at 0, 100, ..., 100000 ns (1001; ns-3 goes on while the
     sample before was before the end). The 100 senders start at 0 ns at 100 Gb/s; their first
-    packets (1036 B: 1000 + the DCQCN header) reach the switch at 1036 x 8 / 100 Gb/s + 1 us =
-    1082.88 ns, so the bottleneck port (switch 0, port 1, toward host 1) is empty at the 11
-    samples 0..1000 ns, and at 1100 ns holds the 99 packets not yet on its wire: 102,564 B,
-    bucket 102. The ports toward the senders carry ACKs only (48 B each): bucket 0 always."""
+    packets (1048 B: 1000 + the DCQCN header) reach the switch at 1048 x 8 / 100 Gb/s + 1 us =
+    1083.84 ns, so the bottleneck port (switch 0, port 1, toward host 1) is empty at the 11
+    samples 0..1000 ns, and at 1100 ns holds the 99 packets not yet on its wire: 103,752 B,
+    bucket 103. The ports toward the senders carry ACKs only (60 B each): bucket 0 always."""
     cfg_path = s3_copy(tmp_path)
     out = tmp_path / "out"
     simulate(from_hpcc_config(str(cfg_path)), str(out), until_ps=2_000_200_000_000, quiet=True)
@@ -73,13 +73,13 @@ def test_qlen_on_s3_incast_shows_the_bottleneck(tmp_path):
     bottleneck = last[(0, 1)]
     assert bottleneck[0] == 11 and bottleneck[99 * (1000 + HDR) // QLEN_BUCKET_BYTES] >= 1
     assert sum(bottleneck[100:]) >= 980  # a queue of 100 KB and more from 1.1 us on
-    # link_util.csv: the bottleneck link (index 0: switch 0 -> host 1) busy from 1082.88 ns on: a
-    # 1036 B packet every 82.88 ns, 120.66 per 10 us interval, each counted where it starts
+    # link_util.csv: the bottleneck link (index 0: switch 0 -> host 1) busy from 1083.84 ns on: a
+    # 1048 B packet every 83.84 ns, 119.27 per 10 us interval, each counted where it starts
     rows = [r for r in link_rows(out / "link_util.csv") if (r["src"], r["dst"]) == (0, 1)]
     assert [r["time_ns"] for r in rows] == [2_000_000_000 + 10_000 * j for j in range(10)]
-    assert rows[0]["bytes"] == 108 * (1000 + HDR)  # starts at 1082.88 + 82.88 i < 10000 ns: i < 107.6
-    assert all(r["bytes"] in (120 * (1000 + HDR), 121 * (1000 + HDR)) for r in rows[1:])
-    assert sum(r["bytes"] for r in rows) == 1194 * (1000 + HDR)  # i <= (100000 - 1082.88) / 82.88 = 1193.5
+    assert rows[0]["bytes"] == 107 * (1000 + HDR)  # starts at 1083.84 + 83.84 i < 10000 ns: i < 106.3
+    assert all(r["bytes"] in (119 * (1000 + HDR), 120 * (1000 + HDR)) for r in rows[1:])
+    assert sum(r["bytes"] for r in rows) == 1180 * (1000 + HDR)  # i <= (100000 - 1083.84) / 83.84 = 1179.8
 
 
 def test_window_after_the_run_writes_empty_files(tmp_path, capsys):
@@ -103,7 +103,7 @@ def _monitored(specs, n_hosts, accel=None, n_lps=1):
 @pytest.mark.parametrize("mode", ["packet", "wormhole"])
 def test_link_bytes_are_conserved(mode):
     """Host 0 sends 3, 6 and 9 MB to hosts 1, 2, 3 (switch 4). Each direction carries exactly its
-    packets: data 1000 + 36 B per 1000 B of payload, one 48 B ACK per data packet. In Wormhole
+    packets: data 1000 + 48 B per 1000 B of payload, one 60 B ACK per data packet. In Wormhole
     mode the skipped bytes are spread over the frozen spans: every full 10 us interval of host
     0's link carries at least 97% of 100 Gb/s, as in packet mode (not 0 while frozen)."""
     sizes = {1: 3_000_000, 2: 6_000_000, 3: 9_000_000}
@@ -138,7 +138,9 @@ def test_training_link_bytes_same_in_both_modes(tmp_path):
         for r in link_rows(tmp_path / mode / "link_util.csv"):
             d[(r["link"], r["src"], r["dst"])] = d.get((r["link"], r["src"], r["dst"]), 0) + r["bytes"]
         per_dir[mode] = d
-    assert len(per_dir["packet"]) == 32 and sum(per_dir["packet"].values()) == 545_726_720
+    # 12 B more of header on each data packet and each ACK than with a 2-byte PPP header: 24 B x
+    # 503,616 packet-hops over the 545,726,720 bytes it was
+    assert len(per_dir["packet"]) == 32 and sum(per_dir["packet"].values()) == 557_813_504
     assert per_dir["wormhole"] == per_dir["packet"]
 
 
@@ -245,5 +247,5 @@ def test_report_shows_the_bottleneck_queue_and_link(tmp_path):
     assert "<tbody><tr><td>ToR 0</td><td>1</td><td>1,001</td><td>98.9%</td>" in queues  # its role in the topology
     assert "101 switch ports sampled 1,001 times up to 2,000,100,000 ns; 100 of them never held 1 KB" in queues
     links = net[net.index("Hottest links"):net.index("Queue lengths of monitored ports")]
-    assert "<tbody><tr><td>0</td><td>ToR 0 -&gt; host 1</td><td>1,236,984</td>" in links  # 1194 packets of 1036 B
+    assert "<tbody><tr><td>0</td><td>ToR 0 -&gt; host 1</td><td>1,236,640</td>" in links  # 1180 packets of 1048 B
     assert links.count("<svg") == 1 and queues.count("<svg") >= 1

@@ -1,10 +1,10 @@
 """Collectives and workload DAGs on the packet engine: hand-checked times, dependencies, LP identity.
 
 Hand formula used below (DCQCN defaults, one 100 Gbps switch, 1 us links,
-1000-byte payloads, 36-byte data headers, an ACK of 48 bytes per data packet):
+1000-byte payloads, 48-byte data headers, an ACK of 60 bytes per data packet):
 a host that sends ``B`` payload bytes and receives ``B`` bytes puts
-``B/1000 x (1036 + 48)`` bytes on its link, so one ring step of ``c`` bytes
-takes ``c/1000 x 1084 x 8 / rate + 2 x 1 us`` (two links) + one packet's
+``B/1000 x (1048 + 60)`` bytes on its link, so one ring step of ``c`` bytes
+takes ``c/1000 x 1108 x 8 / rate + 2 x 1 us`` (two links) + one packet's
 serialization at the switch; a ring all-reduce is ``2(N-1)`` such steps.
 """
 
@@ -17,12 +17,12 @@ from pwormhole.scenario import from_dag
 from pwormhole.workload.collectives import collective
 from pwormhole.workload.dag import OP_FLOW, Dag
 
-PKT_PS = 1036 * 8 * 10**12 // G100  # one data packet at 100 Gbps
+PKT_PS = 1048 * 8 * 10**12 // G100  # one data packet at 100 Gbps
 
 
 def step_ps(chunk_bytes: int) -> int:
     """One ring step of ``chunk_bytes``: data + ACK bytes on the link, two hops of 1 us, one store-and-forward."""
-    return chunk_bytes // 1000 * 1084 * 8 * 10**12 // G100 + 2 * US + PKT_PS
+    return chunk_bytes // 1000 * 1108 * 8 * 10**12 // G100 + 2 * US + PKT_PS
 
 
 def run_dag(dag, n_hosts=4, n_lps=1):
@@ -79,7 +79,7 @@ def test_alltoall_and_p2p_times():
     collective(dag, "alltoall", [0, 1, 2, 3], size, None, "a2a")
     r = run_dag(dag)
     # each host sends 3 chunks of 750 KB and receives 3: 2.25 MB of data+ACK bytes on its link
-    expected = 3 * (size // 4) // 1000 * 1084 * 8 * 10**12 // G100 + 2 * US + PKT_PS
+    expected = 3 * (size // 4) // 1000 * 1108 * 8 * 10**12 // G100 + 2 * US + PKT_PS
     assert abs(end_ps(r) - expected) / expected < 0.03
     assert len(dag.flows) == 12
     dag = Dag()
