@@ -100,6 +100,35 @@ def test_a_new_flow_on_a_finished_flows_path_takes_its_goodput():
     assert s.handed == 1
 
 
+def test_new_flows_after_a_whole_state_ended_take_it_where_no_port_is_shared():
+    """Flows 1 and 2 froze steady, then finished; flows 3 and 4 start on their paths (a ring's
+    next step): they take the state's goodputs. On paths that share a port (an all-to-all's flows
+    into one NIC) they would start by cutting each other from line rate: no hand-over."""
+    s = Successors(True)
+    a, b = ("nic0", "down1"), ("nic1", "down2")
+    flows = {1: FakeFlow(1, a), 2: FakeFlow(2, b)}
+    s.froze(FakeGroup([1, 2]), flows, {1: 0.010, 2: 0.012})
+    for f in (1, 2):
+        s.finished(flows[f])
+    flows[3], flows[4] = FakeFlow(3, b), FakeFlow(4, a)
+    g = FakeGroup([3, 4])
+    assert s.take_over(g, 100, flows, {1, 2}, {3, 4}.__contains__)
+    assert g.refill == ({3: 0.012, 4: 0.010}, 100)
+    assert (s.handed, s.handed_after_end) == (1, 1)
+    assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1}, {3, 4}.__contains__)  # flow 2 still runs
+    assert not s.take_over(FakeGroup([3]), 100, flows, {1, 2}, {3}.__contains__)  # one route left out
+    assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3}.__contains__)  # flow 4 is not new
+
+    shared = Successors(True)
+    c, d = ("nic0", "down2"), ("nic1", "down2")  # into one host
+    flows = {1: FakeFlow(1, c), 2: FakeFlow(2, d), 3: FakeFlow(3, c), 4: FakeFlow(4, d)}
+    shared.froze(FakeGroup([1, 2]), flows, {1: 0.006, 2: 0.006})
+    for f in (1, 2):
+        shared.finished(flows[f])
+    g = FakeGroup([3, 4])
+    assert not shared.take_over(g, 100, flows, {1, 2}, {3, 4}.__contains__) and g.refill is None
+
+
 def test_no_hand_over_where_hpcc_cuts_a_flow_the_new_step_meets():
     """Flow 1 (a ring step) finished; flow 2 shares its NIC. Flow 2 started with flow 1 and is paced
     at 45 Gb/s for a 41.2 Gb/s share (under 1.25x): HPCC is cutting it, a step starting at line
