@@ -4,7 +4,8 @@
 Built-in generator, rail-optimized fabrics (8-GPU servers, 200 Gb/s NICs), sequence 2048,
 micro-batch 1, TP included (``-notp``: TP collectives left out, as the paper runs them):
 
-* ``gpt7b-64``: GPT-7B, 64 GPUs, TP8-DP4-PP2 (``-dopt``: distributed optimizer);
+* ``gpt7b-64``: GPT-7B, 64 GPUs, TP8-DP4-PP2 (``-dopt``: distributed optimizer); ``gpt7b-256-dopt``,
+  ``gpt7b-1024-dopt``: the same at DP 16 and DP 64;
 * ``moe-64``: Mixtral 8x7B, 64 GPUs, TP8-EP4-DP4-PP2;
 * ``gpt13b-128``: GPT-13B, 128 GPUs, TP8-DP4-PP4;
 * ``gpt22b-256``: GPT-22B, 256 GPUs, TP8-DP8-PP4;
@@ -43,6 +44,8 @@ SEQ_LEN = 2048
 CONFIGS = {
     "gpt7b-64": ("gpt-7b", 64, {"tp": 8, "pp": 2}, False),
     "gpt7b-64-dopt": ("gpt-7b", 64, {"tp": 8, "pp": 2}, True),
+    "gpt7b-256-dopt": ("gpt-7b", 256, {"tp": 8, "pp": 2}, True),  # DP 16
+    "gpt7b-1024-dopt": ("gpt-7b", 1024, {"tp": 8, "pp": 2}, True),  # DP 64
     "moe-64": ("moe-8x7b", 64, {"tp": 8, "pp": 2, "ep": 4}, False),
     "gpt13b-128": ("gpt-13b", 128, {"tp": 8, "pp": 4}, False),
     "gpt13b-128-dopt": ("gpt-13b", 128, {"tp": 8, "pp": 4}, True),

@@ -224,6 +224,7 @@ class Wormhole:
         for fid, _t_fin, _t_start in done:
             finished.add(fid)
             if fid in flows:
+                self.successors.finished(flows[fid])
                 self.table.remove(fid, t)
             elif active:
                 active.discard(fid)
@@ -449,6 +450,7 @@ class Wormhole:
                 "wakes_interrupted": self.wakes_interrupted, "hpcc_crowded_nic_flows": len(self.crowded),
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_follows": self.follow.follows, "memo_follows_steady": self.follow.steady,
-                "memo_successors": self.successors.handed, "successors_on": self.successors.on,
+                "memo_successors": self.successors.handed,
+                "memo_successors_after_end": self.successors.handed_after_end, "successors_on": self.successors.on,
                 "follow_on": self.follow.on, "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

@@ -95,12 +95,14 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
     (``nvlink_model``: how NVLink flows ran, ``rates``, ``packets`` or ``none``; under ``rates``,
     ``fluid_flows`` finished by rates and ``nvlink_packet_flows`` by packets, in servers where
     the rates stopped holding; ``follow`` only where followers ran: HPCC, with memo and skips;
-    ``memo_successors``: HPCC groups that took their last steady state again, a ring's next step;
+    ``memo_successors``: HPCC groups that took their last steady state again, a ring's next step,
+    ``memo_successors_after_end`` of them after the whole step before it ended;
     ``successors`` only where that ran: HPCC, with memo and skips)."""
     return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
             "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
             "memo_follows": stats["memo_follows"], "memo_follows_steady": stats["memo_follows_steady"],
             "memo_successors": stats["memo_successors"],
+            "memo_successors_after_end": stats["memo_successors_after_end"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
             "wakes_interrupted": stats["wakes_interrupted"], "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
             "nvlink_model": nvlink_model,
