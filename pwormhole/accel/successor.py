@@ -17,15 +17,20 @@ slower: bench/RESULTS.md). Decisions use replicated facts only (the same on ever
 Rings in lock step (one ring per NIC, the distributed optimizer's reduce-scatter and all-gather)
 never re-form a group with flows under way: each step ends before the next one starts on its
 route. A group of new flows only, one on each route of a steady state whose flows have all
-finished and shared no data port (each alone on its path but for ACKs, so HPCC holds it at its
-target utilization whatever its start), takes that state's goodputs the same way
-(``handed_after_end``). Flows that share a port (an expert all-to-all) cut each other from line
-rate at the start, a transient the hand-over would skip: MoE 8x7B on 64 GPUs, 2 layers, put 48
-collectives 0.1-0.4% off when they were handed over (bench/RESULTS.md)."""
+finished, takes that state's goodputs the same way (``handed_after_end``) when:
+
+* those flows shared no data port (each alone on its path but for ACKs, which HPCC holds at its
+  target utilization whatever its start; flows into one NIC, an expert all-to-all, cut each other
+  from line rate at the start, which the hand-over would skip: MoE 8x7B, 64 GPUs, 2 layers had
+  48 collectives 0.1-0.4% off);
+* no flow joined their group while it was frozen so (the new step freezes with the short pipeline
+  of its start, and a join would meet it; after a memo hit a path RTT of refill prevents that);
+* each new flow is long enough that its start at line rate does not count
+  (:data:`~.config.SUCCESSOR_AFTER_END_MIN_BDPS`)."""
 
 from __future__ import annotations
 
-from .config import BPS_PER_BYTE_PS, SUCCESSOR_PACING_HEADROOM
+from .config import BPS_PER_BYTE_PS, SUCCESSOR_AFTER_END_MIN_BDPS, SUCCESSOR_PACING_HEADROOM
 
 
 class Successors:
@@ -39,6 +44,14 @@ class Successors:
         self.handed_after_end = 0  # of them, groups of new flows only, after the whole state finished
         self.finished_on: dict = {}  # route -> the last steady state of the flow that last finished on it
 
+    def joined(self, g, flows: dict) -> None:
+        """A flow joined frozen group ``g``: the state its flows froze in was cut short by other
+        traffic, which would meet a step handed that state with the short pipeline it freezes with."""
+        for f in g.flows:
+            state = flows[f].last_steady
+            if state is not None:
+                state.joined = True
+
     def finished(self, fs) -> None:
         """Flow ``fs`` finished: the state of its last steady freeze stays on its route, for a
         step of its ring that starts there after its whole group finished."""
@@ -50,7 +63,7 @@ class Successors:
         the group's state, ``{flow id: ((data path, priority group), goodput, start)}``."""
         if not self.on:
             return
-        state = {f: (route_of(flows[f]), goodput[f], flows[f].start_ps) for f in g.flows}
+        state = SteadyState((f, (route_of(flows[f]), goodput[f], flows[f].start_ps)) for f in g.flows)
         for f in g.flows:
             flows[f].last_steady = state
 
@@ -101,11 +114,14 @@ class Successors:
         (True), else False."""
         state = None
         for f in fids:
-            got = self.finished_on.get(route_of(flows[f]))
+            fs = flows[f]
+            got = self.finished_on.get(route_of(fs))
             if got is None or not is_new(f) or (state is not None and got is not state):
                 return False
+            if fs.size * BPS_PER_BYTE_PS < SUCCESSOR_AFTER_END_MIN_BDPS * fs.line_rate_bps * fs.path_rtt_ps:
+                return False  # a short step: its start's line-rate RTT counts
             state = got
-        if state is None or len(state) != len(fids) or not finished.issuperset(state):
+        if state is None or state.joined or len(state) != len(fids) or not finished.issuperset(state):
             return False
         by_route = {route: gp for route, gp, _start in state.values()}
         if len(by_route) != len(fids) or {route_of(flows[f]) for f in fids} != by_route.keys():
@@ -117,6 +133,13 @@ class Successors:
         self.handed += 1
         self.handed_after_end += 1
         return True
+
+
+class SteadyState(dict):
+    """A group's steady freeze: flow id -> ``(route, goodput, start_ps)``; ``joined`` once a flow
+    joined the group while it was frozen so."""
+
+    joined = False
 
 
 def cut_under(route: tuple, predecessors: list, state: dict, fids: set, flows: dict) -> bool:

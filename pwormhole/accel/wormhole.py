@@ -214,6 +214,7 @@ class Wormhole:
         for g in merged:
             if g.frozen is not None:
                 self.wakes_interrupted += 1
+                self.successors.joined(g, self.flows)
                 self._wake(g, t)
         self.table.add(fs, merged, t)
 

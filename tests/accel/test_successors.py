@@ -55,9 +55,10 @@ def fct_errors(r, ref) -> list[float]:
 
 
 class FakeFlow:
-    def __init__(self, fid, path, pg=3, start_ps=0, pacing_bps=200e9):
+    def __init__(self, fid, path, pg=3, start_ps=0, pacing_bps=200e9, size=4_000_000):
         self.fid, self.data_ports, self.pg, self.last_steady = fid, path, pg, None
-        self.start_ps, self.pacing_bps = start_ps, pacing_bps
+        self.start_ps, self.pacing_bps, self.size = start_ps, pacing_bps, size
+        self.line_rate_bps, self.path_rtt_ps = 200 * 10**9, 4_000_000  # a BDP of 100 KB: 4 MB is 40 of them
 
     def pacing_rate(self):
         return self.pacing_bps
@@ -118,6 +119,11 @@ def test_new_flows_after_a_whole_state_ended_take_it_where_no_port_is_shared():
     assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1}, {3, 4}.__contains__)  # flow 2 still runs
     assert not s.take_over(FakeGroup([3]), 100, flows, {1, 2}, {3}.__contains__)  # one route left out
     assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3}.__contains__)  # flow 4 is not new
+    flows[3].size = 3_100_000  # 31 BDPs: the start at line rate it would skip counts
+    assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
+    flows[3].size = 4_000_000
+    s.joined(FakeGroup([1, 2]), flows)  # a flow joined the state's group while it was frozen
+    assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
 
     shared = Successors(True)
     c, d = ("nic0", "down2"), ("nic1", "down2")  # into one host
