@@ -106,7 +106,6 @@ class Successors:
         self.handed += 1
         return True
 
-
     def _after_end(self, g, t: int, fids: list, flows: dict, finished: set, is_new) -> bool:
         """A group of new flows only, each on the route of a flow of one steady state whose flows
         have all finished and shared no data port, one new flow per route: the next step of a ring
