@@ -34,11 +34,11 @@ def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
     ids) whose sender node is in ``local``; ``flows``: flow id -> FlowState."""
     samples = []
     make = tuple.__new__  # Sample's own constructor is Python code
+    qp_of = net.sender_qp
     for fid in chain.from_iterable(due_flows):
-        src = flows[fid].src
-        if src not in local:
+        if flows[fid].src not in local:
             continue
-        qp = net.sender_qp(fid)
+        qp = qp_of(fid)
         if qp is not None:
             samples.append((fid, make(Sample, (t, *qp.snapshot(t)))))
     samples.sort()
