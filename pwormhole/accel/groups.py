@@ -121,30 +121,23 @@ def components(fids, flows: dict) -> list:
 
 def still_one(ports: list, by_port: dict, flows: dict) -> bool:
     """Whether the flows crossing ``ports`` are still one connected component (so a departure
-    that left them splits nothing): the ports whose flows meet those of the first port join it,
-    then each port left searches from its flows until it meets them (False: it ran out of
-    flows, a part splits off). Nearly every departure from a large group ends in the first step
-    or a hop or two later, never searching the group. ``by_port``, ``flows``: as :func:`split_off`."""
-    reach = set(by_port[ports[0]])  # the flows known to be in one component with the first port's
-    left = ports[1:]
-    grew = True
-    while left and grew:  # a port whose flows meet reach joins it
-        grew = False
-        rest = []
-        for p in left:
-            on = by_port[p]
-            if on.isdisjoint(reach):
-                rest.append(p)
-            else:
-                reach |= on
-                grew = True
-        left = rest
-    for p in left:
-        on = by_port[p]
+    that left them splits nothing): from the largest port's flows, each port whose flows meet
+    them joins them; each port left then searches from its flows until it meets them (False: it
+    ran out of flows, a part splits off). Most departures from a large group end in the first
+    step or a hop or two later, never searching the group. ``by_port``, ``flows``: as :func:`split_off`."""
+    sets = sorted([by_port[p] for p in ports], key=len, reverse=True)
+    reach = set(sets[0])  # the flows known to be in one component with the largest port's
+    left = []
+    for on in sets[1:]:
+        if on.isdisjoint(reach):
+            left.append(on)
+        else:
+            reach |= on
+    for on in left:
         if not on.isdisjoint(reach):  # met through a port searched before
             reach |= on
             continue
-        seen, todo, looked = set(on), list(on), {p}
+        seen, todo, looked = set(on), list(on), set()
         met = False
         while todo and not met:
             for q in flows[todo.pop()].ports:
@@ -156,8 +149,9 @@ def still_one(ports: list, by_port: dict, flows: dict) -> bool:
                     met = True
                     break
                 new = fq - seen
-                seen |= new
-                todo.extend(new)
+                if new:
+                    seen |= new
+                    todo.extend(new)
         if not met:
             return False
         reach |= seen

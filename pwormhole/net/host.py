@@ -128,6 +128,7 @@ class QPSnapshot(NamedTuple):
     """A sender's state at a moment, as a flow-level observer reads it: the fields, in their order,
     of the plain tuple :meth:`SendQP.snapshot` returns."""
 
+    t_ps: int  # the moment it was read
     cc_rate_bps: int  # DCQCN: its rate; HPCC: its window over its base RTT (its rate without a window)
     una_bytes: int  # bytes acknowledged
     una_ps: int  # when the last ACK advanced una_bytes
@@ -243,7 +244,7 @@ class SendQP:
             elif (self.timely or self.dctcp) and self.rate_bps < self.max_rate_bps:
                 due = t  # below its line rate, it changes its rate every RTT
         sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
-        return (rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
+        return (t, rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
 
     def advance(self, b: int, t0_ps: int, d_ps: int, alpha_decay: float | None = None, hop_tx_bytes=None) -> None:
         """Fast-forward: ``b`` more bytes sent and acknowledged, and ``d_ps`` of time from
