@@ -121,6 +121,8 @@ PARTS = [
     ("memo: replay.due", "pwormhole.accel.replay", None, "due"),
     ("memo: _memo_lookup", "pwormhole.accel.wormhole", "Wormhole", "_memo_lookup"),
     ("_decide", "pwormhole.accel.wormhole", "Wormhole", "_decide"),
+    ("_decide: _early_goodputs (HPCC)", "pwormhole.accel.wormhole", "Wormhole", "_early_goodputs"),
+    ("_decide: hpcc_model", "pwormhole.accel.steady", None, "hpcc_model"),
     ("freezes (_freeze)", "pwormhole.accel.wormhole", "Wormhole", "_freeze"),
     ("wakes (_wake)", "pwormhole.accel.wormhole", "Wormhole", "_wake"),
     ("_checks_due", "pwormhole.accel.wormhole", "Wormhole", "_checks_due"),
