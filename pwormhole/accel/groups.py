@@ -13,7 +13,7 @@ from ..engine.lp import INF_PS
 from ..net.switch import SwitchPort
 from .config import BACKOFF_MIN_FLOWS
 
-__all__ = ["FlowState", "FlowTable", "Group", "components", "split_off"]
+__all__ = ["FlowState", "FlowTable", "Group", "components", "split_off", "still_one"]
 
 
 class FlowState:
@@ -117,6 +117,45 @@ def components(fids, flows: dict) -> list:
                         stack.append(y)
         out.append((comp, ports))
     return out
+
+
+def still_one(ports: list, by_port: dict, flows: dict) -> bool:
+    """Whether the flows crossing ``ports`` are still one connected component (so a departure
+    that left them splits nothing): from the largest port's flows, each port whose flows meet
+    them joins them; each port left then searches from its flows until it meets them (False: it
+    ran out of flows, a part splits off). Most departures from a large group end in the first
+    step or a hop or two later, never searching the group. ``by_port``, ``flows``: as :func:`split_off`."""
+    sets = sorted([by_port[p] for p in ports], key=len, reverse=True)
+    reach = set(sets[0])  # the flows known to be in one component with the largest port's
+    left = []
+    for on in sets[1:]:
+        if on.isdisjoint(reach):
+            left.append(on)
+        else:
+            reach |= on
+    for on in left:
+        if not on.isdisjoint(reach):  # met through a port searched before
+            reach |= on
+            continue
+        seen, todo, looked = set(on), list(on), set()
+        met = False
+        while todo and not met:
+            for q in flows[todo.pop()].ports:
+                if q in looked:
+                    continue
+                looked.add(q)
+                fq = by_port[q]
+                if not fq.isdisjoint(reach):
+                    met = True
+                    break
+                new = fq - seen
+                if new:
+                    seen |= new
+                    todo.extend(new)
+        if not met:
+            return False
+        reach |= seen
+    return True
 
 
 def split_off(ports: list, by_port: dict, flows: dict) -> list:
@@ -286,7 +325,8 @@ class FlowTable:
         if not rest:
             return
         ports.difference_update(gone)
-        parts = split_off(seeds, by_port, self.flows) if len(seeds) > 1 else []
+        parts = split_off(seeds, by_port, self.flows) if len(seeds) > 1 and not still_one(
+            seeds, by_port, self.flows) else []
         flows = self.flows
         newest = g.max_start_ps  # what is left keeps the latest start unless it went with a part
         recount = fs.start_ps >= newest

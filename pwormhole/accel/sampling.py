@@ -16,8 +16,8 @@ from .config import (
 
 
 class Sample(NamedTuple):
-    """One sample of a flow (a tuple: exchanged between ranks and kept by the thousand): the
-    boundary it was taken at, then the fields of ``net.host.QPSnapshot`` in their order."""
+    """One sample of a flow (a tuple: exchanged between ranks and kept by the thousand): the fields
+    of ``net.host.QPSnapshot`` in their order, read at a boundary."""
 
     t_ps: int  # the boundary it was taken at
     rate_bps: int  # CC rate: DCQCN's rate; HPCC's window over its base RTT (its pacing rate without a window)
@@ -34,13 +34,14 @@ def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
     ids) whose sender node is in ``local``; ``flows``: flow id -> FlowState."""
     samples = []
     make = tuple.__new__  # Sample's own constructor is Python code
+    nodes = net.nodes  # (net.sender_qp, inlined)
     for fid in chain.from_iterable(due_flows):
         src = flows[fid].src
         if src not in local:
             continue
-        qp = net.sender_qp(fid)
+        qp = nodes[src].sqp.get(fid)
         if qp is not None:
-            samples.append((fid, make(Sample, (t, *qp.snapshot(t)))))
+            samples.append((fid, make(Sample, qp.snapshot(t))))
     samples.sort()
     return samples
 

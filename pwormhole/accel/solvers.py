@@ -23,24 +23,33 @@ def max_min_shares(room: dict, crossing: dict, data_ports: dict) -> dict:
     capacity, bytes/ps; consumed); ``crossing``: port -> flow ids; ``data_ports``: flow id ->
     the ports its data cross. The tightest port (ties by node id and index) is filled first."""
     share: dict = {}
+    left = {p: len(crossing[p]) for p in room}  # of each port, its flows without a share
+    on: dict = {}  # flow id -> the ports of room it crosses
+    for p in room:
+        for f in crossing[p]:
+            on.setdefault(f, []).append(p)
+    tie = {p: (p.node.node_id, p.idx) for p in room}
+    live = [p for p in room if left[p]]  # the ports with flows without a share
     while True:
-        best = None
-        for p in room:
-            n = sum(1 for f in crossing[p] if f not in share)
-            if n:
-                key = (max(0.0, room[p]) / n, p.node.node_id, p.idx)
-                if best is None or key < best[0]:
-                    best = (key, p)
+        best, best_level = None, 0.0
+        for p in live:
+            r = room[p]
+            level = (r if r > 0.0 else 0.0) / left[p]  # (max(0.0, r))
+            if best is None or level < best_level or (level == best_level and tie[p] < tie[best]):
+                best, best_level = p, level
         if best is None:
             break
-        (level, _, _), p = best
+        p = best
         for f in crossing[p]:
             if f not in share:
-                share[f] = level
+                share[f] = best_level
+                for q in on[f]:
+                    left[q] -= 1
                 for q in data_ports[f]:
                     if q in room:
-                        room[q] -= level
+                        room[q] -= best_level
         del room[p]
+        live = [q for q in live if left[q]]
     return share
 
 

@@ -251,10 +251,28 @@ def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
     fids = {p: [fs.fid for fs in v] for p, v in crossing.items()}
     data_ports = {fs.fid: fs.data_ports for fs in flows}
     g = dict(goodput)
+    # of each port, its capacity (bytes/ps) where it is not lifted; the switch ports from few
+    # NICs, whose lift (hpcc_lift) follows the goodputs: their rate in bytes/ps
+    base: dict = {}
+    lifted: dict = {}
+    for p in crossing:
+        rate = p.rate_bps / BPS_PER_BYTE_PS
+        if not isinstance(p, SwitchPort):
+            base[p] = rate * 1.0
+        elif len({fs.data_ports[0] for fs in crossing[p]}) <= HPCC_LIFT_MAX_NICS:
+            lifted[p] = rate
+        else:
+            base[p] = rate * (facts.u_target * 1.0)
+    ack_every, ack_bytes, u = facts.ack_every_pkts, facts.ack_bytes, facts.u_target
     for _ in range(MAX_MIN_ROUNDS):
-        acks = port_loads(flows, g, facts)[1]
-        room = {p: p.rate_bps / BPS_PER_BYTE_PS * (facts.u_target * hpcc_lift(crossing[p], g, facts)
-                                                   if isinstance(p, SwitchPort) else 1.0)
+        acks: dict = {}  # (port_loads' ACK loads)
+        for fs in flows:
+            ack = g[fs.fid] / (fs.mtu * ack_every) * ack_bytes
+            for p in fs.ack_ports:
+                acks[p] = acks.get(p, 0.0) + ack
+        wire = {fs.fid: g.get(fs.fid, 0.0) * fs.wire_bytes / fs.mtu for fs in flows}
+        room = {p: (base[p] if p in base else
+                    lifted[p] * (u * lift_at(max(map(wire.__getitem__, fids[p])) * BPS_PER_BYTE_PS, facts)))
                 - acks.get(p, 0.0) for p in crossing}
         share = max_min_shares(room, fids, data_ports)
         new = {fs.fid: share[fs.fid] * fs.mtu / fs.wire_bytes for fs in flows}
@@ -273,7 +291,12 @@ def hpcc_lift(flows: list, goodput: dict, facts: NetFacts) -> float:
     ``goodput``). From more NICs a standing queue, not throughput, makes up U (1.0)."""
     if len({fs.data_ports[0] for fs in flows}) > HPCC_LIFT_MAX_NICS:
         return 1.0
-    top = max(goodput.get(fs.fid, 0.0) * fs.wire_bytes / fs.mtu for fs in flows) * BPS_PER_BYTE_PS
+    return lift_at(max(goodput.get(fs.fid, 0.0) * fs.wire_bytes / fs.mtu for fs in flows) * BPS_PER_BYTE_PS, facts)
+
+
+def lift_at(top: float, facts: NetFacts) -> float:
+    """:func:`hpcc_lift` of a port from at most ``HPCC_LIFT_MAX_NICS`` NICs whose fastest flow's
+    wire rate is ``top`` (bits/s)."""
     ai, u = facts.rate_ai_bps, facts.u_target
     return top / (top - ai) if top * (1 - u) > ai else 1 / u
 

@@ -125,8 +125,10 @@ def drop_host_port(node) -> HostPort:
 
 
 class QPSnapshot(NamedTuple):
-    """A sender's state at a moment, as a flow-level observer reads it (:meth:`SendQP.snapshot`)."""
+    """A sender's state at a moment, as a flow-level observer reads it: the fields, in their order,
+    of the plain tuple :meth:`SendQP.snapshot` returns."""
 
+    t_ps: int  # the moment it was read
     cc_rate_bps: int  # DCQCN: its rate; HPCC: its window over its base RTT (its rate without a window)
     una_bytes: int  # bytes acknowledged
     una_ps: int  # when the last ACK advanced una_bytes
@@ -228,8 +230,10 @@ class SendQP:
         self.win_bytes = self.bdp_bytes if self.host.cfg.has_win and not port.cc_off else 0
         self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
 
-    def snapshot(self, t: int) -> QPSnapshot:
-        """Its state at ``t`` (see :class:`QPSnapshot`)."""
+    def snapshot(self, t: int) -> tuple:
+        """Its state at ``t``: the fields of :class:`QPSnapshot` in their order, as a plain tuple (a
+        sampler reads every QP of the groups it samples at each boundary, and a named tuple's
+        constructor is Python code)."""
         due = -1
         if self.hpcc and self.win_bytes:
             rate = self.cur_win * PS_BITS_INT // max(1, self.base_rtt_ps)  # windows can pass 2^63 / PS_BITS
@@ -240,7 +244,7 @@ class SendQP:
             elif (self.timely or self.dctcp) and self.rate_bps < self.max_rate_bps:
                 due = t  # below its line rate, it changes its rate every RTT
         sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
-        return QPSnapshot(rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
+        return (t, rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
 
     def advance(self, b: int, t0_ps: int, d_ps: int, alpha_decay: float | None = None, hop_tx_bytes=None) -> None:
         """Fast-forward: ``b`` more bytes sent and acknowledged, and ``d_ps`` of time from

@@ -1,7 +1,10 @@
 """The parts of acceleration alone, without a network: solvers, groups, CC skip rules, LP seams."""
 
+import random
 from collections import deque
 from types import SimpleNamespace
+
+import pytest
 
 from pwormhole.accel.groups import FlowState, components
 from pwormhole.accel.sampling import Sample
@@ -24,6 +27,46 @@ def test_max_min_shares_fill_the_tightest_port_first():
     a, b = P(0), P(1)
     shares = max_min_shares({a: 10.0, b: 12.0}, {a: [1, 2], b: [2, 3]}, {1: [a], 2: [a, b], 3: [b]})
     assert shares == {1: 5.0, 2: 5.0, 3: 7.0}
+
+
+def _water_fill(room, crossing, data_ports):
+    """Water-filling as written plainly: every port's flows without a share recounted at each level."""
+    share = {}
+    while True:
+        best = None
+        for p in room:
+            n = sum(1 for f in crossing[p] if f not in share)
+            if n:
+                key = (max(0.0, room[p]) / n, p.node.node_id, p.idx)
+                if best is None or key < best[0]:
+                    best = (key, p)
+        if best is None:
+            return share
+        (level, _, _), p = best
+        for f in crossing[p]:
+            if f not in share:
+                share[f] = level
+                for q in data_ports[f]:
+                    if q in room:
+                        room[q] -= level
+        del room[p]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_max_min_shares_equal_plain_water_filling(seed):
+    """Random ports (equal capacities tie, some carry no flow, some are overfull) and flows of 1-4
+    ports: the same shares, float for float, and the same capacities left over."""
+    rng = random.Random(seed)
+    ports = [P(rng.randint(0, 5), i) for i in range(rng.randint(1, 12))]
+    data_ports = {f: rng.sample(ports, rng.randint(1, min(4, len(ports)))) for f in range(rng.randint(1, 20))}
+    crossing = {p: [f for f in data_ports if p in data_ports[f]] for p in ports}
+    room = {p: rng.choice([10.0, 12.5, rng.uniform(-1.0, 30.0)]) for p in ports}
+    want_room = dict(room)
+    want = _water_fill(want_room, crossing, data_ports)
+    assert want  # (every flow crosses a port of room)
+    got = max_min_shares(room, crossing, data_ports)
+    assert got == want and list(got) == list(want)
+    assert room == want_room
 
 
 def test_components_split_flows_by_shared_ports():

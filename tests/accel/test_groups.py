@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pwormhole.accel.groups import FlowTable, components, split_off
+from pwormhole.accel.groups import FlowTable, components, split_off, still_one
 
 
 def test_a_flow_joining_three_groups_merges_them_into_the_largest_renamed():
@@ -87,3 +87,38 @@ def test_split_off_finds_every_component_but_the_one_left_open(seed):
         have = sorted(sorted(c) for c in [*parts, left] if c)
         assert have == sorted(sorted(c) for c, _ in components(set(rest), rest))
         assert all(len(c) <= len(seeds) * (len(left) + 1) for c in parts)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_still_one_says_whether_a_departure_splits_its_group(seed):
+    """Each flow of a random group leaves in turn (flows of 1-3 ports, so ports meet through one
+    flow, through several hops, or not at all): ``still_one`` of the ports it leaves is True
+    exactly when the flows left are one connected component, as ``split_off`` then finds no part."""
+    rng = random.Random(seed)
+    ports = [f"p{i}" for i in range(rng.randint(4, 40))]
+    flows = {f: SimpleNamespace(ports=set(rng.sample(ports, rng.randint(1, 3)))) for f in range(rng.randint(2, 40))}
+    group, _ = max(components(set(flows), flows), key=lambda c: len(c[0]))
+    for gone in sorted(group):
+        rest = {f: flows[f] for f in group if f != gone}
+        by_port: dict = {}
+        for f, fs in rest.items():
+            for p in fs.ports:
+                by_port.setdefault(p, set()).add(f)
+        seeds = sorted(p for p in flows[gone].ports if p in by_port)
+        if len(seeds) < 2:
+            continue
+        one = len(components(set(rest), rest)) == 1
+        assert still_one(seeds, by_port, rest) is one
+        assert (split_off(seeds, by_port, rest) == []) is one
+
+
+def test_still_one_meets_a_port_through_two_hops():
+    """Ports a and c share no flow; they meet through flow 2 (ports b and c) and flow 1 (a and b):
+    one part. Without flow 2, c's flow 3 runs out of ports: a part splits off."""
+    fl = {1: SimpleNamespace(ports={"a", "b"}), 2: SimpleNamespace(ports={"b", "c"}),
+          3: SimpleNamespace(ports={"c", "d"})}
+    by_port = {"a": {1}, "b": {1, 2}, "c": {2, 3}, "d": {3}}
+    assert still_one(["a", "d"], by_port, fl) is True
+    del fl[2]
+    by_port = {"a": {1}, "b": {1}, "c": {3}, "d": {3}}
+    assert still_one(["a", "d"], by_port, fl) is False
