@@ -195,15 +195,19 @@ class Prepared(NamedTuple):
         return self.settings.accel
 
 
-def prepare_run(opts: RunOptions, comm=None) -> Prepared:
+def prepare_run(opts: RunOptions, comm=None, made: list | None = None) -> Prepared:
     """Check ``opts`` and assemble the run they describe (``comm``: an MPI communicator, one LP per
     rank). InputError on a mistake, before anything is simulated; a folder made for the outputs is
-    removed again then."""
-    made: list = [None]
+    removed again then, unless ``made`` is given under ``comm``: every rank checks the folder, so
+    the caller removes it (``made[0]``) once every rank has agreed (a rank refused first would
+    remove it under another still checking it)."""
+    deferred = comm is not None and made is not None
+    made = made if made is not None else [None]
     try:
         return _prepare(opts, comm, made)
     except InputError:
-        discard_out_dir(made[0])
+        if not deferred:
+            discard_out_dir(made[0])
         raise
 
 

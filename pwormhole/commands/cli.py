@@ -92,15 +92,16 @@ def _run_mpi(comm, opts) -> int:
     interrupt.arm(lambda signum: _give_up(comm, signum), comm.rank)
     err = None
     prep = None
+    made: list = [None]  # the folder made for the outputs, removed below if a rank refuses the run
     try:
-        prep = prepare_run(opts, comm)
+        prep = prepare_run(opts, comm, made)
     except InputError as e:
         err = (2, str(e))
     except Exception as e:  # noqa: BLE001 - agreed below: a rank that left alone would hang the others
         err = (1, f"{type(e).__name__}: {e}")
     failed = [(r, e) for r, e in enumerate(comm.allgather(err)) if e is not None]
     if failed:
-        discard_out_dir(prep.made_out if prep is not None else None)
+        discard_out_dir(made[0])
         if comm.rank == 0:
             r, (_, msg) = failed[0]
             everywhere = len(failed) == comm.size and all(e == failed[0][1] for _, e in failed)

@@ -1,5 +1,6 @@
 """CLI behaviour: default run, outputs, user errors as one line with exit 2."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -220,3 +221,25 @@ def test_pngs_without_matplotlib(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(report_compare, "matplotlib_installed", lambda: False)
     assert report_compare.plot_cdf(str(tmp_path / "cdf.png"), np.array([0.01]), "t") is False
     assert not (tmp_path / "cdf.png").exists()
+
+
+def test_under_mpi_a_refused_run_leaves_its_folder_to_the_agreement(tmp_path):
+    """Every rank checks the output folder: a rank refused first must not remove it while another
+    rank still writes its probe there (that rank then said 'cannot write output folder', and the
+    agreed error came out as 'rank 0: ...'). Under a communicator the caller removes it, after
+    every rank has agreed; without one, prepare_run does."""
+    class FourRanks:
+        rank, size = 0, 4
+
+    (tmp_path / "t.txt").write_text("3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n")  # 3 units
+    (tmp_path / "f.txt").write_text("1\n0 1 3 100 10000 0\n")
+    opts = options.RunOptions(topology=str(tmp_path / "t.txt"), flows=str(tmp_path / "f.txt"),
+                              out=str(tmp_path / "o"))
+    made: list = [None]
+    with pytest.raises(options.InputError, match="4 ranks for a topology of 3 indivisible units"):
+        options.prepare_run(opts, FourRanks(), made)
+    assert (tmp_path / "o").is_dir() and made[0] == (str(tmp_path / "o"), str(tmp_path / "o"))
+    for comm in (FourRanks(), None):  # no list to hand it back in, or no MPI: removed at once
+        with pytest.raises(options.InputError):
+            options.prepare_run(dataclasses.replace(opts, out=str(tmp_path / "p"), lps=0), comm)
+        assert not (tmp_path / "p").exists()
