@@ -134,9 +134,9 @@ start at line rate does not take more than its predecessor had. Measured in benc
 SUCCESSOR_AFTER_END_MIN_BDPS = 32
 """A ring step that starts after the whole step before it ended takes that step's steady state
 only if each of its flows is at least this many bandwidth-delay products (line rate x its path's
-RTT): it skips the step's start at line rate (about a path RTT, then HPCC holds it near 0.89 of
-it), a share of the step that shrinks with its size. MoE 8x7B's 26-BDP DP steps were handed over
-0.13% off (0.05% through the memo), GPT-7B's 123-BDP dist-opt steps 0.03% (0.04%), its 31-BDP
+RTT): a step handed over comes out a fixed fraction of a microsecond off (its start and pipeline
+are not replayed), a share of the step that shrinks with its size. MoE 8x7B's 26-BDP DP steps
+were handed over 0.13% early (0.05% through the memo), GPT-7B's 123-BDP dist-opt steps 0.03% (0.04%), its 31-BDP
 DP 16 steps 0.07% (0.14%): a bound on the safe side of the one case that came out worse.
 Measured in bench/RESULTS.md (``bench/flow_cost.py``)."""
 
