@@ -136,8 +136,9 @@ SUCCESSOR_AFTER_END_MIN_BDPS = 32
 only if each of its flows is at least this many bandwidth-delay products (line rate x its path's
 RTT): a step handed over comes out a fixed fraction of a microsecond off (its start and pipeline
 are not replayed), a share of the step that shrinks with its size. MoE 8x7B's 26-BDP DP steps
-were handed over 0.13% early (0.05% through the memo), GPT-7B's 123-BDP dist-opt steps 0.03% (0.04%), its 31-BDP
-DP 16 steps 0.07% (0.14%): a bound on the safe side of the one case that came out worse.
+were handed over 0.13% early (0.05% through the memo), GPT-7B's 123-BDP dist-opt steps 0.03%
+(0.04%), its 31-BDP DP 16 steps 0.07% (0.14%): a bound on the safe side of the one case that
+came out worse.
 Measured in bench/RESULTS.md (``bench/flow_cost.py``)."""
 
 HPCC_LIFT_MAX_NICS = 3
