@@ -23,9 +23,12 @@ finished, takes that state's goodputs the same way (``handed_after_end``) when:
   target utilization whatever its start; flows into one NIC, an expert all-to-all, cut each other
   from line rate at the start, which the hand-over would skip: MoE 8x7B, 64 GPUs, 2 layers had
   48 collectives 0.1-0.4% off);
-* no flow joined their group while it was frozen so (the new step freezes with the short pipeline
-  of its start, and a join would meet it; after a memo hit a path RTT of refill prevents that);
-* each new flow is long enough that its start at line rate does not count
+* no flow joined their group while it was frozen so, and no link failed since (the new step freezes
+  with the short pipeline of its start, and a join would meet it; after a memo hit a path RTT of
+  refill prevents that);
+* each new flow started at most a path RTT before the flow it follows on its route finished, its
+  ACKs take that flow's ACK ports (the loads its goodput was measured under), and it is long
+  enough that the hand-over's small fixed error does not count
   (:data:`~.config.SUCCESSOR_AFTER_END_MIN_BDPS`)."""
 
 from __future__ import annotations
@@ -42,28 +45,45 @@ class Successors:
         self.on = on
         self.handed = 0
         self.handed_after_end = 0  # of them, groups of new flows only, after the whole state finished
-        self.finished_on: dict = {}  # route -> the last steady state of the flow that last finished on it
+        # route -> (the steady state of the flow that last finished on it, its finish ps); only states
+        # whose flows shared no data port, the only ones a step after their end may take
+        self.finished_on: dict = {}
 
     def joined(self, g, flows: dict) -> None:
-        """A flow joined frozen group ``g``: the state its flows froze in was cut short by other
+        """A flow joined group ``g``, frozen in its steady state: that state was cut short by other
         traffic, which would meet a step handed that state with the short pipeline it freezes with."""
         for f in g.flows:
             state = flows[f].last_steady
             if state is not None:
                 state.joined = True
 
-    def finished(self, fs) -> None:
-        """Flow ``fs`` finished: the state of its last steady freeze stays on its route, for a
-        step of its ring that starts there after its whole group finished."""
-        if self.on and fs.last_steady is not None:
-            self.finished_on[route_of(fs)] = fs.last_steady
+    def finished(self, fs, finish_ps: int) -> None:
+        """Flow ``fs`` finished at ``finish_ps``: the state of its last steady freeze stays on its
+        route, for a step of its ring that starts there after its whole group finished."""
+        if not self.on:
+            return
+        state = fs.last_steady
+        if state is not None and state.disjoint:
+            self.finished_on[route_of(fs)] = (state, finish_ps)
+        else:
+            self.finished_on.pop(route_of(fs), None)
+
+    def rerouted(self, flows: dict) -> None:
+        """A link failed: the states measured on the old routes (their ACK paths too) are not handed on."""
+        self.finished_on.clear()
+        for fs in flows.values():
+            if fs.last_steady is not None:
+                fs.last_steady.joined = True
 
     def froze(self, g, flows: dict, goodput: dict) -> None:
         """A steady freeze of group ``g`` at ``goodput`` (flow id -> bytes/ps): each flow keeps
         the group's state, ``{flow id: ((data path, priority group), goodput, start)}``."""
         if not self.on:
             return
-        state = SteadyState((f, (route_of(flows[f]), goodput[f], flows[f].start_ps)) for f in g.flows)
+        state = SteadyState((f, (route_of(flows[f]), goodput[f], flows[f].start_ps, tuple(flows[f].ack_ports)))
+                            for f in g.flows)
+        ports = [p for f in g.flows for p in flows[f].data_ports]
+        state.disjoint = len(set(ports)) == len(ports)
         for f in g.flows:
             flows[f].last_steady = state
 
@@ -115,30 +135,33 @@ class Successors:
         for f in fids:
             fs = flows[f]
             got = self.finished_on.get(route_of(fs))
-            if got is None or not is_new(f) or (state is not None and got is not state):
+            if got is None or not is_new(f) or (state is not None and got[0] is not state):
                 return False
+            if fs.start_ps < got[1] - fs.path_rtt_ps:  # it ran beside the flow it follows (a ring's
+                return False  # next step starts up to half a path RTT before the last one's end)
             if fs.size * BPS_PER_BYTE_PS < SUCCESSOR_AFTER_END_MIN_BDPS * fs.line_rate_bps * fs.path_rtt_ps:
-                return False  # a short step: its start's line-rate RTT counts
-            state = got
+                return False  # a short step: the fixed error of a hand-over counts
+            state = got[0]
         if state is None or state.joined or len(state) != len(fids) or not finished.issuperset(state):
             return False
-        by_route = {route: gp for route, gp, _start in state.values()}
+        by_route = {route: (gp, acks) for route, gp, _start, acks in state.values()}
         if len(by_route) != len(fids) or {route_of(flows[f]) for f in fids} != by_route.keys():
             return False
-        ports = [p for route in by_route for p in route[0]]
-        if len(set(ports)) != len(ports):  # flows that share a port: their start's transient counts
-            return False
-        g.refill = ({f: by_route[route_of(flows[f])] for f in fids}, t)
+        if any(by_route[route_of(flows[f])][1] != tuple(flows[f].ack_ports) for f in fids):
+            return False  # its ACKs take other ports (ECMP): the loads the goodputs were measured under differ
+        g.refill = ({f: by_route[route_of(flows[f])][0] for f in fids}, t)
         self.handed += 1
         self.handed_after_end += 1
         return True
 
 
 class SteadyState(dict):
-    """A group's steady freeze: flow id -> ``(route, goodput, start_ps)``; ``joined`` once a flow
-    joined the group while it was frozen so."""
+    """A group's steady freeze: flow id -> ``(route, goodput, start_ps, ACK ports)``; ``disjoint``:
+    its flows share no data port; ``joined`` once a flow joined the group while it was frozen so
+    (or a link failed)."""
 
     joined = False
+    disjoint = False
 
 
 def cut_under(route: tuple, predecessors: list, state: dict, fids: set, flows: dict) -> bool:

@@ -214,7 +214,8 @@ class Wormhole:
         for g in merged:
             if g.frozen is not None:
                 self.wakes_interrupted += 1
-                self.successors.joined(g, self.flows)
+                if g.frozen.memo is None:  # (a steady freeze: the state its flows keep)
+                    self.successors.joined(g, self.flows)
                 self._wake(g, t)
         self.table.add(fs, merged, t)
 
@@ -222,10 +223,10 @@ class Wormhole:
         """Completions ``(flow id, finish_ps, start_ps)``: out of the flow table (most, NVLink flows by
         rates, were never in it)."""
         finished, active, flows = self.net_finished, self.ungrouped_active, self.flows
-        for fid, _t_fin, _t_start in done:
+        for fid, t_fin, _t_start in done:
             finished.add(fid)
             if fid in flows:
-                self.successors.finished(flows[fid])
+                self.successors.finished(flows[fid], t_fin)
                 self.table.remove(fid, t)
             elif active:
                 active.discard(fid)
@@ -239,6 +240,7 @@ class Wormhole:
             if g.frozen is not None:
                 self.wakes_interrupted += 1
                 self._wake(g, t)
+        self.successors.rerouted(self.flows)  # no state of the old routes is handed on
         apply()
         net = self.net
         no_path = net.no_path

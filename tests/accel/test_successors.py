@@ -59,6 +59,7 @@ class FakeFlow:
         self.fid, self.data_ports, self.pg, self.last_steady = fid, path, pg, None
         self.start_ps, self.pacing_bps, self.size = start_ps, pacing_bps, size
         self.line_rate_bps, self.path_rtt_ps = 200 * 10**9, 4_000_000  # a BDP of 100 KB: 4 MB is 40 of them
+        self.ack_ports = ("ack",) + tuple(path)
 
     def pacing_rate(self):
         return self.pacing_bps
@@ -110,8 +111,8 @@ def test_new_flows_after_a_whole_state_ended_take_it_where_no_port_is_shared():
     flows = {1: FakeFlow(1, a), 2: FakeFlow(2, b)}
     s.froze(FakeGroup([1, 2]), flows, {1: 0.010, 2: 0.012})
     for f in (1, 2):
-        s.finished(flows[f])
-    flows[3], flows[4] = FakeFlow(3, b), FakeFlow(4, a)
+        s.finished(flows[f], 90)
+    flows[3], flows[4] = FakeFlow(3, b, start_ps=95), FakeFlow(4, a, start_ps=90)
     g = FakeGroup([3, 4])
     assert s.take_over(g, 100, flows, {1, 2}, {3, 4}.__contains__)
     assert g.refill == ({3: 0.012, 4: 0.010}, 100)
@@ -122,15 +123,27 @@ def test_new_flows_after_a_whole_state_ended_take_it_where_no_port_is_shared():
     flows[3].size = 3_100_000  # 31 BDPs: the start at line rate it would skip counts
     assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
     flows[3].size = 4_000_000
+    flows[3].start_ps = 90 - 4_000_001  # ran beside flow 2, which it follows, for over a path RTT
+    assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
+    flows[3].start_ps = 95
+    flows[3].ack_ports = ("another spine",)  # its ACKs hashed elsewhere: other loads on the data ports
+    assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
+    flows[3].ack_ports = ("ack",) + b
+    assert s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
     s.joined(FakeGroup([1, 2]), flows)  # a flow joined the state's group while it was frozen
     assert not s.take_over(FakeGroup([3, 4]), 100, flows, {1, 2}, {3, 4}.__contains__)
+    s.froze(FakeGroup([3, 4]), flows, {3: 0.012, 4: 0.010})
+    assert s.finished_on and not flows[3].last_steady.joined
+    s.rerouted(flows)  # a link failed: no state of the old routes is handed on
+    assert s.finished_on == {} and flows[3].last_steady.joined
 
     shared = Successors(True)
     c, d = ("nic0", "down2"), ("nic1", "down2")  # into one host
     flows = {1: FakeFlow(1, c), 2: FakeFlow(2, d), 3: FakeFlow(3, c), 4: FakeFlow(4, d)}
     shared.froze(FakeGroup([1, 2]), flows, {1: 0.006, 2: 0.006})
     for f in (1, 2):
-        shared.finished(flows[f])
+        shared.finished(flows[f], 90)
+    assert shared.finished_on == {}  # (never kept: no step after its end may take it)
     g = FakeGroup([3, 4])
     assert not shared.take_over(g, 100, flows, {1, 2}, {3, 4}.__contains__) and g.refill is None
 
@@ -251,8 +264,8 @@ def test_a_step_in_another_priority_group_is_no_successor():
 def test_a_ring_step_after_the_whole_step_before_it_takes_its_steady_state():
     """One ring of four 4 MB steps: each step starts as the one before it ends on its route, so no
     group re-forms with flows under way. Steps 2-4 take the whole finished step's steady state
-    (3 hand-overs after its end; 22,568 events, the last FCT +0.04% off packet mode, each within
-    0.06%) instead of a memo hit each and a path RTT of refill (31,028 events, within 0.22%)."""
+    (3 hand-overs after its end; 22,568 events, the last finish +0.04% off packet mode, each FCT
+    within 0.06%) instead of a memo hit each and a path RTT of refill (31,028 events, within 0.22%)."""
     ref = Run(one_ring(), accel=None).run()
     on = Run(one_ring(), accel=AccelConfig(), memo=MemoCache("t")).run()
     off = Run(one_ring(), accel=AccelConfig(successors=False), memo=MemoCache("t")).run()
