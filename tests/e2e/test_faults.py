@@ -57,7 +57,7 @@ def _drained(r) -> None:
             assert nd.shared_used == 0 and nd.used_bytes == 0
 
 
-# -- 1: unwritable --out ---------------------------------------------------------
+# -- unwritable --out ---------------------------------------------------------
 
 @pytest.mark.parametrize("where", ["under_file", "is_file", "proc"])
 def test_unwritable_out_is_one_line_exit_2_before_simulating(tmp_path, where):
@@ -77,7 +77,7 @@ def test_unwritable_out_is_one_line_exit_2_before_simulating(tmp_path, where):
     assert blocker.read_text() == "x"
 
 
-# -- 2: two priorities on one NIC, incast on one ------------------------------------
+# -- two priorities on one NIC, incast on one ------------------------------------
 
 def test_pfc_pauses_only_the_incast_priority(monkeypatch):
     # Hosts 1..8 send 1 MB on pg 3 into host 0 (1 MiB switch buffer: PFC
@@ -127,7 +127,7 @@ def test_pfc_pauses_only_the_incast_priority(monkeypatch):
     assert same.finish_ps[8] // 1000 > 3 * fct  # 408,312 ns
 
 
-# -- 3: 4,000 hosts on one switch, one 2-byte flow; memory linear --------------------
+# -- 4,000 hosts on one switch, one 2-byte flow; memory linear --------------------
 
 def test_4000_hosts_one_tiny_flow_exact_and_linear_memory():
     n = 4000
@@ -170,7 +170,7 @@ def test_route_tables_do_not_grow_as_hosts_times_destinations():
     assert len(net.nodes[n].routes) == n
 
 
-# -- 4: 255-to-1 incast, DCQCN, PFC ----------------------------------------------------
+# -- 255-to-1 incast, DCQCN, PFC ----------------------------------------------------
 
 def test_255_to_1_incast_pfc_no_drops_bytes_conserved():
     n, size = 255, 20_000
@@ -192,7 +192,7 @@ def test_255_to_1_incast_pfc_no_drops_bytes_conserved():
     _drained(r)
 
 
-# -- 5: ~1,000 small flows, 9 ToRs x 16 hosts, 10G/40G, 8 MB buffers ------------------
+# -- ~1,000 small flows, 9 ToRs x 16 hosts, 10G/40G, 8 MB buffers ------------------
 
 def _nine_tors():
     g10, g40 = 10 * 10**9, 40 * 10**9
@@ -228,7 +228,7 @@ def test_thousand_small_flows_incast_across_nine_tors():
     _drained(r)
 
 
-# -- 6: HPCC with L2_ACK_INTERVAL 20000 ----------------------------------------------
+# -- HPCC with L2_ACK_INTERVAL 20000 ----------------------------------------------
 
 def test_hpcc_alone_flow_not_multiple_of_ack_interval_exact():
     # 999 B: never reaches the 20,000 B milestone; the end of the message is acked.
@@ -264,7 +264,7 @@ def test_min_window_is_one_byte_with_hpcc_defaults():
     assert cc.min_window_bytes(config("hpcc", l2_ack_interval=1, l2_back_to_zero=True)) == 4001
 
 
-# -- 7: 10-to-1 incast under DCQCN: ECN marks and CNPs --------------------------------
+# -- 10-to-1 incast under DCQCN: ECN marks and CNPs --------------------------------
 
 def test_ten_to_one_dcqcn_marks_and_cnps(tmp_path):
     cfg = config("dcqcn", has_win=False)
@@ -282,7 +282,7 @@ def test_ten_to_one_dcqcn_marks_and_cnps(tmp_path):
     assert r.counters()["cnps"] == on_disk["cnps"]
 
 
-# -- 8: DCQCN reaction to a CNP: order of alpha update and rate cut ---------------------
+# -- DCQCN reaction to a CNP: order of alpha update and rate cut ---------------------
 
 def _dcqcn_qp():
     cfg = config("dcqcn")
@@ -340,7 +340,7 @@ def test_dcqcn_cnp_order(second_cnp):
     assert qp.rate_bps == fr // 2 + G100 // 2 and qp.rp_stage == 2
 
 
-# -- 9: ECMP on HPCC's fat tree: spread over core links, no polarization -----------------
+# -- ECMP on HPCC's fat tree: spread over core links, no polarization -----------------
 
 def _fat_permutation():
     topo = read_hpcc_topology(MIX / "fat.txt")
@@ -440,7 +440,7 @@ def test_ecmp_choices_of_two_switches_are_independent():
         assert len(cells) == 16 and all(350 < v < 650 for v in cells.values()), (a, b, cells)  # 500 expected
 
 
-# -- 10: one host fans out to 128 -------------------------------------------------------
+# -- one host fans out to 128 -------------------------------------------------------
 
 @pytest.mark.parametrize("cc_name,tx,ack_tx", [("dcqcn", TX_1000, ACK_TX), ("hpcc", 87_200, 7_040)])
 def test_fan_out_to_128_one_packet_flows_exact(cc_name, tx, ack_tx):
@@ -454,7 +454,7 @@ def test_fan_out_to_128_one_packet_flows_exact(cc_name, tx, ack_tx):
         assert r.finish_ps[k] == (k + 2) * tx + 4 * US + 2 * ack_tx
 
 
-# -- 11: random link errors: go-back-N recovers everything -------------------------------
+# -- random link errors: go-back-N recovers everything -------------------------------
 
 @pytest.mark.parametrize("cc_name", ["dcqcn", "hpcc"])
 def test_link_errors_recovered_by_go_back_n(cc_name):
@@ -473,7 +473,7 @@ def test_link_errors_recovered_by_go_back_n(cc_name):
         assert r.net.nodes[dst].rx[fid][0] == size
 
 
-# -- 15: mutated HPCC files: parse, or one-line InputError naming the file ----------------
+# -- mutated HPCC files: parse, or one-line InputError naming the file ----------------
 
 NASTY = ["", "-1", "0", "1", "-0", "+3", "7", "8", "1e309", "nan", "inf", "1e-400", "abc", "1.5",
          "99999999999999999999999", "100Gbps", "0Gbps", "-5Gbps", "0.001ms", "0.0001ps", "1.2.3", "0x10",

@@ -39,7 +39,7 @@ def _stderr_lines(capsys) -> list[str]:
     return [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
 
 
-# -- item 8: a full disk --------------------------------------------------------------------------
+# -- a full disk --------------------------------------------------------------------------
 
 class _FullDisk:
     """A file object that fails with ENOSPC once ``budget`` bytes were written (what fits is written)."""
@@ -145,7 +145,7 @@ exit $rc
             assert (saved / n).read_bytes() == reference[n]
 
 
-# -- item 9: the memo cache path, and summary.json before the optional outputs ---------------------------
+# -- the memo cache path, and summary.json before the optional outputs ---------------------------
 
 def test_memo_cache_in_a_missing_folder_is_refused_before_simulating(tmp_path, capsys):
     out = tmp_path / "out"
@@ -193,7 +193,7 @@ def test_summary_is_written_before_a_failing_memo_cache_save(tmp_path, monkeypat
     assert s["complete"] and s["flows_finished"] == 8 and s["mode"] == "wormhole"
 
 
-# -- item 10: output names from config.txt ---------------------------------------------------------
+# -- output names from config.txt ---------------------------------------------------------
 
 def _config(tmp_path, *lines) -> Path:
     p = tmp_path / "config.txt"
@@ -244,7 +244,7 @@ def test_real_output_names_are_kept_as_base_names_in_out(tmp_path, capsys, fct, 
     assert (out / names[1]).read_bytes() == (ref / "pfc.txt").read_bytes() != b""
 
 
-# -- item 11: links planted in --out are never followed ----------------------------------------------
+# -- links planted in --out are never followed ----------------------------------------------
 
 def _plant(out: Path, outside: Path, names) -> dict[Path, bytes]:
     """``NAME`` and ``NAME.part`` in ``out`` as links to files in ``outside``; returns those files' contents."""
@@ -332,7 +332,7 @@ def test_a_writer_error_is_one_line_and_keeps_the_part(tmp_path, monkeypatch):
     assert rc == 4
 
 
-# -- item 12: existing files in --out ---------------------------------------------------------------
+# -- existing files in --out ---------------------------------------------------------------
 
 def test_replacing_existing_outputs_is_said_in_one_line(tmp_path, capsys):
     assert cli.main(RUN + ["--out", str(tmp_path)]) == 0
