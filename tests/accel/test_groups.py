@@ -66,14 +66,14 @@ def test_leaves_split_groups_as_connected_components_do(seed):
     assert max(split) <= 0 or seed % 2  # an incast's group never splits
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_split_off_finds_every_component_but_the_one_left_open(seed):
-    """Each flow of a random group leaves in turn: the parts ``split_off`` returns and what is
-    left beside them are the connected components of the flows left; the searches run side by
-    side, so a part returned has at most (searches) x (what is left + 1) flows."""
+def departures(seed: int, max_ports_per_flow: int):
+    """A random group (flows of 1 to ``max_ports_per_flow`` ports, the largest component of up to 40
+    flows on up to 40 ports), then each of its flows leaving in turn: ``(rest, by_port, seeds)``,
+    the flows left, their flows per port, and the ports the one that left shared with them."""
     rng = random.Random(seed)
     ports = [f"p{i}" for i in range(rng.randint(4, 40))]
-    flows = {f: SimpleNamespace(ports=set(rng.sample(ports, rng.randint(1, 2)))) for f in range(rng.randint(2, 40))}
+    flows = {f: SimpleNamespace(ports=set(rng.sample(ports, rng.randint(1, max_ports_per_flow))))
+             for f in range(rng.randint(2, 40))}
     group, _ = max(components(set(flows), flows), key=lambda c: len(c[0]))
     for gone in sorted(group):
         rest = {f: flows[f] for f in group if f != gone}
@@ -81,7 +81,15 @@ def test_split_off_finds_every_component_but_the_one_left_open(seed):
         for f, fs in rest.items():
             for p in fs.ports:
                 by_port.setdefault(p, set()).add(f)
-        seeds = sorted(p for p in flows[gone].ports if p in by_port)
+        yield rest, by_port, sorted(p for p in flows[gone].ports if p in by_port)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_split_off_finds_every_component_but_the_one_left_open(seed):
+    """Each flow of a random group leaves in turn: the parts ``split_off`` returns and what is
+    left beside them are the connected components of the flows left; the searches run side by
+    side, so a part returned has at most (searches) x (what is left + 1) flows."""
+    for rest, by_port, seeds in departures(seed, 2):
         parts = split_off(seeds, by_port, rest)
         left = set(rest) - set().union(*parts)
         have = sorted(sorted(c) for c in [*parts, left] if c)
@@ -89,27 +97,21 @@ def test_split_off_finds_every_component_but_the_one_left_open(seed):
         assert all(len(c) <= len(seeds) * (len(left) + 1) for c in parts)
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_still_one_says_whether_a_departure_splits_its_group(seed):
+def test_still_one_says_whether_a_departure_splits_its_group():
     """Each flow of a random group leaves in turn (flows of 1-3 ports, so ports meet through one
     flow, through several hops, or not at all): ``still_one`` of the ports it leaves is True
-    exactly when the flows left are one connected component, as ``split_off`` then finds no part."""
-    rng = random.Random(seed)
-    ports = [f"p{i}" for i in range(rng.randint(4, 40))]
-    flows = {f: SimpleNamespace(ports=set(rng.sample(ports, rng.randint(1, 3)))) for f in range(rng.randint(2, 40))}
-    group, _ = max(components(set(flows), flows), key=lambda c: len(c[0]))
-    for gone in sorted(group):
-        rest = {f: flows[f] for f in group if f != gone}
-        by_port: dict = {}
-        for f, fs in rest.items():
-            for p in fs.ports:
-                by_port.setdefault(p, set()).add(f)
-        seeds = sorted(p for p in flows[gone].ports if p in by_port)
-        if len(seeds) < 2:
-            continue
-        one = len(components(set(rest), rest)) == 1
-        assert still_one(seeds, by_port, rest) is one
-        assert (split_off(seeds, by_port, rest) == []) is one
+    exactly when the flows left are one connected component, as ``split_off`` then finds no part.
+    Over 20 groups both answers come up."""
+    answers = set()
+    for seed in range(20):
+        for rest, by_port, seeds in departures(seed, 3):
+            if len(seeds) < 2:
+                continue
+            one = len(components(set(rest), rest)) == 1
+            assert still_one(seeds, by_port, rest) is one
+            assert (split_off(seeds, by_port, rest) == []) is one
+            answers.add(one)
+    assert answers == {True, False}
 
 
 def test_still_one_meets_a_port_through_two_hops():
