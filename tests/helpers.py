@@ -11,6 +11,7 @@ import pytest
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.commands.cli import main as cli_main
 from pwormhole.config import CC_DCQCN, CC_HPCC, ModelConfig
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_dag, number_sports
@@ -120,3 +121,22 @@ def apt_install(packages: list[str], path: str) -> str | None:
         if p.returncode != 0:
             return f"'{' '.join(cmd)}' failed: {(p.stderr or p.stdout).strip()[-500:]}"
     return None
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    """``pwormhole ARGS`` in this process: (exit code, stdout, stderr)."""
+    rc = cli_main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(capsys, args, *needles) -> str:
+    """``pwormhole ARGS`` exits 2 with one line ``pwormhole: error: ...`` holding every needle, no
+    traceback; the line."""
+    rc, _, err = run_cli(capsys, *args)
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("pwormhole: error: "), err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]

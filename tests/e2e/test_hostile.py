@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import DATA, MPIEXEC, ROOT, needs_mpi
+from helpers import DATA, MPIEXEC, ROOT, needs_mpi, one_line_error, run_cli
 
 from pwormhole import api
-from pwormhole.commands.cli import main
 from pwormhole.errors import InputError
 from pwormhole.report.page import write_report
 
@@ -32,20 +31,6 @@ GPT = ["run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1
 FIRST_RUN_ONLY = ("collectives.csv", "timeline.csv", "per_layer.csv", "link_util.csv", "qlen.txt", "windows.npz")
 
 
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(capsys, args, *needles) -> str:
-    """``main(args)`` exits 2 with one line ``pwormhole: error: ...`` holding every needle."""
-    rc, _, err = run_cli(capsys, *args)
-    lines = err.strip().splitlines()
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("pwormhole: error: "), err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
 
 
 def summary(out: Path) -> dict:

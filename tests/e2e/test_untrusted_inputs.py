@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from helpers import one_line_error, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,21 +29,6 @@ STAR = "7 1 6\n6\n" + "".join(f"{h} 6 100Gbps 1us 0\n" for h in range(6))
 INCASTS = "4\n0 2 3 100 6000000 0\n1 2 3 100 6000000 0\n3 5 3 100 6000000 0.003\n4 5 3 100 6000000 0.003\n"
 
 
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(capsys, args, *needles) -> str:
-    """``main(args)`` exits 2 with one line ``pwormhole: error: ...`` holding every needle."""
-    rc, _, err = run_cli(capsys, *args)
-    lines = err.strip().splitlines()
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("pwormhole: error: "), err
-    assert "Traceback" not in err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
 
 
 # -- memo cache (case 6) ------------------------------------------------------------------
