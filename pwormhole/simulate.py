@@ -171,6 +171,9 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
     rank0 = comm is None or comm.rank == 0
     if accel is None or not accel.memo:
         memo_cache = None
+    if accel is not None and accel.ring_steps and comm is not None:
+        raise InputError("--ring-steps runs in one process (its carried flows are not exchanged between ranks); "
+                         "run it without mpiexec")
     if record_windows and comm is not None:
         raise InputError("--record-windows runs in one process (one LP per unit); run it without mpiexec")
     names = output_names(scn, plot, record_windows, report, settings.trace)
@@ -398,7 +401,7 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         if wh.cc_limits:
             summary["accel_cc_limits"] = wh.cc_limits
         rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes
-        summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes,
+        summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes + st["ring_steps_bytes"],
                                               scn.config.packet_payload_bytes))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace

@@ -38,6 +38,9 @@ class AccelConfig:
         follow: under HPCC, a group of new flows that misses the memo cache at the boundary where
             another of the same graph missed follows that one (:mod:`.follow`); off by default (it
             breaks the lockstep of identical rails: measured in bench/RESULTS.md).
+        ring_steps: under HPCC with successors, a lock-step ring's later steps on a route are carried
+            without packets from the template of two agreeing packet steps (:mod:`.ringstep`);
+            in-process runs only, off by default.
         nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
             :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
             else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
@@ -54,6 +57,7 @@ class AccelConfig:
     early: bool = True
     successors: bool = True
     follow: bool = False
+    ring_steps: bool = False
     nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:
@@ -148,6 +152,10 @@ more senders a standing queue, not throughput, makes up HPCC's U. Measured in pa
 (bench/RESULTS.md, "HPCC's additive step in the fluid steady state")."""
 
 HPCC_CROWDED_NIC = 3
+# a route's ring step becomes its template when the step before it took the same time from start to
+# last byte received and to last ACK within this fraction (lock-step steps agree to the ns in packet
+# runs but for the last one, 84 ns of 160 us: bench/RESULTS.md, "Ring steps as one object")
+RING_TEMPLATE_TOLERANCE = 0.001
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on
 one NIC their FCTs are far off packet mode at p99, with two per NIC they stayed close

@@ -371,8 +371,11 @@ class FluidEvents(Handler):
     __slots__ = ()
 
     def handle(self, target, arg, t_ps: int) -> None:
-        dom = target
-        dom.on_event(arg, t_ps)
+        if type(target) is FluidDomain:
+            dom = target
+            dom.on_event(arg, t_ps)
+        else:  # another model's event (EV_MODEL is shared): its own on_event
+            target.on_event(arg, t_ps)
 
 
 def setup(net, lps, wanted: str) -> tuple[dict, set, set, str | None]:

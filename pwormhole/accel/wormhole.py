@@ -39,6 +39,7 @@ from .fastforward import Frozen
 from .follow import Followers
 from .groups import FlowState, FlowTable, Group, crowded_nic_flows
 from .memo import group_parts
+from .ringstep import RingSteps, call_on_event
 from .sampling import back_off, merge_reports, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 from .successor import Successors
@@ -116,6 +117,10 @@ class Wormhole:
         self.starts_on: dict = {}  # port -> sorted start times of the flow list's flows crossing it
         if net.dag_rt is None and (cfg.skip or cfg.memo):
             self.starts_on = ff.index_starts(net, self.fluid_fids)
+        nic_fids = [f.flow_id for f in net.flows if f.flow_id not in nvlink_fids]
+        self.rings = RingSteps(net, lps, nic_fids, self.successors.on and cfg.ring_steps,
+                               fluid.FluidEvents(None) if fluid.COMPILED else call_on_event)
+        self.rings.members_only = self._members_only
         self.ack_every_pkts = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         ncfg = net.cfg
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
@@ -210,12 +215,15 @@ class Wormhole:
         fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes, data,
                        net.path_of(fid, acks=True), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
+        if self.rings.carried:
+            self.rings.crossed(fs.ports, t)  # (a new flow is no ring member yet)
         merged = self.table.touching(fs.ports)
         for g in merged:
             if g.frozen is not None:
                 self.wakes_interrupted += 1
                 if g.frozen.memo is None:  # (a steady freeze: the state its flows keep)
                     self.successors.joined(g, self.flows)
+                self._cut_ring(g)
                 self._wake(g, t)
         self.table.add(fs, merged, t)
 
@@ -223,11 +231,17 @@ class Wormhole:
         """Completions ``(flow id, finish_ps, start_ps)``: out of the flow table (most, NVLink flows by
         rates, were never in it)."""
         finished, active, flows = self.net_finished, self.ungrouped_active, self.flows
-        for fid, t_fin, _t_start in done:
+        rings = self.rings.on
+        for fid, t_fin, t_start in done:
             finished.add(fid)
             if fid in flows:
-                self.successors.finished(flows[fid], t_fin)
+                fs = flows[fid]
+                self.successors.finished(fs, t_fin)
+                if rings and fs.ring:
+                    self.rings.learned(fs, t_fin, t_start)
                 self.table.remove(fid, t)
+            if rings:
+                self.rings.received_ps.pop(fid, None)
             elif active:
                 active.discard(fid)
 
@@ -241,6 +255,12 @@ class Wormhole:
                 self.wakes_interrupted += 1
                 self._wake(g, t)
         self.successors.rerouted(self.flows)  # no state of the old routes is handed on
+        for fid in sorted(self.rings.carried):  # nor a template
+            self.rings.hand_back(fid, t)
+        self.rings.templates.clear()
+        self.rings.last.clear()
+        for fs in self.flows.values():
+            fs.ring = False
         apply()
         net = self.net
         no_path = net.no_path
@@ -391,6 +411,24 @@ class Wormhole:
         self.check_from_ps = 0  # due for sampling again
         return advance
 
+    # -- lock-step rings (ringstep.py) ------------------------------------------------------
+    def _members_only(self, ports) -> bool:
+        """Whether only ring members (of the flow table; carried flows are members) cross ``ports``."""
+        by_port, flows = self.table.port_flows, self.flows
+        for p in ports:
+            for f in by_port.get(p, ()):
+                if not flows[f].ring:
+                    return False
+        return True
+
+    def _cut_ring(self, g: Group) -> None:
+        """A flow joined frozen group ``g``: its ring members' steps are no templates."""
+        for f in g.flows:
+            fs = self.flows[f]
+            if fs.ring:
+                fs.ring = False
+                self.rings.forget(fs)
+
     # -- memoization -----------------------------------------------------------------------
     def is_new(self, fid: int, g: Group) -> bool:
         """Flow ``fid`` started within ``FRESH_WINDOWS`` windows of group ``g``'s forming."""
@@ -398,7 +436,11 @@ class Wormhole:
 
     def _memo_lookup(self, g: Group, t: int) -> None:
         g.memo_checked = True
+        after_end = self.successors.handed_after_end
         if self.successors.take_over(g, t, self.flows, self.net_finished, lambda f: self.is_new(f, g)):
+            if self.successors.handed_after_end > after_end:  # a lock-step ring's step: a ring member
+                for f in g.flows:
+                    self.flows[f].ring = True
             return  # a ring's next step: its last steady state again, from this boundary
         parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
@@ -455,5 +497,6 @@ class Wormhole:
                 "memo_follows": self.follow.follows, "memo_follows_steady": self.follow.steady,
                 "memo_successors": self.successors.handed,
                 "memo_successors_after_end": self.successors.handed_after_end, "successors_on": self.successors.on,
-                "follow_on": self.follow.on, "memo_entries": len(self.memo) if self.memo is not None else 0,
+                "follow_on": self.follow.on, **self.rings.stats(),
+                "memo_entries": len(self.memo) if self.memo is not None else 0,
                 "memo_bytes": self.memo.size_bytes() if self.memo is not None else 0}

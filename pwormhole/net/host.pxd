@@ -53,7 +53,7 @@ cdef class SendQP:
 
 
 cdef class Host(Node):
-    cdef public object cfg, net, dag, flow_models
+    cdef public object cfg, net, dag, flow_models, rx_done_ps
     cdef public bint hpcc, dcqcn, timely, dctcp, lossy
     cdef public long long hdr_bytes, ack_bytes, rto_ps, ack_interval, chunk, nack_interval_ps
     cdef public long long cnps_rx, nacks_tx, retx_bytes, bytes_delivered, bytes_sent, compute_free_ps

@@ -337,6 +337,7 @@ class Host(Node):
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
         self.flow_start_log = []  # flow ids whose QP started here; drained at boundaries
         self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start(host, fid, t)``)
+        self.rx_done_ps = None  # flow id -> when its last byte arrived here (DAG flows; kept only when a dict)
         self.remote_boxes = {}  # node id -> outbox of events for a node served by another heap
 
     def attach(self, heap: EventQueue, remote_boxes: dict, pfc_log: list, finished: list, op_log: list,
@@ -463,6 +464,8 @@ class Host(Node):
         """The last byte of DAG flow ``fid`` arrived here (its destination)."""
         rt = self.dag
         assert rt is not None
+        if self.rx_done_ps is not None:
+            self.rx_done_ps[fid] = t
         op = rt.flow_op[fid]
         ch = rt.at_end[op]
         if ch:

@@ -97,12 +97,16 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
     the rates stopped holding; ``follow`` only where followers ran: HPCC, with memo and skips;
     ``memo_successors``: HPCC groups that took their last steady state again, a ring's next step,
     ``memo_successors_after_end`` of them after the whole step before it ended;
-    ``successors`` only where that ran: HPCC, with memo and skips)."""
+    ``successors`` only where that ran: HPCC, with memo and skips; with ``ring_steps``,
+    ``ring_steps_carried`` flows carried without packets, ``ring_steps_handed_back`` of them
+    handed back to packets)."""
     return {"skips": stats["skips"], "skipped_time_fraction": min(1.0, stats["skipped_flow_ps"] / flow_time_ps),
             "memo_hits": stats["memo_hits"], "memo_misses": stats["memo_misses"],
             "memo_follows": stats["memo_follows"], "memo_follows_steady": stats["memo_follows_steady"],
             "memo_successors": stats["memo_successors"],
             "memo_successors_after_end": stats["memo_successors_after_end"],
+            "ring_steps_carried": stats["ring_steps_carried"],
+            "ring_steps_handed_back": stats["ring_steps_handed_back"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
             "wakes_interrupted": stats["wakes_interrupted"], "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
             "nvlink_model": nvlink_model,
@@ -113,7 +117,8 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
             "accel": {"theta": theta, "window_samples": samples, "sample_ps": sample_ps,
                       "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
                       "memo": accel.memo, "follow": accel.follow and stats["follow_on"],
-                      "successors": accel.successors and stats["successors_on"], "nvlink": accel.nvlink}}
+                      "successors": accel.successors and stats["successors_on"], "ring_steps": accel.ring_steps,
+                      "nvlink": accel.nvlink}}
 
 
 def packet_events_estimate(summary: dict, eventless_bytes: int, payload_bytes: int) -> dict:

@@ -1,0 +1,229 @@
+"""Lock-step ring steps carried without packets: a ring's steps as one object.
+
+A ring reduce-scatter or all-gather whose steps each run alone on their routes (the
+distributed optimizer's) repeats one step N-1 times: each step starts on the route of the step
+before it, as that step ends, among the same flows (the ring's own). Two such steps on a route
+that ran as packets, each handed its predecessor's steady state (:mod:`.successor`, "after
+end") and each taking the same time from its start to its last byte received and to its last
+ACK (within :data:`~.config.RING_TEMPLATE_TOLERANCE`), make the route's template. A later flow of
+the same size on that route is then carried by this model, with no QP and no packets, when no
+flow but a ring member (a flow handed over so, or carried) crosses its ports: its last byte
+reaches the destination and its last ACK the source at the template's offsets from its start,
+where the DAG's next step starts as it would after packets. Its bytes count on its ports at the
+end (for the monitors).
+
+A flow that starts on a carried flow's ports and is not a ring member hands the carried flow back
+to packets at the next boundary: its QP opens there with the bytes the template had acknowledged
+by then, its FCT counted from its own start (as the NVLink rate model hands over). Decisions read
+only the flow table as of the last boundary, so they do not depend on the LP count; the carried
+flows' starts and receipts are not exchanged between MPI ranks, so the model runs in-process only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..net.packet import EV_MODEL
+from .config import RING_TEMPLATE_TOLERANCE
+
+
+class Template(NamedTuple):
+    """A route's ring step: its payload, and from its start to its last byte received and to its last ACK."""
+
+    size_bytes: int
+    rx_ps: int
+    fct_ps: int
+
+
+class Carried(NamedTuple):
+    """A flow the model carries: its start, its template and the ports it crosses (data and ACKs)."""
+
+    start_ps: int
+    template: Template
+    ports: tuple
+
+
+class RingEnd:
+    """The target of the model's events at one host (an event names the node whose LP runs it)."""
+
+    __slots__ = ("node_id", "model")
+
+    def __init__(self, node_id: int, model: RingSteps) -> None:
+        self.node_id = node_id
+        self.model = model
+
+    def on_event(self, arg, t: int) -> None:
+        self.model.on_event(arg, t)
+
+    def lead_ps(self, _flow_end_ps) -> int:
+        return 0  # (its DAG children may start at once)
+
+
+def post(host, t: int, end: RingEnd, arg) -> None:
+    """An event of the model at ``end``'s host, keyed by ``host`` (the poster, as ``Host.post`` keys):
+    into ``host``'s heap, or the outbox of ``end``'s LP."""
+    key = host.kbase + host.seq
+    host.seq += 1
+    box = host.remote_boxes.get(end.node_id)
+    if box is None:
+        host.heap.push(t, key, EV_MODEL, end, arg)
+    else:
+        box.append((t, key, EV_MODEL, end, arg))
+
+
+def call_on_event(target, arg, t: int) -> None:
+    """The pure engine's ``EV_MODEL`` handler when several models share the kind."""
+    target.on_event(arg, t)
+
+
+class RingSteps:
+    """The model and its templates. ``on``: in-process HPCC runs with successors; ``fids``: the flows it may
+    carry (NIC flows of the DAG), each given to it as its flow model at its source.
+
+    Counters: ``carried_flows`` (flows carried, to their end or handed back), ``handed_back``,
+    ``carried_bytes`` (payload of the flows carried to their end)."""
+
+    def __init__(self, net, lps, fids, on: bool, pure_handler) -> None:
+        self.on = on and net.dag_rt is not None
+        self.net = net
+        self.nodes = net.nodes
+        self.flows = net.flows
+        self.templates: dict = {}  # route -> Template (two agreeing packet steps)
+        self.last: dict = {}  # route -> Template of its last packet step handed over after end
+        self.carried: dict[int, Carried] = {}
+        self.on_port: dict = {}  # port -> ids of the carried flows crossing it
+        self.received_ps: dict = {}  # flow id -> when its last byte arrived (the hosts write it)
+        self.routes: dict = {}  # flow id -> (data ports, priority group)
+        self.ends: dict = {}  # host id -> RingEnd
+        self.carried_flows = self.handed_back = self.carried_bytes = 0
+        self.on_carried: Callable[[dict, int, int], None] | None = None  # monitors' hook: port -> bytes, t0_ps, d_ps
+        # set by the boundary hook: whether only ring members cross the ports given
+        self.members_only: Callable[[tuple], bool] = lambda _ports: False
+        if not self.on:
+            return
+        for lp in lps:
+            for nd in lp.nodes:
+                if not nd.is_switch:
+                    nd.rx_done_ps = self.received_ps
+                    self.ends[nd.node_id] = RingEnd(nd.node_id, self)
+            lp.set_handler(EV_MODEL, pure_handler)
+        for fid in sorted(fids):
+            if self.flows[fid].src in self.ends:
+                net.set_flow_model(fid, self)
+
+    def route(self, fid: int) -> tuple:
+        r = self.routes.get(fid)
+        if r is None:
+            r = self.routes[fid] = (tuple(self.net.path_of(fid)), self.flows[fid].pg)
+        return r
+
+    # -- at a flow's start (in the event loop; reads only the state of the last boundary) --------
+    def start(self, host, fid: int, t: int) -> None:
+        """Flow ``fid`` starts at ``t`` on ``host``: carried when its route has a template of its
+        size and only ring members cross its ports, else by a QP."""
+        tpl = self.templates.get(self.route(fid))
+        flow = self.flows[fid]
+        if tpl is None or tpl.size_bytes != flow.size_bytes:
+            host.open_qp(fid, t, t, 0)
+            return
+        ports = tuple(dict.fromkeys(list(self.net.path_of(fid)) + list(self.net.path_of(fid, acks=True))))
+        if not self.members_only(ports):
+            host.open_qp(fid, t, t, 0)
+            return
+        self.carried[fid] = Carried(t, tpl, ports)
+        for p in ports:
+            self.on_port.setdefault(p, set()).add(fid)
+        self.carried_flows += 1
+        host.model_sent(flow.size_bytes)
+        post(host, t + tpl.rx_ps, self.ends[flow.dst], ("recv", fid))
+        post(host, t + tpl.fct_ps, self.ends[flow.src], ("ack", fid))
+
+    def on_event(self, arg, t: int) -> None:
+        what, fid = arg
+        c = self.carried.get(fid)
+        if c is None:
+            return  # handed back to packets
+        flow = self.flows[fid]
+        if what == "recv":
+            self.nodes[flow.dst].model_delivered(fid, flow.size_bytes, t, True)
+            return
+        self._release(fid)
+        self.carried_bytes += flow.size_bytes
+        self._count_bytes(fid, c.start_ps, t)
+        self.nodes[flow.src].flow_completed(fid, t, c.start_ps)
+
+    def _release(self, fid: int) -> Carried:
+        c = self.carried.pop(fid)
+        for p in c.ports:
+            on = self.on_port[p]
+            on.discard(fid)
+            if not on:
+                del self.on_port[p]
+        return c
+
+    def _count_bytes(self, fid: int, start_ps: int, t: int) -> None:
+        """The bytes a carried flow put on its ports, data and ACKs (``Port.carried``), at its end."""
+        flow = self.flows[fid]
+        host = self.nodes[flow.src]
+        mtu = self.net.cfg.packet_payload_bytes
+        packets = -(-flow.size_bytes // mtu)
+        ack_every = max(1, -(-max(1, self.net.cfg.l2_ack_interval) // mtu))
+        moved: dict = {}
+        for p in self.net.path_of(fid):
+            moved[p] = moved.get(p, 0) + flow.size_bytes + packets * host.hdr_bytes
+        for p in self.net.path_of(fid, acks=True):
+            moved[p] = moved.get(p, 0) + -(-packets // ack_every) * host.ack_bytes
+        for p, b in moved.items():
+            p.carried(b)
+        if self.on_carried is not None:
+            self.on_carried(moved, start_ps, t - start_ps)
+
+    # -- at boundaries ------------------------------------------------------------------------
+    def learned(self, fs, finish_ps: int, start_ps: int) -> None:
+        """A ring member ``fs`` (handed over after end, never joined) finished as packets: its step
+        is its route's template once the step before it agreed."""
+        rx = self.received_ps.pop(fs.fid, None)
+        if rx is None:
+            return
+        route = (tuple(fs.data_ports), fs.pg)
+        now = Template(fs.size, rx - start_ps, finish_ps - start_ps)
+        before = self.last.get(route)
+        self.last[route] = now
+        if before is not None and before.size_bytes == now.size_bytes and \
+                abs(before.fct_ps - now.fct_ps) <= RING_TEMPLATE_TOLERANCE * now.fct_ps and \
+                abs(before.rx_ps - now.rx_ps) <= RING_TEMPLATE_TOLERANCE * now.rx_ps:
+            self.templates[route] = now
+
+    def forget(self, fs) -> None:
+        """Ring member ``fs`` was cut short (a flow joined its group, a link failed): its route
+        starts over."""
+        route = (tuple(fs.data_ports), fs.pg)
+        self.last.pop(route, None)
+        self.templates.pop(route, None)
+
+    def crossed(self, ports, t: int) -> list:
+        """A flow that is not a ring member started on ``ports``: the carried flows crossing them go
+        back to packets at boundary ``t`` (returned, their ids)."""
+        hit = sorted({f for p in ports for f in self.on_port.get(p, ())})
+        for fid in hit:
+            self.hand_back(fid, t)
+        return hit
+
+    def hand_back(self, fid: int, t: int) -> None:
+        """Carried flow ``fid`` goes on as packets from boundary ``t``."""
+        c = self._release(fid)
+        self.templates.pop(self.route(fid), None)
+        flow = self.flows[fid]
+        src, dst = self.nodes[flow.src], self.nodes[flow.dst]
+        mtu = self.net.cfg.packet_payload_bytes
+        elapsed = max(0, t - c.start_ps)
+        done = min(flow.size_bytes * elapsed // c.template.fct_ps, flow.size_bytes - mtu) // mtu * mtu
+        src.model_sent(-flow.size_bytes)  # (counted as sent at its start; the QP counts ``done`` and what it sends)
+        dst.advance_rx(fid, done, t, 0)
+        src.open_qp(fid, t, c.start_ps, done)
+        self.handed_back += 1
+
+    def stats(self) -> dict:
+        return {"ring_steps_carried": self.carried_flows, "ring_steps_handed_back": self.handed_back,
+                "ring_steps_bytes": self.carried_bytes}
