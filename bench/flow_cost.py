@@ -147,7 +147,7 @@ def shift(v) -> str:
 
 
 def measure(row: str, layers: int, cc: str, ref_arg, out: str, early: bool, prof, follow: bool = False,
-            memo: bool = True, successors: bool = True, ring_steps: bool = False) -> dict:
+            memo: bool = True, successors: bool = True, ring_steps: bool = True) -> dict:
     """Wormhole run of one row (its packet reference run once into the ref folder and reused) against
     that reference: the comparison, the Wormhole run's CPU seconds, the reference's, and the scenario."""
     if row in CONFIGS:
@@ -198,8 +198,8 @@ def main() -> int:
     ap.add_argument("--no-successors", action="store_true", help="without ring steps taking their predecessors' "
                     "steady state (AccelConfig.successors)")
     ap.add_argument("--no-memo", action="store_true", help="without memoization (AccelConfig.memo)")
-    ap.add_argument("--ring-steps", action="store_true", help="lock-step ring steps carried from templates "
-                    "(AccelConfig.ring_steps)")
+    ap.add_argument("--no-ring-steps", action="store_true", help="without lock-step ring steps carried from "
+                    "templates (AccelConfig.ring_steps)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     ladder = [int(x) for x in a.layers.split(",")]
@@ -211,7 +211,7 @@ def main() -> int:
         rows = []
         for n in ladder:
             r = measure(a.row, n, a.cc, None, f"{a.out}-L{n}", not a.no_early, None, a.follow, not a.no_memo,
-                        not a.no_successors, a.ring_steps)
+                        not a.no_successors, not a.no_ring_steps)
             rows.append(r)
             pcpu = f"{r['packet_cpu_s']:.0f}" if r["packet_cpu_s"] else "-"
             errs = " / ".join(f"{r[k] * 100:.3f}%" for k in ("mean_fct_error", "p99_fct_error", "max_fct_error"))
@@ -228,7 +228,7 @@ def main() -> int:
         return 0
     prof = Profile()
     r = measure(a.row, ladder[0], a.cc, a.ref, a.out, not a.no_early, prof, a.follow, not a.no_memo,
-                not a.no_successors, a.ring_steps)
+                not a.no_successors, not a.no_ring_steps)
     scn = r["scenario"]
     nic = prof.size
     mtu = scn.config.packet_payload_bytes

@@ -107,7 +107,7 @@ class RunOptions:
     memo_cache: str | None = None
     no_successors: bool = False
     follow: bool = False
-    ring_steps: bool = False
+    no_ring_steps: bool = False
     theta: float | None = None
     samples: int | None = None
     sample: str | None = None
@@ -474,7 +474,7 @@ def _accel_config(opts, comm):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
         for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow",
-                     "no_successors", "ring_steps"):
+                     "no_successors", "no_ring_steps"):
             if getattr(opts, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -498,12 +498,7 @@ def _accel_config(opts, comm):
     cfg.memo = not opts.no_memo
     cfg.follow = opts.follow
     cfg.successors = not opts.no_successors
-    cfg.ring_steps = opts.ring_steps
-    if opts.ring_steps and comm is not None:
-        raise InputError("--ring-steps runs in one process (its carried flows are not exchanged between ranks); "
-                         "run it without mpiexec")
-    if opts.ring_steps and (opts.no_successors or opts.no_skip or opts.no_memo):
-        raise InputError("--ring-steps needs the successors' hand-over (drop --no-successors, --no-skip, --no-memo)")
+    cfg.ring_steps = not opts.no_ring_steps
     if opts.nvlink is not None:
         cfg.nvlink = opts.nvlink
     if opts.memo_cache and not cfg.memo:

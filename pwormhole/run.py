@@ -281,7 +281,9 @@ class Run:
         for lp in self.lps:
             for nd in lp.nodes:
                 for fid, model in (getattr(nd, "flow_models", None) or {}).items():
-                    handed_of[fid] = model.packet_fids
+                    packet_fids = getattr(model, "packet_fids", None)  # (the ring-step model's are all tracked)
+                    if packet_fids is not None:
+                        handed_of[fid] = packet_fids
         handed = handed_of.get
 
         def tracked(records: list) -> list:

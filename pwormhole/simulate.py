@@ -171,9 +171,6 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
     rank0 = comm is None or comm.rank == 0
     if accel is None or not accel.memo:
         memo_cache = None
-    if accel is not None and accel.ring_steps and comm is not None:
-        raise InputError("--ring-steps runs in one process (its carried flows are not exchanged between ranks); "
-                         "run it without mpiexec")
     if record_windows and comm is not None:
         raise InputError("--record-windows runs in one process (one LP per unit); run it without mpiexec")
     names = output_names(scn, plot, record_windows, report, settings.trace)

@@ -39,8 +39,7 @@ class AccelConfig:
             another of the same graph missed follows that one (:mod:`.follow`); off by default (it
             breaks the lockstep of identical rails: measured in bench/RESULTS.md).
         ring_steps: under HPCC with successors, a lock-step ring's later steps on a route are carried
-            without packets from the template of two agreeing packet steps (:mod:`.ringstep`);
-            in-process runs only, off by default.
+            without packets from the template of two agreeing packet steps (:mod:`.ringstep`).
         nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
             :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
             else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
@@ -57,7 +56,7 @@ class AccelConfig:
     early: bool = True
     successors: bool = True
     follow: bool = False
-    ring_steps: bool = False
+    ring_steps: bool = True
     nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:

@@ -14,9 +14,14 @@ end (for the monitors).
 
 A flow that starts on a carried flow's ports and is not a ring member hands the carried flow back
 to packets at the next boundary: its QP opens there with the bytes the template had acknowledged
-by then, its FCT counted from its own start (as the NVLink rate model hands over). Decisions read
-only the flow table as of the last boundary, so they do not depend on the LP count; the carried
-flows' starts and receipts are not exchanged between MPI ranks, so the model runs in-process only.
+by then, its FCT counted from its own start (as the NVLink rate model hands over).
+
+Same answer on any LP or rank count: the decision at a start reads only what the last boundary
+left (templates, the flow table); the source logs the start (its LP's flow-start log, so the
+boundary comes) and keys the last ACK's event; every rank learns the carried starts and the ring
+members' receipts at the next boundary (Wormhole's report), where the destination's owner keys
+and queues the last byte's event and every rank registers the flow, and releases it when its
+completion is exchanged.
 """
 
 from __future__ import annotations
@@ -60,26 +65,22 @@ class RingEnd:
         return 0  # (its DAG children may start at once)
 
 
-def post(host, t: int, end: RingEnd, arg) -> None:
-    """An event of the model at ``end``'s host, keyed by ``host`` (the poster, as ``Host.post`` keys):
-    into ``host``'s heap, or the outbox of ``end``'s LP."""
-    key = host.kbase + host.seq
-    host.seq += 1
-    box = host.remote_boxes.get(end.node_id)
-    if box is None:
-        host.heap.push(t, key, EV_MODEL, end, arg)
-    else:
-        box.append((t, key, EV_MODEL, end, arg))
-
-
 def call_on_event(target, arg, t: int) -> None:
     """The pure engine's ``EV_MODEL`` handler when several models share the kind."""
     target.on_event(arg, t)
 
 
+def push(host, t: int, end: RingEnd, arg) -> None:
+    """An event of the model at ``t`` in ``host``'s heap, keyed by ``host``'s counter."""
+    key = host.kbase + host.seq
+    host.seq += 1
+    host.heap.push(t, key, EV_MODEL, end, arg)
+
+
 class RingSteps:
-    """The model and its templates. ``on``: in-process HPCC runs with successors; ``fids``: the flows it may
-    carry (NIC flows of the DAG), each given to it as its flow model at its source.
+    """The model and its templates. ``on``: HPCC runs with successors and a DAG; ``fids``: the flows
+    it may carry (NIC flows), each given to it as its flow model at its source if that is local
+    (``lps``: this process's LPs).
 
     Counters: ``carried_flows`` (flows carried, to their end or handed back), ``handed_back``,
     ``carried_bytes`` (payload of the flows carried to their end)."""
@@ -89,13 +90,16 @@ class RingSteps:
         self.net = net
         self.nodes = net.nodes
         self.flows = net.flows
+        self.mtu = net.cfg.packet_payload_bytes
         self.templates: dict = {}  # route -> Template (two agreeing packet steps)
         self.last: dict = {}  # route -> Template of its last packet step handed over after end
-        self.carried: dict[int, Carried] = {}
+        self.carried: dict[int, Carried] = {}  # registered at the boundary after the start, on every rank
         self.on_port: dict = {}  # port -> ids of the carried flows crossing it
-        self.received_ps: dict = {}  # flow id -> when its last byte arrived (the hosts write it)
+        self.started: list = []  # (flow id, start_ps) carried from a local source since the last boundary
+        self.received_local: dict = {}  # flow id -> when its last byte arrived at a local host (the hosts write it)
+        self.received_ps: dict = {}  # ring members' receipts, every rank's (from the reports)
         self.routes: dict = {}  # flow id -> (data ports, priority group)
-        self.ends: dict = {}  # host id -> RingEnd
+        self.ends: dict = {}  # local host id -> RingEnd
         self.carried_flows = self.handed_back = self.carried_bytes = 0
         self.on_carried: Callable[[dict, int, int], None] | None = None  # monitors' hook: port -> bytes, t0_ps, d_ps
         # set by the boundary hook: whether only ring members cross the ports given
@@ -105,7 +109,7 @@ class RingSteps:
         for lp in lps:
             for nd in lp.nodes:
                 if not nd.is_switch:
-                    nd.rx_done_ps = self.received_ps
+                    nd.rx_done_ps = self.received_local
                     self.ends[nd.node_id] = RingEnd(nd.node_id, self)
             lp.set_handler(EV_MODEL, pure_handler)
         for fid in sorted(fids):
@@ -118,26 +122,23 @@ class RingSteps:
             r = self.routes[fid] = (tuple(self.net.path_of(fid)), self.flows[fid].pg)
         return r
 
-    # -- at a flow's start (in the event loop; reads only the state of the last boundary) --------
+    def ports(self, fid: int) -> tuple:
+        """The ports flow ``fid`` crosses, data then ACKs, once each."""
+        return tuple(dict.fromkeys(list(self.net.path_of(fid)) + list(self.net.path_of(fid, acks=True))))
+
+    # -- at a flow's start (in the event loop; reads only what the last boundary left) ---------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host``: carried when its route has a template of its
         size and only ring members cross its ports, else by a QP."""
         tpl = self.templates.get(self.route(fid))
         flow = self.flows[fid]
-        if tpl is None or tpl.size_bytes != flow.size_bytes:
+        if tpl is None or tpl.size_bytes != flow.size_bytes or not self.members_only(self.ports(fid)):
             host.open_qp(fid, t, t, 0)
             return
-        ports = tuple(dict.fromkeys(list(self.net.path_of(fid)) + list(self.net.path_of(fid, acks=True))))
-        if not self.members_only(ports):
-            host.open_qp(fid, t, t, 0)
-            return
-        self.carried[fid] = Carried(t, tpl, ports)
-        for p in ports:
-            self.on_port.setdefault(p, set()).add(fid)
-        self.carried_flows += 1
+        self.started.append((fid, t))
+        host.flow_start_log.append(fid)  # (the boundary after it must come)
         host.model_sent(flow.size_bytes)
-        post(host, t + tpl.rx_ps, self.ends[flow.dst], ("recv", fid))
-        post(host, t + tpl.fct_ps, self.ends[flow.src], ("ack", fid))
+        push(host, t + tpl.fct_ps, self.ends[flow.src], ("ack", fid))
 
     def on_event(self, arg, t: int) -> None:
         what, fid = arg
@@ -147,11 +148,41 @@ class RingSteps:
         flow = self.flows[fid]
         if what == "recv":
             self.nodes[flow.dst].model_delivered(fid, flow.size_bytes, t, True)
-            return
-        self._release(fid)
-        self.carried_bytes += flow.size_bytes
+        else:
+            self.nodes[flow.src].flow_completed(fid, t, c.start_ps)
+
+    # -- at boundaries ------------------------------------------------------------------------
+    def local_report(self, flows: dict) -> tuple:
+        """``(carried starts, ring members' receipts)`` of this process since the last boundary."""
+        started, self.started = self.started, []
+        got = self.received_local
+        receipts = [(f, t) for f, t in got.items() if f in flows and flows[f].ring] if got else []
+        got.clear()
+        return started, receipts
+
+    def boundary(self, t: int, report, heap_of: dict) -> bool:
+        """Every rank's carried starts and receipts, at boundary ``t``: the receipts are kept, the
+        starts registered and their last byte's events queued where the destination is local
+        (``heap_of``). Whether a heap changed."""
+        started, receipts = report
+        self.received_ps.update(receipts)
+        for fid, start_ps in started:
+            tpl = self.templates[self.route(fid)]  # (what the start read: templates change later on here)
+            ports = self.ports(fid)
+            self.carried[fid] = Carried(start_ps, tpl, ports)
+            for p in ports:
+                self.on_port.setdefault(p, set()).add(fid)
+            self.carried_flows += 1
+            dst = self.flows[fid].dst
+            if dst in heap_of:
+                push(self.nodes[dst], start_ps + tpl.rx_ps, self.ends[dst], ("recv", fid))
+        return bool(started)
+
+    def finished(self, fid: int, t: int) -> None:
+        """Carried flow ``fid`` completed (its last ACK) at ``t``: its bytes count on its ports."""
+        c = self._release(fid)
+        self.carried_bytes += self.flows[fid].size_bytes
         self._count_bytes(fid, c.start_ps, t)
-        self.nodes[flow.src].flow_completed(fid, t, c.start_ps)
 
     def _release(self, fid: int) -> Carried:
         c = self.carried.pop(fid)
@@ -163,12 +194,12 @@ class RingSteps:
         return c
 
     def _count_bytes(self, fid: int, start_ps: int, t: int) -> None:
-        """The bytes a carried flow put on its ports, data and ACKs (``Port.carried``), at its end."""
+        """The bytes a carried flow put on its ports, data and ACKs (``Port.carried``, on every
+        process as a fast-forward counts them), at its end."""
         flow = self.flows[fid]
         host = self.nodes[flow.src]
-        mtu = self.net.cfg.packet_payload_bytes
-        packets = -(-flow.size_bytes // mtu)
-        ack_every = max(1, -(-max(1, self.net.cfg.l2_ack_interval) // mtu))
+        packets = -(-flow.size_bytes // self.mtu)
+        ack_every = max(1, -(-max(1, self.net.cfg.l2_ack_interval) // self.mtu))
         moved: dict = {}
         for p in self.net.path_of(fid):
             moved[p] = moved.get(p, 0) + flow.size_bytes + packets * host.hdr_bytes
@@ -179,7 +210,6 @@ class RingSteps:
         if self.on_carried is not None:
             self.on_carried(moved, start_ps, t - start_ps)
 
-    # -- at boundaries ------------------------------------------------------------------------
     def learned(self, fs, finish_ps: int, start_ps: int) -> None:
         """A ring member ``fs`` (handed over after end, never joined) finished as packets: its step
         is its route's template once the step before it agreed."""
@@ -202,28 +232,31 @@ class RingSteps:
         self.last.pop(route, None)
         self.templates.pop(route, None)
 
-    def crossed(self, ports, t: int) -> list:
+    def crossed(self, ports, t: int, local) -> list:
         """A flow that is not a ring member started on ``ports``: the carried flows crossing them go
         back to packets at boundary ``t`` (returned, their ids)."""
         hit = sorted({f for p in ports for f in self.on_port.get(p, ())})
         for fid in hit:
-            self.hand_back(fid, t)
+            self.hand_back(fid, t, local)
         return hit
 
-    def hand_back(self, fid: int, t: int) -> None:
-        """Carried flow ``fid`` goes on as packets from boundary ``t``."""
+    def hand_back(self, fid: int, t: int, local) -> None:
+        """Carried flow ``fid`` goes on as packets from boundary ``t`` (its source and destination
+        changed where they are ``local``)."""
         c = self._release(fid)
         self.templates.pop(self.route(fid), None)
         flow = self.flows[fid]
-        src, dst = self.nodes[flow.src], self.nodes[flow.dst]
-        mtu = self.net.cfg.packet_payload_bytes
+        mtu = self.mtu
         elapsed = max(0, t - c.start_ps)
         done = min(flow.size_bytes * elapsed // c.template.fct_ps, flow.size_bytes - mtu) // mtu * mtu
-        src.model_sent(-flow.size_bytes)  # (counted as sent at its start; the QP counts ``done`` and what it sends)
-        dst.advance_rx(fid, done, t, 0)
-        src.open_qp(fid, t, c.start_ps, done)
+        if flow.dst in local:
+            self.nodes[flow.dst].advance_rx(fid, done, t, 0)
+        if flow.src in local:
+            src = self.nodes[flow.src]
+            src.model_sent(-flow.size_bytes)  # (counted as sent at its start; the QP counts ``done`` and what it sends)
+            src.open_qp(fid, t, c.start_ps, done)
         self.handed_back += 1
 
     def stats(self) -> dict:
         return {"ring_steps_carried": self.carried_flows, "ring_steps_handed_back": self.handed_back,
-                "ring_steps_bytes": self.carried_bytes}
+                "ring_steps_bytes": self.carried_bytes, "ring_steps_on": self.on}

@@ -47,21 +47,30 @@ def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
 
 
 def merge_reports(reports):
-    """Merge Wormhole's ``(started flow ids, samples or None)`` reports of several LPs or ranks
-    (order-independent)."""
+    """Merge Wormhole's ``(started flow ids, samples or None[, (carried starts, receipts)])`` reports
+    of several LPs or ranks (order-independent)."""
     started: list = []
     sampled: list = []
-    any_samples = False
-    for st, sm in reports:
+    carried: list = []
+    receipts: list = []
+    any_samples = rings = False
+    for rep in reports:
+        st, sm = rep[0], rep[1]
         if st:
             started.extend(st)
         if sm is not None:
             any_samples = True
             sampled.extend(sm)
+        if len(rep) > 2:
+            rings = True
+            carried.extend(rep[2][0])
+            receipts.extend(rep[2][1])
     if len(started) > 1:
         started.sort()
     if len(sampled) > 1:
         sampled.sort()
+    if rings:
+        return started, (sampled if any_samples else None), (sorted(carried), sorted(receipts))
     return started, (sampled if any_samples else None)
 
 

@@ -121,6 +121,7 @@ class Wormhole:
         self.rings = RingSteps(net, lps, nic_fids, self.successors.on and cfg.ring_steps,
                                fluid.FluidEvents(None) if fluid.COMPILED else call_on_event)
         self.rings.members_only = self._members_only
+        self.rings.on_carried = self._ring_carried
         self.ack_every_pkts = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         ncfg = net.cfg
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
@@ -130,7 +131,8 @@ class Wormhole:
     def local_report(self, t: int):
         """What this process contributes at boundary ``t``: ``(started flow ids, samples or
         None)``; samples (every ``sample_ps``) are ``(flow id, Sample)`` of the local senders of
-        the groups neither frozen nor backed off."""
+        the groups neither frozen nor backed off. With ring steps carried a third part: their
+        starts and the ring members' receipts (:meth:`.RingSteps.local_report`)."""
         started = []
         for lp in self.lps:
             if lp.flow_start_log:
@@ -142,6 +144,8 @@ class Wormhole:
             due = [g.flows for g in self.groups.values() if g.frozen is None and g.next_check_ps <= t] \
                 if t >= self.check_from_ps else None
             samples = take_samples(t, due, self.flows, self.net, self.heap_of) if due else []
+        if self.rings.on:
+            return started, samples, self.rings.local_report(self.flows)
         return started, samples
 
     merge_reports = staticmethod(merge_reports)  # of several LPs or ranks
@@ -156,7 +160,9 @@ class Wormhole:
     def on_boundary(self, t: int, done, report) -> None:
         """Flow-table updates, wakes, then acceleration decisions, at boundary ``t`` (ps);
         ``report`` is the merged :meth:`local_report` of every LP."""
-        started, samples = report
+        started, samples = report[0], report[1]
+        if len(report) > 2 and self.rings.boundary(t, report[2], self.heap_of):
+            self.heaps_changed = True
         if done or started:
             self.check_from_ps = 0  # the groups change: the next sampling boundary looks at them all
         if done:
@@ -203,7 +209,7 @@ class Wormhole:
 
     # -- flow table ----------------------------------------------------------------------
     def _flow_started(self, fid: int, t: int) -> None:
-        if fid in self.net_finished:
+        if fid in self.net_finished or fid in self.rings.carried:
             return
         if fid in self.ungrouped:
             self.ungrouped_active.add(fid)
@@ -216,7 +222,7 @@ class Wormhole:
                        net.path_of(fid, acks=True), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
         if self.rings.carried:
-            self.rings.crossed(fs.ports, t)  # (a new flow is no ring member yet)
+            self.rings.crossed(fs.ports, t, self.heap_of)  # (a new flow is no ring member yet)
         merged = self.table.touching(fs.ports)
         for g in merged:
             if g.frozen is not None:
@@ -240,6 +246,8 @@ class Wormhole:
                 if rings and fs.ring:
                     self.rings.learned(fs, t_fin, t_start)
                 self.table.remove(fid, t)
+            elif fid in self.rings.carried:
+                self.rings.finished(fid, t_fin)
             if rings:
                 self.rings.received_ps.pop(fid, None)
             elif active:
@@ -256,7 +264,7 @@ class Wormhole:
                 self._wake(g, t)
         self.successors.rerouted(self.flows)  # no state of the old routes is handed on
         for fid in sorted(self.rings.carried):  # nor a template
-            self.rings.hand_back(fid, t)
+            self.rings.hand_back(fid, t, self.heap_of)
         self.rings.templates.clear()
         self.rings.last.clear()
         for fs in self.flows.values():
@@ -420,6 +428,10 @@ class Wormhole:
                 if not flows[f].ring:
                     return False
         return True
+
+    def _ring_carried(self, moved: dict, t0_ps: int, d_ps: int) -> None:
+        if self.on_carried is not None:
+            self.on_carried(moved, t0_ps, d_ps)
 
     def _cut_ring(self, g: Group) -> None:
         """A flow joined frozen group ``g``: its ring members' steps are no templates."""

@@ -288,10 +288,10 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-successors", action="store_true",
                    help="under HPCC, do not let a ring's next step take the finished step's place in its group's "
                         "last steady state (it is then looked up and detected like any new flow)")
-    w.add_argument("--ring-steps", action="store_true",
-                   help="under HPCC, carry a lock-step ring's later steps (the distributed optimizer's reduce-scatter "
-                        "and all-gather) without packets, from two agreeing packet steps on each route "
-                        "(experimental; one process only)")
+    w.add_argument("--no-ring-steps", action="store_true",
+                   help="under HPCC, run every step of a lock-step ring (the distributed optimizer's reduce-scatter "
+                        "and all-gather) as packets, instead of carrying its later steps from two agreeing packet "
+                        "steps on each route")
     w.add_argument("--follow", action="store_true",
                    help="under HPCC, a group of new flows that misses the memo cache where an identical one "
                         "missed at the same boundary follows it (experimental: identical rails lose their "

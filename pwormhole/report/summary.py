@@ -117,7 +117,8 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
             "accel": {"theta": theta, "window_samples": samples, "sample_ps": sample_ps,
                       "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
                       "memo": accel.memo, "follow": accel.follow and stats["follow_on"],
-                      "successors": accel.successors and stats["successors_on"], "ring_steps": accel.ring_steps,
+                      "successors": accel.successors and stats["successors_on"],
+                      "ring_steps": accel.ring_steps and stats["ring_steps_on"],
                       "nvlink": accel.nvlink}}
 
 
@@ -197,6 +198,8 @@ def readable(summary: dict) -> str:
         line = (f"Wormhole         skips {summary.get('skips', 0)}  skipped flow-time "
                 f"{summary.get('skipped_time_fraction', 0) * 100:.1f}%  memo hits/misses "
                 f"{summary.get('memo_hits', 0)}/{summary.get('memo_misses', 0)}")
+        if summary.get("ring_steps_carried"):
+            line += f"  ring steps carried {summary['ring_steps_carried']}"
         if summary.get("nvlink_model") == "rates":
             line += (f"  NVLink flows by rates {summary.get('fluid_flows', 0)}, by packets "
                      f"{summary.get('nvlink_packet_flows', 0)}")

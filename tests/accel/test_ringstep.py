@@ -1,7 +1,11 @@
 """Lock-step ring steps carried without packets (accel/ringstep.py), against packet mode."""
 
+import json
+import subprocess
+import sys
+
 import pytest
-from helpers import US, config, one_line_error
+from helpers import MPIEXEC, ROOT, US, config, needs_mpi, one_line_error
 from test_successors import RING, STEP_BYTES, fct_errors, one_ring
 
 from pwormhole.accel.memo import MemoCache
@@ -81,6 +85,7 @@ class FakeState:
 
 class FakeNet:
     dag_rt = None
+    cfg = config("hpcc")
     nodes: list = []
     flows: list = []
 
@@ -108,9 +113,46 @@ def test_a_template_needs_two_steps_that_agree():
     assert rs.templates == {} and rs.last == {}
 
 
-def test_ring_steps_options_are_checked(capsys, tmp_path):
-    """``--ring-steps`` applies to Wormhole mode with the successors' hand-over."""
-    one_line_error(capsys, ["run", "--scenario", "fat-tree-mix", "--mode", "packet", "--ring-steps", "--out",
-                            tmp_path / "a"], "--ring-steps applies to --mode wormhole only")
-    one_line_error(capsys, ["run", "--scenario", "fat-tree-mix", "--ring-steps", "--no-successors", "--out",
-                            tmp_path / "b"], "--ring-steps needs the successors' hand-over")
+def test_ring_steps_are_on_by_default_in_wormhole_mode(capsys, tmp_path):
+    """``--no-ring-steps`` applies to Wormhole mode; without successors nothing is carried."""
+    one_line_error(capsys, ["run", "--scenario", "fat-tree-mix", "--mode", "packet", "--no-ring-steps", "--out",
+                            tmp_path / "a"], "--no-ring-steps applies to --mode wormhole only")
+    assert AccelConfig().ring_steps
+    r = Run(one_ring(STEPS), accel=AccelConfig(successors=False), memo=MemoCache("t")).run()
+    assert r.accel.stats()["ring_steps_carried"] == 0
+
+
+CROSSED_UNDER_MPI = """
+import sys
+sys.path[:0] = [{tests!r}, {accel!r}]
+from mpi4py import MPI
+from test_ringstep import crossed_ring
+from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.simulate import simulate
+comm = MPI.COMM_WORLD
+simulate(crossed_ring(1150), {out!r}, comm=comm if comm.size > 1 else None, quiet=True,
+         accel=AccelConfig(ring_steps=True))
+"""
+
+
+@needs_mpi
+def test_carried_steps_and_their_hand_back_are_the_same_at_1_2_and_3_ranks(tmp_path):
+    """The crossed ring of :func:`test_a_flow_crossing_carried_steps_hands_them_back_to_packets` under
+    MPI: the carried starts and the ring members' receipts travel in Wormhole's report, the
+    destination's owner queues the last byte's event, the hand-back opens the QP on the source's rank
+    and moves the receiver on the destination's: ``fct.txt`` and the counters are the same bytes at 1,
+    2 and 3 ranks (8 carried, 4 handed back)."""
+    answers = []
+    for ranks in (1, 2, 3):
+        out = tmp_path / f"r{ranks}"
+        code = CROSSED_UNDER_MPI.format(tests=str(ROOT / "tests"), accel=str(ROOT / "tests" / "accel"), out=str(out))
+        cmd = [sys.executable, "-c", code]
+        r = subprocess.run(([MPIEXEC, "-n", str(ranks)] if ranks > 1 else []) + cmd, capture_output=True,
+                           text=True, cwd=ROOT, timeout=300)
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        assert s["ranks"] == ranks
+        answers.append([(out / "fct.txt").read_bytes(), s["ring_steps_carried"], s["ring_steps_handed_back"],
+                        s["bytes_sent"], s["bytes_delivered"], s["events"]])
+    assert answers[0][1:5] == [8, 4, (RING * STEPS + 1) * STEP_BYTES, (RING * STEPS + 1) * STEP_BYTES]
+    assert answers[0] == answers[1] == answers[2]
