@@ -78,6 +78,7 @@ class RunOptions:
     ep: int | None = None
     ga: int | None = None
     dist_opt: bool = False
+    zero: int | None = None
     layers: int | None = None
     iterations: int | None = None
     cc: str | None = None
@@ -226,6 +227,8 @@ def _training_scenario(opts):
                 raise InputError(f"--{flag} needs --model (a workload file sets its own)")
         if opts.dist_opt:
             raise InputError("--dist-opt needs --model")
+        if opts.zero is not None:
+            raise InputError("--zero needs --model")
         for flag in ("gpus", "layers", "iterations"):
             if getattr(opts, flag) is not None:
                 raise InputError(f"--{flag} needs --workload or --model")
@@ -244,6 +247,8 @@ def _training_scenario(opts):
     topo = topology_from_arg(opts.topology, opts.format) if opts.topology else None
     if opts.workload and opts.dist_opt:
         raise InputError("--dist-opt applies to --model only (a workload file lists its own collectives)")
+    if opts.workload and opts.zero is not None:
+        raise InputError("--zero applies to --model only (a workload file lists its own collectives)")
     if opts.workload and (opts.format == "chakra" or (opts.format is None and _is_chakra(opts.workload))):
         return _chakra_scenario(opts, topo)
     if opts.workload:
@@ -257,6 +262,7 @@ def _training_scenario(opts):
             raise InputError("--model needs --gpus or a --topology")
         kw = {k: getattr(opts, k) for k in ("tp", "dp", "pp", "ep", "ga") if getattr(opts, k) is not None}
         kw["dist_opt"] = opts.dist_opt
+        kw["zero"] = opts.zero or 0
         spec = build_model(opts.model, n, layers=opts.layers, **kw)
     if topo is None:  # a rail-optimized fabric of 8-GPU servers with enough GPUs
         servers = -(-spec.all_gpus // 8)

@@ -261,6 +261,9 @@ def add_run_arguments(r) -> None:
     t.add_argument("--dist-opt", action="store_true",
                    help="Megatron's distributed optimizer: one gradient reduce-scatter and one parameter "
                         "all-gather over DP per iteration instead of per-layer all-reduces (--model only)")
+    t.add_argument("--zero", type=int, metavar="3",
+                   help="ZeRO stage 3 / FSDP full sharding: each layer's parameters all-gathered over DP before its "
+                        "forward and again before its backward, its gradients reduce-scattered after (--model only)")
     t.add_argument("--layers", type=int, help="keep only the first N layers (scaled-down runs)")
     t.add_argument("--iterations", type=int, help="training iterations to simulate (default 1)")
     t.add_argument("--cc", choices=tuple(CC_BY_NAME),

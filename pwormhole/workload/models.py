@@ -58,6 +58,21 @@ ceil(P_mlp/tp))``), and
 update and before the next iteration. One bucket, no overlap with the backward
 pass (``--overlap-grad-reduce`` off), as SimAI schedules it.
 
+With ``zero=3`` (DeepSpeed ZeRO stage 3, PyTorch FSDP's full sharding) each DP member holds
+``1/dp`` of every layer's parameters (``P_layer = ceil(P_attn/tp) + ceil(P_mlp/tp)`` per TP rank)
+and no layer all-reduces its gradients. Two lines wrap each transformer layer::
+
+    "mb{m}.layer{i}.zero_gather"   fwd: ALLGATHER dp P_layer*d          wg: REDUCESCATTER dp P_layer*d (m == ga-1)
+    (attention, mlp)
+    "mb{m}.layer{i}.zero_regather" ig:  ALLGATHER dp P_layer*d
+
+so every micro-batch gathers a layer's parameters before its forward compute (blocking) and again
+before its backward (the backward runs the list in reverse: ``zero_regather`` first), and the last
+micro-batch reduce-scatters the layer's gradients after its weight gradients (not blocking, so it
+overlaps the rest of the backward pass), as FSDP runs under ``no_sync`` and DeepSpeed with
+``reduce_scatter`` and gradient accumulation. No prefetch: a gather starts when the compute before
+it ended. Dense models only.
+
 Megatron's tensor-parallel pattern (one all-reduce per block forward, one
 backward), gradient all-reduce over DP once per iteration (it is put on the
 last micro-batch's copies: ``training.py`` runs the micro-batches' backward
@@ -153,7 +168,7 @@ def _pos_int(v, what: str, lo: int = 1) -> int:
 def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: int = 1, ep: int = 1,
                 layers: int | None = None, gpu_tflops: float = DEFAULT_GPU_TFLOPS, micro_batch: int = 1,
                 seq_len: int = 2048, ga: int = 1, dtype_bytes: int = 2,
-                efficiency: float = DEFAULT_EFFICIENCY, dist_opt: bool = False) -> TrainingSpec:
+                efficiency: float = DEFAULT_EFFICIENCY, dist_opt: bool = False, zero: int = 0) -> TrainingSpec:
     """One training iteration of a built-in model (structure in the module docstring).
 
     Args:
@@ -172,6 +187,8 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
             all-reduce; one reduce-scatter of the stage's gradients over DP after
             the backward pass and one all-gather of its parameters after the
             update (module docstring). Dense models only.
+        zero: 3 for ZeRO stage 3 / FSDP full sharding (module docstring); 0: none. Dense models
+            only, not with ``dist_opt``.
 
     Raises:
         InputError: unknown model (the message lists the known ones); a size
@@ -179,7 +196,8 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         not dividing ``dp``; ep > 1 for a dense model; ``experts`` not divisible
         by ``ep``; heads or KV heads not divisible by ``tp``; the layer count
         not divisible by ``pp``; a non-positive throughput or an efficiency
-        outside (0, 1]; ``dist_opt`` for an MoE model.
+        outside (0, 1]; ``dist_opt`` or ``zero`` for an MoE model; ``zero`` other than 0 or 3, or
+        with ``dist_opt``.
     """
     key = name.lower() if isinstance(name, str) else name
     if key not in MODELS:
@@ -201,6 +219,13 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         raise InputError(f"ep {ep} does not divide dp {dp}")
     if not cfg.experts and ep != 1:
         raise InputError(f"model {cfg.name} is dense (no experts); ep must be 1, got {ep}")
+    if zero not in (0, 3):
+        raise InputError(f"--zero {zero!r}: only ZeRO stage 3 is modelled (stages 1 and 2 shard the optimizer "
+                         "state and gradients as --dist-opt does: use it)")
+    if zero and dist_opt:
+        raise InputError("--zero 3 and --dist-opt are two ways to shard over DP; give one")
+    if zero and cfg.experts:
+        raise InputError(f"ZeRO-3 is modelled for dense models only, not {cfg.name}")
     if dist_opt and cfg.experts:
         raise InputError(f"the distributed optimizer (dist_opt) is modelled for dense models only, not {cfg.name}")
     if cfg.experts and cfg.experts % ep:
@@ -232,12 +257,12 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         return Phase(ns(comp), "ALLREDUCE", "tp", size)
 
     def wg(comp: int, group: str, size: int, first: bool) -> Phase:
-        if first and not dist_opt:
+        if first and not dist_opt and not zero:
             return Phase(ns(comp), "ALLREDUCE", group, size)
         return Phase(ns(comp), "NONE", "none", 0)
 
     lps = n_layers // pp
-    blocks = 2 if not cfg.experts else 4  # layer lines per transformer layer
+    blocks = (2 if not cfg.experts else 4) + (2 if zero else 0)  # layer lines per transformer layer
     # each line's compute ops and its TP all-reduces (forward, input gradient): a lower bound, before the layers
     # are made (training.iteration_ops counts them all once they are)
     per_line = 3 * n_gpus + 2 * (n_gpus // tp) * collective_ops("allreduce", tp)
@@ -250,12 +275,19 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         first = m == ga - 1  # the last micro-batch: its backward pass completes the gradients
         for i in range(lps):
             tag = f"mb{m}.layer{i}"
+            if zero:
+                shard_bytes = (-(-prm["attn"] // tp) + -(-prm["mlp"] // tp)) * d
+                gather = Phase(0, "ALLGATHER", "dp", shard_bytes)
+                scatter = Phase(0, "REDUCESCATTER", "dp", shard_bytes) if first else NO_PHASE
+                out.append(Layer(f"{tag}.zero_gather", -1, gather, NO_PHASE, scatter, 0, 0))
             out.append(Layer(f"{tag}.attention", -1, tp_phase(attn_f, s_act), tp_phase(attn_f, s_act),
                              wg(attn_w, "dp", -(-prm["attn"] // tp) * d, first), 0, 0))
             if not cfg.experts:
                 mlp_w = 2 * T * -(-prm["mlp"] // tp)
                 out.append(Layer(f"{tag}.mlp", -1, tp_phase(mlp_w, s_act), tp_phase(mlp_w, s_act),
                                  wg(mlp_w, "dp", -(-prm["mlp"] // tp) * d, first), 0, 0))
+                if zero:
+                    out.append(Layer(f"{tag}.zero_regather", -1, NO_PHASE, gather, NO_PHASE, 0, 0))
                 continue
             s_moe = b * s * cfg.top_k * h * d
             router = 2 * T * prm["router"]
@@ -278,7 +310,8 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         param_allgather = Phase(0, "ALLGATHER", "dp", stage_bytes)
     params = asdict(cfg)
     params.update(layers_total=n_layers, layers_per_stage=lps, micro_batch=b, seq_len=s,
-                  dtype_bytes=d, gpu_tflops=gpu_tflops, efficiency=efficiency, dist_opt=dist_opt, **prm)
+                  dtype_bytes=d, gpu_tflops=gpu_tflops, efficiency=efficiency, dist_opt=dist_opt, zero=zero,
+                  **prm)
     return TrainingSpec(name=cfg.name, policy=POLICY, tp=tp, dp=dp, pp=pp, ep=ep, vpp=1, ga=ga,
                         all_gpus=n_gpus, pp_comm_bytes=s_act if pp > 1 else 0, layers=out,
                         source=None, warnings=[], params=params, param_allgather=param_allgather,

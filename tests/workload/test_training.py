@@ -96,6 +96,63 @@ def test_distributed_optimizer_one_reduce_scatter_and_one_all_gather():
         build_model("moe-8x7b", 8, tp=2, ep=2, layers=1, dist_opt=True)
 
 
+def test_zero3_gathers_each_layer_twice_and_reduce_scatters_once():
+    """--zero 3, GPT-350M, TP 2, DP 2, 2 layers, 2 micro-batches: each layer's TP shard of
+    parameters (ceil(P_attn/2) + ceil(P_mlp/2) = 6,298,112 params, 12,596,224 bytes, by hand) is
+    all-gathered over DP before every forward and every backward of the layer, its gradients
+    reduce-scattered once, after the last micro-batch's weight gradients; no DP all-reduce. In the
+    DAG of one DP group, per layer and micro-batch: gather, forward, ..., re-gather, backward, and
+    on the last micro-batch the reduce-scatter after the layer's backward."""
+    spec = build_model("gpt-350m", 4, tp=2, layers=2, seq_len=128, ga=2, zero=3)
+    h = 1024
+    p_attn, p_mlp = 4 * h * h + 4 * h + 2 * h, 2 * h * 4 * h + 4 * h + h + 2 * h
+    shard = (-(-p_attn // 2) + -(-p_mlp // 2)) * 2
+    assert shard == 12_596_224
+    comms = [(ly.name, col, ph.comm, ph.group, ph.size_bytes) for ly in spec.layers
+             for col, ph in (("fwd", ly.forward), ("ig", ly.input_grad), ("wg", ly.weight_grad))
+             if ph.group in ("dp", "none") and ph.comm != "NONE"]
+    assert comms == [(f"mb{m}.layer{i}.{line}", col, kind, "dp", shard)
+                     for m in (0, 1) for i in (0, 1)
+                     for line, col, kind in (("zero_gather", "fwd", "ALLGATHER"),)
+                     + ((("zero_gather", "wg", "REDUCESCATTER"),) if m == 1 else ())
+                     + (("zero_regather", "ig", "ALLGATHER"),)]
+    dag = build_training_dag(spec, list(range(4)))
+    assert dag.bytes_sent_by_host() == per_gpu_bytes(spec)
+    # one member sends (N-1) ceil(S/N) per all-gather and reduce-scatter: 2 x 2 x 2 gathers, 2 reduce-scatters
+    dp_bytes = (8 + 2) * (shard // 2)
+    tp_bytes = 2 * 2 * 2 * 2 * 2 * (-(-(128 * h * 2) // 2))  # mb x layers x blocks x (fwd, ig) all-reduces of S_act
+    assert per_gpu_bytes(spec)[0] == dp_bytes + tp_bytes
+    # (the forward passes of both micro-batches, then their backward passes, as training.py runs them)
+    order = [c.name.split(".", 1)[1].rsplit(".", 2)[0] for c in dag.collectives if c.name.endswith(".dp0")]
+    assert order == ["mb0.layer0.zero_gather", "mb0.layer1.zero_gather", "mb1.layer0.zero_gather",
+                     "mb1.layer1.zero_gather", "mb0.layer1.zero_regather", "mb0.layer0.zero_regather",
+                     "mb1.layer1.zero_regather", "mb1.layer1.zero_gather", "mb1.layer0.zero_regather",
+                     "mb1.layer0.zero_gather"]
+    for bad, msg in (({"zero": 2}, "only ZeRO stage 3"), ({"zero": 3, "dist_opt": True}, "give one")):
+        with pytest.raises(InputError, match=msg):
+            build_model("gpt-350m", 4, tp=2, layers=2, **bad)
+    with pytest.raises(InputError, match="dense models only"):
+        build_model("moe-8x7b", 8, tp=2, ep=2, layers=1, zero=3)
+
+
+@pytest.mark.slow
+def test_zero3_runs(tmp_path):
+    """The same job on two 2-GPU servers, packet mode: the iteration ends with the last
+    reduce-scatter or the last compute; every forward of a layer starts after its gather ended
+    (the gather blocks), and each reduce-scatter starts after the previous layer's re-gather."""
+    spec = build_model("gpt-350m", 4, tp=2, layers=2, seq_len=128, ga=2, zero=3)
+    topo = topology_from_arg("rail-optimized:gpus=4,gpus_per_server=2")
+    s = simulate(training_scenario(spec, topo), str(tmp_path), quiet=True)
+    rows = {r.split(",")[0]: r.split(",") for r in (tmp_path / "collectives.csv").read_text().splitlines()[1:]}
+    g0 = rows["it0.mb0.layer0.zero_gather.fwd.dp0"]
+    a0 = rows["it0.mb0.layer0.attention.fwd.tp0"]
+    assert (g0[1], int(g0[3]), int(g0[4]), int(g0[5])) == ("allgather", 2, 12_596_224, 0)
+    assert int(a0[5]) > int(g0[6])  # the attention's forward compute, then its all-reduce, after the gather
+    rs = [rows[f"it0.mb1.layer{i}.zero_gather.wg.dp0"] for i in (1, 0)]
+    assert int(rs[0][5]) >= int(rows["it0.mb1.layer1.zero_regather.ig.dp0"][6])
+    assert s["complete"] and s["iterations"][0] >= max(int(r[6]) for r in rs)
+
+
 @pytest.mark.slow
 def test_distributed_optimizer_runs(tmp_path):
     """TP 2, PP 2, DP 2, two micro-batches: in each DP group the reduce-scatter starts after
