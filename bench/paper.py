@@ -5,7 +5,8 @@ Built-in generator, rail-optimized fabrics (8-GPU servers, 200 Gb/s NICs), seque
 micro-batch 1, TP included (``-notp``: TP collectives left out, as the paper runs them):
 
 * ``gpt7b-64``: GPT-7B, 64 GPUs, TP8-DP4-PP2 (``-dopt``: distributed optimizer); ``gpt7b-256-dopt``,
-  ``gpt7b-1024-dopt``: the same at DP 16 and DP 64;
+  ``gpt7b-1024-dopt``, ``gpt7b-2048-dopt``: the same at DP 16, 64 and 128; ``gpt7b-64-zero3``: with
+  ZeRO-3 / FSDP sharding (``--zero 3``) instead;
 * ``moe-64``: Mixtral 8x7B, 64 GPUs, TP8-EP4-DP4-PP2;
 * ``gpt13b-128``: GPT-13B, 128 GPUs, TP8-DP4-PP4;
 * ``gpt22b-256``: GPT-22B, 256 GPUs, TP8-DP8-PP4;
@@ -46,6 +47,8 @@ CONFIGS = {
     "gpt7b-64-dopt": ("gpt-7b", 64, {"tp": 8, "pp": 2}, True),
     "gpt7b-256-dopt": ("gpt-7b", 256, {"tp": 8, "pp": 2}, True),  # DP 16
     "gpt7b-1024-dopt": ("gpt-7b", 1024, {"tp": 8, "pp": 2}, True),  # DP 64
+    "gpt7b-2048-dopt": ("gpt-7b", 2048, {"tp": 8, "pp": 2}, True),  # DP 128
+    "gpt7b-64-zero3": ("gpt-7b", 64, {"tp": 8, "pp": 2, "zero": 3}, False),  # ZeRO-3 / FSDP
     "moe-64": ("moe-8x7b", 64, {"tp": 8, "pp": 2, "ep": 4}, False),
     "gpt13b-128": ("gpt-13b", 128, {"tp": 8, "pp": 4}, False),
     "gpt13b-128-dopt": ("gpt-13b", 128, {"tp": 8, "pp": 4}, True),
@@ -67,7 +70,7 @@ def factory(name: str, layers: int, cc: str):
     no_tp = name.endswith("-notp")
     if par.get("ep"):
         return moe(gpus, par["ep"], par["tp"], layers, cc, SEQ_LEN, pp=par["pp"], no_tp=no_tp)
-    return gpt(gpus, cc, layers, model, par["tp"], SEQ_LEN, dopt, no_tp, par["pp"])
+    return gpt(gpus, cc, layers, model, par["tp"], SEQ_LEN, dopt, no_tp, par["pp"], zero=par.get("zero", 0))
 
 
 def one(name: str, layers: int, cc: str, packet: bool, out: Path, queue) -> None:

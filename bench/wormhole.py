@@ -82,9 +82,9 @@ def without_tp_collectives(spec):
 
 
 def gpt(gpus: int, cc: str, layers: int = 1, model: str = "gpt-7b", tp: int = 8, seq_len: int = 256,
-        dist_opt: bool = False, no_tp: bool = False, pp: int = 1, nvlink_cc: str = "none"):
+        dist_opt: bool = False, no_tp: bool = False, pp: int = 1, nvlink_cc: str = "none", zero: int = 0):
     def make():
-        spec = build_model(model, gpus, tp=tp, pp=pp, layers=layers, seq_len=seq_len, dist_opt=dist_opt)
+        spec = build_model(model, gpus, tp=tp, pp=pp, layers=layers, seq_len=seq_len, dist_opt=dist_opt, zero=zero)
         if no_tp:
             spec = without_tp_collectives(spec)
         topo = topology_from_arg(f"rail-optimized:gpus={gpus}")
