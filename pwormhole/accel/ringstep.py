@@ -6,8 +6,11 @@ before it, as that step ends, among the same flows (the ring's own). Two such st
 that ran as packets, each handed its predecessor's steady state (:mod:`.successor`, "after
 end") and each taking the same time from its start to its last byte received and to its last
 ACK (within :data:`~.config.RING_TEMPLATE_TOLERANCE`), make the route's template. A later flow of
-the same size on that route is then carried by this model, with no QP and no packets, when no
-flow but a ring member (a flow handed over so, or carried) crosses its ports: its last byte
+the same size on that route is then carried by this model, with no QP and no packets, when it
+meets what its template met: only ring members (flows handed over so, or carried) cross its ports,
+and no flow's data crosses its data ports but its predecessor's on its route, near that one's end
+(another ring on the same route halves its rate, as a ZeRO-3 reduce-scatter beside a re-gather
+does). Its last byte
 reaches the destination and its last ACK the source at the template's offsets from its start,
 where the DAG's next step starts as it would after packets. Its bytes count on its ports at the
 end (for the monitors).
@@ -85,12 +88,13 @@ class RingSteps:
     Counters: ``carried_flows`` (flows carried, to their end or handed back), ``handed_back``,
     ``carried_bytes`` (payload of the flows carried to their end)."""
 
-    def __init__(self, net, lps, fids, on: bool, pure_handler) -> None:
+    def __init__(self, net, lps, fids, on: bool, pure_handler, window_ps: int) -> None:
         self.on = on and net.dag_rt is not None
         self.net = net
         self.nodes = net.nodes
         self.flows = net.flows
         self.mtu = net.cfg.packet_payload_bytes
+        self.window_ps = window_ps
         self.templates: dict = {}  # route -> Template (two agreeing packet steps)
         self.last: dict = {}  # route -> Template of its last packet step handed over after end
         self.carried: dict[int, Carried] = {}  # registered at the boundary after the start, on every rank
@@ -102,8 +106,8 @@ class RingSteps:
         self.ends: dict = {}  # local host id -> RingEnd
         self.carried_flows = self.handed_back = self.carried_bytes = 0
         self.on_carried: Callable[[dict, int, int], None] | None = None  # monitors' hook: port -> bytes, t0_ps, d_ps
-        # set by the boundary hook: whether only ring members cross the ports given
-        self.members_only: Callable[[tuple], bool] = lambda _ports: False
+        # set by the boundary hook: whether flow fid, starting at t with a template, meets what the template met
+        self.fits: Callable[[int, int, Template], bool] = lambda _fid, _t, _tpl: False
         if not self.on:
             return
         for lp in lps:
@@ -129,10 +133,10 @@ class RingSteps:
     # -- at a flow's start (in the event loop; reads only what the last boundary left) ---------
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host``: carried when its route has a template of its
-        size and only ring members cross its ports, else by a QP."""
+        size and it meets what the template met (:attr:`fits`), else by a QP."""
         tpl = self.templates.get(self.route(fid))
         flow = self.flows[fid]
-        if tpl is None or tpl.size_bytes != flow.size_bytes or not self.members_only(self.ports(fid)):
+        if tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
             host.open_qp(fid, t, t, 0)
             return
         self.started.append((fid, t))
@@ -160,10 +164,11 @@ class RingSteps:
         got.clear()
         return started, receipts
 
-    def boundary(self, t: int, report, heap_of: dict) -> bool:
+    def boundary(self, t: int, report, heap_of: dict) -> list:
         """Every rank's carried starts and receipts, at boundary ``t``: the receipts are kept, the
         starts registered and their last byte's events queued where the destination is local
-        (``heap_of``). Whether a heap changed."""
+        (``heap_of``); a start that meets a flow carried from the same window (which it could not
+        see) goes back to packets here (returned, their ids)."""
         started, receipts = report
         self.received_ps.update(receipts)
         for fid, start_ps in started:
@@ -176,7 +181,11 @@ class RingSteps:
             dst = self.flows[fid].dst
             if dst in heap_of:
                 push(self.nodes[dst], start_ps + tpl.rx_ps, self.ends[dst], ("recv", fid))
-        return bool(started)
+        handed = [fid for fid, start_ps in started
+                  if fid in self.carried and not self.fits(fid, start_ps, self.carried[fid].template)]
+        for fid in handed:
+            self.hand_back(fid, t, heap_of)
+        return handed
 
     def finished(self, fid: int, t: int) -> None:
         """Carried flow ``fid`` completed (its last ACK) at ``t``: its bytes count on its ports."""
@@ -194,8 +203,10 @@ class RingSteps:
         return c
 
     def _count_bytes(self, fid: int, start_ps: int, t: int) -> None:
-        """The bytes a carried flow put on its ports, data and ACKs (``Port.carried``, on every
-        process as a fast-forward counts them), at its end."""
+        """The bytes a carried flow put on its ports, data and ACKs, at its end, for the link
+        monitors (spread over its lifetime). Not on the ports' byte counters: those are HPCC's INT
+        txBytes, and a step's whole bytes landing at once would read as a huge rate to the packet
+        flows crossing the port then (they fell to HPCC's minimum rate in the two-ring test)."""
         flow = self.flows[fid]
         host = self.nodes[flow.src]
         packets = -(-flow.size_bytes // self.mtu)
@@ -205,8 +216,6 @@ class RingSteps:
             moved[p] = moved.get(p, 0) + flow.size_bytes + packets * host.hdr_bytes
         for p in self.net.path_of(fid, acks=True):
             moved[p] = moved.get(p, 0) + -(-packets // ack_every) * host.ack_bytes
-        for p, b in moved.items():
-            p.carried(b)
         if self.on_carried is not None:
             self.on_carried(moved, start_ps, t - start_ps)
 
@@ -234,15 +243,20 @@ class RingSteps:
 
     def crossed(self, ports, t: int, local) -> list:
         """A flow that is not a ring member started on ``ports``: the carried flows crossing them go
-        back to packets at boundary ``t`` (returned, their ids)."""
-        hit = sorted({f for p in ports for f in self.on_port.get(p, ())})
+        back to packets at boundary ``t`` (returned, their ids), but those whose last byte has
+        arrived (only their last ACK is left to come)."""
+        carried = self.carried
+        hit = sorted({f for p in ports for f in self.on_port.get(p, ())
+                      if t < carried[f].start_ps + carried[f].template.rx_ps})
         for fid in hit:
             self.hand_back(fid, t, local)
         return hit
 
     def hand_back(self, fid: int, t: int, local) -> None:
         """Carried flow ``fid`` goes on as packets from boundary ``t`` (its source and destination
-        changed where they are ``local``)."""
+        changed where they are ``local``). It sends from ``t`` plus its start's offset in its
+        window: flows handed back at one boundary keep their phases (started at one instant, HPCC
+        flows cut each other to the minimum rate: 5% on their FCTs in the two-ring test)."""
         c = self._release(fid)
         self.templates.pop(self.route(fid), None)
         flow = self.flows[fid]
@@ -254,7 +268,7 @@ class RingSteps:
         if flow.src in local:
             src = self.nodes[flow.src]
             src.model_sent(-flow.size_bytes)  # (counted as sent at its start; the QP counts ``done`` and what it sends)
-            src.open_qp(fid, t, c.start_ps, done)
+            src.open_qp(fid, t, c.start_ps, done, t + c.start_ps % self.window_ps)
         self.handed_back += 1
 
     def stats(self) -> dict:

@@ -119,8 +119,8 @@ class Wormhole:
             self.starts_on = ff.index_starts(net, self.fluid_fids)
         nic_fids = [f.flow_id for f in net.flows if f.flow_id not in nvlink_fids]
         self.rings = RingSteps(net, lps, nic_fids, self.successors.on and cfg.ring_steps,
-                               fluid.FluidEvents(None) if fluid.COMPILED else call_on_event)
-        self.rings.members_only = self._members_only
+                               fluid.FluidEvents(None) if fluid.COMPILED else call_on_event, window_ps)
+        self.rings.fits = self._ring_fits
         self.rings.on_carried = self._ring_carried
         self.ack_every_pkts = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         ncfg = net.cfg
@@ -161,8 +161,10 @@ class Wormhole:
         """Flow-table updates, wakes, then acceleration decisions, at boundary ``t`` (ps);
         ``report`` is the merged :meth:`local_report` of every LP."""
         started, samples = report[0], report[1]
-        if len(report) > 2 and self.rings.boundary(t, report[2], self.heap_of):
-            self.heaps_changed = True
+        if len(report) > 2:
+            if report[2][0]:
+                self.heaps_changed = True  # (the carried flows' last-byte events)
+            self._handed_back(self.rings.boundary(t, report[2], self.heap_of), t)
         if done or started:
             self.check_from_ps = 0  # the groups change: the next sampling boundary looks at them all
         if done:
@@ -209,8 +211,8 @@ class Wormhole:
 
     # -- flow table ----------------------------------------------------------------------
     def _flow_started(self, fid: int, t: int) -> None:
-        if fid in self.net_finished or fid in self.rings.carried:
-            return
+        if fid in self.net_finished or fid in self.rings.carried or fid in self.flows:
+            return  # (a carried flow; one handed back, in the table since; or done)
         if fid in self.ungrouped:
             self.ungrouped_active.add(fid)
             return
@@ -221,8 +223,8 @@ class Wormhole:
         fs = FlowState(f, rtt_ps, win_bytes if net.cfg.has_win else 0, self.mtu, self.hdr_bytes, data,
                        net.path_of(fid, acks=True), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
-        if self.rings.carried:
-            self.rings.crossed(fs.ports, t, self.heap_of)  # (a new flow is no ring member yet)
+        if self.rings.carried:  # (a new flow is no ring member yet)
+            self._handed_back(self.rings.crossed(fs.ports, t, self.heap_of), t)
         merged = self.table.touching(fs.ports)
         for g in merged:
             if g.frozen is not None:
@@ -420,14 +422,39 @@ class Wormhole:
         return advance
 
     # -- lock-step rings (ringstep.py) ------------------------------------------------------
-    def _members_only(self, ports) -> bool:
-        """Whether only ring members (of the flow table; carried flows are members) cross ``ports``."""
+    def _ring_fits(self, fid: int, t: int, tpl) -> bool:
+        """Whether flow ``fid``, starting at ``t`` with template ``tpl``, meets what the template met:
+        only ring members (of the flow table as the last boundary left it, and carried flows) cross
+        its ports, and no other flow's data its data ports but its predecessor's on its route, within
+        two path RTTs and two windows of that one's end."""
+        net, rings = self.net, self.rings
+        data = net.path_of(fid)
+        route = (tuple(data), net.flows[fid].pg)
+        near_end_ps = tpl.fct_ps - 2 * ff.path_rtt_ps(data, self.mtu) - 2 * self.window_ps
         by_port, flows = self.table.port_flows, self.flows
-        for p in ports:
+        for p in data:
+            for f in by_port.get(p, ()):
+                fs = flows[f]
+                if not fs.ring or (p in fs.data_ports and ((tuple(fs.data_ports), fs.pg) != route
+                                                           or t - fs.start_ps < near_end_ps)):
+                    return False
+            for f in rings.on_port.get(p, ()):
+                if f == fid:
+                    continue
+                other = rings.route(f)
+                if p in other[0] and (other != route or t - rings.carried[f].start_ps < near_end_ps):
+                    return False
+        for p in net.path_of(fid, acks=True):
             for f in by_port.get(p, ()):
                 if not flows[f].ring:
                     return False
         return True
+
+    def _handed_back(self, fids: list, t: int) -> None:
+        """Carried flows handed back to packets at ``t`` join the flow table now: a flow starting
+        beside them meets them in its group (it would otherwise take a successor's state alone)."""
+        for fid in fids:
+            self._flow_started(fid, t)
 
     def _ring_carried(self, moved: dict, t0_ps: int, d_ps: int) -> None:
         if self.on_carried is not None:

@@ -377,14 +377,15 @@ class Host(Node):
                 return
         self.open_qp(fid, t, t, 0)
 
-    def open_qp(self, fid: int, t: int, start_ps: int, done_bytes: int) -> None:
-        """Start flow ``fid``'s QP at ``t``: its FCT counts from ``start_ps`` and its first
-        ``done_bytes`` count as sent and acknowledged (a flow a model carried so far)."""
+    def open_qp(self, fid: int, t: int, start_ps: int, done_bytes: int, send_from_ps: int = -1) -> None:
+        """Start flow ``fid``'s QP at ``t``: its FCT counts from ``start_ps``, its first
+        ``done_bytes`` count as sent and acknowledged (a flow a model carried so far), and it sends
+        from ``send_from_ps`` (-1: ``t``)."""
         flow = self.net.flows[fid]
         port = self.pick_port(flow.dst, self.flow_hash[fid])
         rtt_ps, bdp_bytes = self.net.qp_window(flow)
         qp = SendQP(flow, self, port, port.rate_bps, bdp_bytes, rtt_ps, self.cfg, port.hdr_bytes)
-        qp.next_avail_ps = t
+        qp.next_avail_ps = t if send_from_ps < 0 else send_from_ps
         qp.start_ps = start_ps
         if self.net.no_path and fid in self.net.no_path:  # a link failure left it no path: it never sends
             qp.done = True
