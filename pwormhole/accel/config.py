@@ -151,15 +151,17 @@ more senders a standing queue, not throughput, makes up HPCC's U. Measured in pa
 (bench/RESULTS.md, "HPCC's additive step in the fluid steady state")."""
 
 HPCC_CROWDED_NIC = 3
-# a route's ring step becomes its template when the step before it took the same time from start to
-# last byte received and to last ACK within this fraction (lock-step steps agree to the ns in packet
-# runs but for the last one, 84 ns of 160 us: bench/RESULTS.md, "Ring steps as one object")
-RING_TEMPLATE_TOLERANCE = 0.001
 """Under HPCC, flows fast-forwarded or replayed in a group where this many of its flows leave one
 NIC are counted (``hpcc_crowded_nic_flows``) and the run warns: with three or more DP rings on
 one NIC their FCTs are far off packet mode at p99, with two per NIC they stayed close
 (bench/RESULTS.md, "Coupled rings: three or more rings on one NIC" and "Hand-overs that HPCC's
 cuts undo")."""
+
+RING_TEMPLATE_TOLERANCE = 0.001
+"""A route's ring step becomes its template when the step before it took the same time from its
+start to its last byte received and to its last ACK within this fraction: lock-step steps agree
+to the nanosecond in packet runs, but for the last of a collective, 84 ns of 160 us
+(bench/RESULTS.md, "Ring steps as one object")."""
 
 REFILL_BUDGET = 0.01
 """A memo hit is refused when a flow's pipeline refill could be off by more than this fraction
