@@ -2,7 +2,10 @@
 """One default run (``pwormhole run --out OUT --no-progress``) with CPU timers on its parts; prints
 them as a JSON object on its last line (``bench/process_time.py --phases`` runs it).
 
-    python bench/process_phases.py OUT
+    python bench/process_phases.py OUT [RUN_ARGS...]
+
+``RUN_ARGS``: options of ``pwormhole run`` (default: none, the default run); under ``mpiexec`` each
+rank prints its own object.
 
 Its imports are timed from here, so they stand before the timers: the interpreter's start is the
 CPU at the first line, the imports the CPU after those a run makes before its work (``report.page``
@@ -67,4 +70,4 @@ def report() -> None:
 
 
 atexit.register(report)
-sys.exit(cli.main(["run", "--out", sys.argv[1], "--no-progress"]))
+sys.exit(cli.main(["run", "--out", sys.argv[1], "--no-progress", *sys.argv[2:]]))

@@ -4,11 +4,10 @@ An event ``(t_ps, key, kind, target, packet)`` whose argument is a
 :class:`~pwormhole.net.packet.Packet` becomes one row of ``ROW`` integers: the
 event's time, key, kind and target node id, then every packet field, then the
 number of INT hops (-1: none); the hops' ``(ts_ps, tx_bytes, qlen_bytes, rate_bps)``
-follow in a second array. Arrays pickle as their bytes, where a packet object
-pickles field by field (~3 us a packet each way; compiled, this costs a
-fraction of that). Any other event (a workload DAG message) travels as it is,
-with its target as a node id. Decoding rebuilds equal packets and events with
-the same keys, so the answer is the same as with pickled packets.
+follow in a second array. The MPI transport sends both arrays as they are, in
+its int64 buffer (:mod:`.mpi`). Any other event (a workload DAG message) is
+returned as ``(t_ps, key, kind, node id, arg)``. Decoding rebuilds equal packets
+and events with the same keys.
 """
 
 from __future__ import annotations
