@@ -19,10 +19,11 @@ def _leg_anchors(net, a: int, b: int, nvs_ids, anchor_of: dict, find):
     two_hops = True  # every choice: a -> an NVSwitch -> b
     while todo:
         u = todo.pop()
-        hops = net.next_hop_ids(u, b)
-        if hops is None:
+        ports = net.hop_choices(u, b)
+        if ports is None:
             return None
-        for v in hops:
+        for p in ports:
+            v = p.peer.node_id
             if u in nvs_ids:
                 anchors.add(anchor_of[find(u)])
                 two_hops = two_hops and v == b

@@ -384,14 +384,13 @@ class Network:
         a, b = (f.dst, f.src) if acks else (f.src, f.dst)
         return route_path(self.nodes, a, b, self.nodes[f.src].flow_hash[fid])
 
-    def next_hop_ids(self, node_id: int, dst: int):
-        """The nodes a packet at ``node_id`` for ``dst`` may go to next, one per ECMP choice (None: no
-        route); a path of :meth:`path_of` takes one of them at each hop."""
+    def hop_choices(self, node_id: int, dst: int):
+        """The egress ports a packet at ``node_id`` for ``dst`` may leave by, one per ECMP choice (None:
+        no route); a path of :meth:`path_of` takes one of them at each hop."""
         node = self.nodes[node_id]
         if node.sole_port is not None:
-            return (node.sole_port.peer.node_id,)
-        ports = node.routes.get(dst)
-        return None if not ports else [p.peer.node_id for p in ports]
+            return (node.sole_port,)
+        return node.routes.get(dst) or None
 
     def nvlink_flags(self) -> list[bool]:
         """Per flow id, whether its data leaves its source by an NVSwitch: a flow inside a server, on
