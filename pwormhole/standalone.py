@@ -40,7 +40,7 @@ def pair_links(net: Network, src: int, dst: int) -> tuple | None:
     crosses, whatever its ECMP choices: the route tables hop by hop, where every choice at a hop is a
     link alike and every choice reaches ``dst`` after as many hops; None when the choices differ."""
     nvs = net.topo.nvswitches
-    links = []
+    links: list = []
     layer = {src}
     while len(links) <= 64:
         kinds = set()
