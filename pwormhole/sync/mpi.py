@@ -1,7 +1,8 @@
 """MPI transport of the window loop (:mod:`pwormhole.sync.windows`); mpi4py is imported only here.
 
 One rank runs one LP. After each window (:mod:`.windows`) the ranks make one
-exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank sends the events
+exchange (the sizes, then ``Alltoallv``; between two ranks ``Allgatherv``) of one int64 buffer per
+peer, no pickles: to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time and horizon (its heap
 and everything it sends: all known before the exchange, so the global ones need no second
@@ -118,9 +119,9 @@ def abort(comm, code: int) -> None:
 class MpiTransport:
     """One LP per rank (``lp``, on ``comm``); ``nodes``: every node by id (events travel with node ids).
 
-    :meth:`exchange` is the window's one collective (``alltoall``, ``allgather`` for two ranks); the ranks'
+    :meth:`exchange` is the window's one exchange (``Alltoallv``, ``Allgatherv`` for two ranks); the ranks'
     acceleration reports are merged with ``merge_reports`` (every rank then
-    holds the same). :meth:`next_min` adds an ``allgather`` only when the
+    holds the same). :meth:`next_min` adds an ``Allgather`` only when the
     boundary put events back or took some out. ``sync_s``: seconds spent in collectives.
 
     Completions and op records stay on the rank where they happened; only their counts travel
@@ -264,7 +265,7 @@ class MpiTransport:
 
     def close(self) -> Exchanged | None:
         """Every rank leaves the loop here: rank 0 gets the records still held, the other ranks
-        every record of the run (int64 arrays), in one ``allgather``."""
+        every record of the run (int64 arrays), in one ``Allgatherv``."""
         interrupt.settle()  # only matched collectives follow
         comm = self.comm
         new_fin, new_ops, lines = self._batch()
@@ -291,7 +292,7 @@ class MpiTransport:
         return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
 
     def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
-        """The exchanged minimum and horizon; new ones (``allgather``) when the boundary put events
+        """The exchanged minimum and horizon; new ones (``Allgather``) when the boundary put events
         back or took some out (a link failure; woken groups, which also kick ports; frozen groups)."""
         if not put_back and got.horizon_ps is not None:
             return got.next_ps, got.horizon_ps
