@@ -82,9 +82,9 @@ def test_every_field_of_the_model_is_checked():
 @pytest.mark.skipif(os.environ.get("PWORMHOLE_PURE", "") not in ("", "0"), reason="this is the pure run")
 def test_pure_codec_too():
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                          "every_field_and_key or nothing_to_send or earliest"],
+                          "every_field_and_key or nothing_to_send or earliest or mpi_wire"],
                          env={**os.environ, "PWORMHOLE_PURE": "1"}, capture_output=True, text=True)
-    assert out.returncode == 0 and "3 passed" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 0 and "4 passed" in out.stdout, out.stdout + out.stderr
 
 
 def test_nothing_to_send():
@@ -142,6 +142,8 @@ def test_mpi_wire_message_comes_back():
         if key in got_pkts:
             assert got_pkts[key][:4] == (t, key, kind, target)
             assert all(getattr(got_pkts[key][4], f) == getattr(arg, f) for f in FIELDS)
+            assert type(got_pkts[key][0]) is int and type(got_pkts[key][4].seq) is int  # not numpy's int64
+    assert type(got_pkts[99][4].int_hops[0][0]) is int
     # nothing to send, no report, and not a hand-on window: rank 0's part has no batch
     ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, None, 0, False))
                           + _to0_sections([], None))
