@@ -463,8 +463,8 @@ def _decode(ints: np.ndarray, make_sample) -> tuple:
     w = _Reader(ints)
     rows, hops = w.take(), w.take()
     others = w.tuples(5)
-    # (memoryviews: their items are Python ints, as the packets' fields must be in the pure-Python codec)
-    evs = (memoryview(rows), memoryview(hops), others) if len(rows) or others else None
+    # (memoryviews: their items are Python ints, as packets' fields must be in the pure-Python codec)
+    evs = (rows.data, hops.data, others) if len(rows) or others else None
     local_min, local_hz, n_fin, n_ops, sig, flush_next, has_rep = w.take().tolist()
     tracked = w.tuples(3)
     started = w.take().tolist()
