@@ -320,7 +320,8 @@ class MpiTransport:
         """The window's exchange: ``sends[p]``, int64 sections for rank ``p`` (empty for this rank),
         sent as one buffer each; returns what every peer sent this rank (None for this rank), as views
         of one receive buffer. Two ranks: the sizes, then ``Allgatherv`` (each rank sends its one
-        peer's part); more: the sizes by ``Alltoall``, then ``Alltoallv``."""
+        peer's part; not a sendrecv, which the stop watchdog cannot interrupt:
+        ``test_stuck_rank_does_not_hang_the_job``); more: the sizes by ``Alltoall``, then ``Alltoallv``."""
         comm = self.comm
         me = comm.rank
         if comm.size == 2:
