@@ -39,6 +39,8 @@ ABORT_GRACE_S = 0.5  # seconds a failing rank's message has to reach the launche
 FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
 _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 _NO_INTS = np.zeros(0, dtype=np.int64)
+# what a wire message's report holds (flags): a report, its samples, a third part of two lists of pairs
+REP_SENT, REP_SAMPLES, REP_PAIRS = 1, 2, 4
 
 def _slurm_step_tasks() -> int:
     """Tasks of the Slurm job step this process belongs to (0 outside an ``srun`` step).
@@ -437,15 +439,22 @@ def _event_sections(packed) -> list:
 
 
 def _common_sections(mine: tuple) -> list:
-    """Sections of what a rank sends every peer alike: its minimum and horizon, counts, signal and
-    flush flag (one section), the tracked completions, and its report (flow ids started, samples)."""
+    """Sections of what a rank sends every peer alike: its minimum and horizon, counts, signal, flush
+    flag and report flags (one section), the tracked completions, and its report: flow ids started,
+    samples (a flow id and a sample's 8 integers each) and, when the report has one, a third part of
+    two lists of integer pairs (Wormhole's carried ring steps: starts and receipts)."""
     local_min, local_hz, tracked, n_fin, n_ops, rep, sig, flush_next = mine
-    has_rep = 0 if rep is None else (1 if rep[1] is None else 2)
-    head = np.array([local_min, local_hz, n_fin, n_ops, sig, 1 if flush_next else 0, has_rep], dtype=np.int64)
+    flags = 0
+    if rep is not None:
+        flags = REP_SENT | (REP_SAMPLES if rep[1] is not None else 0) | (REP_PAIRS if len(rep) > 2 else 0)
+    head = np.array([local_min, local_hz, n_fin, n_ops, sig, 1 if flush_next else 0, flags], dtype=np.int64)
     started = _ints(rep[0]) if rep is not None and rep[0] else _NO_INTS
     samples = _ints(chain.from_iterable((fid, *sample) for fid, sample in rep[1])) \
-        if has_rep == 2 and rep[1] else _NO_INTS
-    return _sections(head, _ints(chain.from_iterable(tracked)) if tracked else _NO_INTS, started, samples)
+        if flags & REP_SAMPLES and rep[1] else _NO_INTS
+    out = _sections(head, _ints(chain.from_iterable(tracked)) if tracked else _NO_INTS, started, samples)
+    if flags & REP_PAIRS:
+        out += _sections(*(_ints(chain.from_iterable(pairs)) if pairs else _NO_INTS for pairs in rep[2]))
+    return out
 
 
 def _to0_sections(pfc: list, batch) -> list:
@@ -466,13 +475,14 @@ def _decode(ints: np.ndarray, make_sample) -> tuple:
     others = w.tuples(5)
     # (memoryviews: their items are Python ints, as packets' fields must be in the pure-Python codec)
     evs = (rows.data, hops.data, others) if len(rows) or others else None
-    local_min, local_hz, n_fin, n_ops, sig, flush_next, has_rep = w.take().tolist()
+    local_min, local_hz, n_fin, n_ops, sig, flush_next, flags = w.take().tolist()
     tracked = w.tuples(3)
     started = w.take().tolist()
     sample_rows = w.take().reshape(-1, 9).tolist()
     rep = None
-    if has_rep:
-        rep = (started, [(r[0], make_sample(r[1:])) for r in sample_rows] if has_rep == 2 else None)
+    if flags & REP_SENT:
+        samples = [(r[0], make_sample(r[1:])) for r in sample_rows] if flags & REP_SAMPLES else None
+        rep = (started, samples, (w.tuples(2), w.tuples(2))) if flags & REP_PAIRS else (started, samples)
     mine = (local_min, local_hz, tracked, n_fin, n_ops, rep, sig, flush_next != 0)
     to0 = None
     if w.at < len(ints):

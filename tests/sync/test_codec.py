@@ -150,3 +150,10 @@ def test_mpi_wire_message_comes_back():
     assert _decode(ints, sample_of) == (None, ([], None), (5, 6, [], 0, 0, None, 0, False))
     ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, ([], None), 0, False)))
     assert _decode(ints, sample_of) == (None, None, (5, 6, [], 0, 0, ([], None), 0, False))
+    # a report with a third part: two lists of integer pairs (carried ring steps' starts, receipts)
+    rep = ([7], None, ([(7, 3_000_000), (8, 3_100_000)], [(5, 2_900_000)]))
+    ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, rep, 0, False)))
+    assert _decode(ints, sample_of)[2][5] == rep
+    rep = ([], samples, ([], []))
+    ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, rep, 0, False)))
+    assert _decode(ints, sample_of)[2][5] == rep
