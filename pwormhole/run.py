@@ -270,7 +270,7 @@ class Run:
         if self.comm is None:
             return LocalTransport(self.lps, self.recorder)
         return MpiTransport(self.lps[0], self.comm, self.net.nodes, Wormhole.merge_reports, self.format_finished,
-                            self._tracked())
+                            self._tracked(), Wormhole.sample_of)
 
     def _tracked(self):
         """Completions -> those the boundary hook must see at once, in their order (under Wormhole,

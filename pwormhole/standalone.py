@@ -35,9 +35,42 @@ GAP_PACKETS = 64
 STEADY_PACKETS = 256
 
 
-def route_links(net: Network, flow: Flow, known: dict) -> tuple:
-    """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses;
-    ``known``: route (its ports) -> its links, filled as routes are met."""
+def pair_links(net: Network, src: int, dst: int) -> tuple | None:
+    """The links (``rate_bps``, ``delay_ps``, NVSwitch end) every packet from ``src`` to ``dst``
+    crosses, whatever its ECMP choices: the route tables hop by hop, where every choice at a hop is a
+    link alike and every choice reaches ``dst`` after as many hops; None when the choices differ."""
+    nvs = net.topo.nvswitches
+    links: list = []
+    layer = {src}
+    while len(links) <= 64:
+        kinds = set()
+        nxt = set()
+        for u in layer:
+            ports = net.hop_choices(u, dst)
+            if ports is None:
+                return None
+            for p in ports:
+                kinds.add((p.rate_bps, p.delay_ps, p.peer.node_id in nvs))
+                nxt.add(p.peer.node_id)
+        if len(kinds) != 1:
+            return None
+        links.append(kinds.pop())
+        if dst in nxt:
+            return tuple(links) if len(nxt) == 1 else None
+        layer = nxt
+    return None
+
+
+def route_links(net: Network, flow: Flow, known: dict, by_pair: dict) -> tuple:
+    """The links (``rate_bps``, ``delay_ps``, NVSwitch end) a packet of ``flow`` crosses; ``by_pair``:
+    ``(src, dst)`` -> :func:`pair_links`, ``known``: route (its ports) -> its links, filled as met."""
+    pair = (flow.src, flow.dst)
+    if pair in by_pair:
+        links = by_pair[pair]
+    else:
+        links = by_pair[pair] = pair_links(net, flow.src, flow.dst)
+    if links is not None:
+        return links
     ports = tuple(net.path_of(flow.flow_id))
     links = known.get(ports)
     if links is None:
@@ -61,19 +94,39 @@ class StandaloneFct:
 
     def all_ns(self, flows) -> list[int]:
         """Standalone FCT (ns, rounded) of each flow, in order."""
-        keys = []
+        net = self.net
+        mtu = self.mtu
+        index_of: dict = {}  # route key (links, QP window) -> its index in keys
+        keys: list = []
+        of_pair: dict = {}  # (src, dst) -> index of the route key every flow of the pair has (-1: flow by flow)
         links_of: dict = {}
+        by_pair: dict = {}
+        longest: list = []  # per route key, packets of its longest flow
+        at: list = []  # per flow, the index of its route key
         for f in flows:
-            key = (route_links(self.net, f, links_of), self.net.qp_window(f))
-            keys.append(key)
-            n = -(-f.size_bytes // self.mtu)
+            pair = (f.src, f.dst)
+            i = of_pair.get(pair)
+            if i is None or i < 0:
+                key = (route_links(net, f, links_of, by_pair), net.qp_window(f))
+                i = index_of.get(key)
+                if i is None:
+                    i = index_of[key] = len(keys)
+                    keys.append(key)
+                    longest.append(0)
+                if pair not in of_pair:
+                    of_pair[pair] = i if by_pair[pair] is not None else -1
+            at.append(i)
+            n = -(-f.size_bytes // mtu)
+            if n > longest[i]:
+                longest[i] = n
+        for key, n in zip(keys, longest):
             self._longest[key] = max(self._longest.get(key, 0), n)
-        fct_ns_of: dict = {}  # (route key, size) -> ns: flows alike (a collective's steps) are one lone flow
+        fct_ns_of: dict = {}  # (route key index, size) -> ns: flows alike (a collective's steps) are one lone flow
         out = []
-        for key, f in zip(keys, flows):
-            ns = fct_ns_of.get((key, f.size_bytes))
+        for i, f in zip(at, flows):
+            ns = fct_ns_of.get((i, f.size_bytes))
             if ns is None:
-                ns = fct_ns_of[(key, f.size_bytes)] = (self.fct_ps(key, f.size_bytes) + 500) // 1000
+                ns = fct_ns_of[(i, f.size_bytes)] = (self.fct_ps(keys[i], f.size_bytes) + 500) // 1000
             out.append(ns)
         return out
 

@@ -5,6 +5,54 @@ from __future__ import annotations
 
 from ..config import CC_DCQCN, NVLINK_CC_NIC
 
+NO_NVSWITCH = -1  # a pair none of whose routes crosses an NVSwitch
+PER_FLOW = -2  # a pair whose flows are told apart by their own ECMP choices
+
+
+def _leg_anchors(net, a: int, b: int, nvs_ids, anchor_of: dict, find):
+    """The anchors of the NVSwitches a packet from ``a`` to ``b`` may leave by, over every ECMP choice:
+    an empty set when no choice crosses an NVSwitch; None when some choices do and some not, a route
+    is missing, or a choice is not host -> NVSwitch -> ``b``."""
+    anchors: set = set()
+    seen = {a}
+    todo = [a]
+    two_hops = True  # every choice: a -> an NVSwitch -> b
+    while todo:
+        u = todo.pop()
+        ports = net.hop_choices(u, b)
+        if ports is None:
+            return None
+        for p in ports:
+            v = p.peer.node_id
+            if u in nvs_ids:
+                anchors.add(anchor_of[find(u)])
+                two_hops = two_hops and v == b
+            elif u == a:
+                two_hops = two_hops and v in nvs_ids
+            else:
+                two_hops = False
+            if v != b and v not in seen:
+                seen.add(v)
+                todo.append(v)
+    if not anchors:
+        return anchors
+    return anchors if two_hops else None
+
+
+def _pair_anchor(net, src: int, dst: int, nvs_ids, anchor_of: dict, find) -> int:
+    """What every flow from ``src`` to ``dst`` is, whatever its ECMP hash: the anchor of the one domain
+    whose NVSwitches its data and its ACKs cross, each as host -> NVSwitch -> host; :data:`NO_NVSWITCH`
+    when no route either way crosses an NVSwitch; :data:`PER_FLOW` when the choices differ (or a route
+    is missing), to be found flow by flow. Read from the route tables (every flow's route is made before)."""
+    data = _leg_anchors(net, src, dst, nvs_ids, anchor_of, find)
+    acks = _leg_anchors(net, dst, src, nvs_ids, anchor_of, find)
+    if data is None or acks is None:
+        return PER_FLOW
+    if not data and not acks:
+        return NO_NVSWITCH
+    both = data | acks
+    return both.pop() if data and acks and len(both) == 1 else PER_FLOW
+
 
 def nvlink_flows(net) -> tuple[dict, list]:
     """``({flow id: anchor NVSwitch id}, [flow ids crossing an NVSwitch otherwise])``.
@@ -13,7 +61,8 @@ def nvlink_flows(net) -> tuple[dict, list]:
     connected component of the host-NVSwitch links), anchored at its lowest-numbered
     NVSwitch. A flow is an NVLink flow of a domain when its data and its ACKs each cross
     exactly one NVSwitch of it (host -> NVSwitch -> host, by the ECMP choice its packets
-    would make).
+    would make). Decided once per host pair where every ECMP choice gives the same answer
+    (:func:`_pair_anchor`), else flow by flow from its own path.
     """
     nvs_ids = set(net.topo.nvswitches)
     if not nvs_ids:
@@ -44,7 +93,17 @@ def nvlink_flows(net) -> tuple[dict, list]:
         anchor_of.setdefault(find(n), n)
     inside: dict = {}
     odd: list = []
+    by_pair: dict = {}  # (src, dst) -> its flows' anchor, NO_NVSWITCH or PER_FLOW (every ECMP choice alike)
     for f in net.flows:
+        pair = (f.src, f.dst)
+        known = by_pair.get(pair)
+        if known is None:
+            known = by_pair[pair] = _pair_anchor(net, f.src, f.dst, nvs_ids, anchor_of, find)
+        if known == NO_NVSWITCH:
+            continue
+        if known != PER_FLOW:
+            inside[f.flow_id] = known
+            continue
         legs = [net.path_of(f.flow_id), net.path_of(f.flow_id, acks=True)]
         crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in nvs_ids}
         if not crossed:

@@ -29,6 +29,11 @@ class Sample(NamedTuple):
     pacing_rate_bps: int  # the QP's pacing rate
 
 
+def sample_of(values) -> Sample:
+    """A :class:`Sample` of its fields' integers, in their order (a list or tuple)."""
+    return tuple.__new__(Sample, values)
+
+
 def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
     """Sorted ``(flow id, Sample)`` at ``t`` of the flows in ``due_flows`` (iterables of flow
     ids) whose sender node is in ``local``; ``flows``: flow id -> FlowState."""

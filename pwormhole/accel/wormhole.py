@@ -40,7 +40,7 @@ from .follow import Followers
 from .groups import FlowState, FlowTable, Group, crowded_nic_flows
 from .memo import group_parts
 from .ringstep import RingSteps, call_on_event
-from .sampling import back_off, merge_reports, store_samples, take_samples
+from .sampling import back_off, merge_reports, sample_of, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
 from .successor import Successors
 
@@ -149,6 +149,7 @@ class Wormhole:
         return started, samples
 
     merge_reports = staticmethod(merge_reports)  # of several LPs or ranks
+    sample_of = staticmethod(sample_of)  # a sample rebuilt from the integers ranks exchange
 
     def take_heaps_changed(self) -> bool:
         """Whether a group woke or froze here since the last call (the window loop then reads the

@@ -112,13 +112,21 @@ class Network:
             if not node.is_switch:
                 node.lossy = self.lossy
                 node.rto_ps = DEFAULT_RTO_PS
+        routed = self._routed
+        reached: set[tuple[int, int]] = set()  # host pairs found connected
+        nodes = self.nodes
         for f in flows:
-            self.nodes[f.src].flow_hash[f.flow_id] = ecmp_hash(f.src, f.dst, f.sport, f.dport)
-            self.route_to(f.dst)
-            self.route_to(f.src)
-            if not self._reaches(f.src, f.dst):
-                raise InputError(f"flow {f.flow_id}: host {f.dst} is unreachable from host {f.src} "
-                                 f"(no path through switches in {topo.name})", topo.source)
+            src, dst = f.src, f.dst
+            nodes[src].flow_hash[f.flow_id] = ecmp_hash(src, dst, f.sport, f.dport)
+            if dst not in routed:
+                self.route_to(dst)
+            if src not in routed:
+                self.route_to(src)
+            if (src, dst) not in reached:
+                if not self._reaches(src, dst):
+                    raise InputError(f"flow {f.flow_id}: host {dst} is unreachable from host {src} "
+                                     f"(no path through switches in {topo.name})", topo.source)
+                reached.add((src, dst))
         self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
         self.max_rtt_ps, self.max_bdp_bytes = self._global_rtt_bdp() if cfg.global_t else (0, 0)
         self.dag_rt = None
@@ -132,11 +140,13 @@ class Network:
     # -- construction ---------------------------------------------------------
     def _check_flows(self) -> None:
         topo = self.topo
+        n_nodes = topo.n_nodes
+        switches = topo.switches
         for f in self.flows:
             for end in (f.src, f.dst):
-                if not 0 <= end < topo.n_nodes:
-                    raise InputError(f"flow {f.flow_id}: unknown node id {end} (topology has {topo.n_nodes} nodes)")
-                if end in topo.switches:
+                if not 0 <= end < n_nodes:
+                    raise InputError(f"flow {f.flow_id}: unknown node id {end} (topology has {n_nodes} nodes)")
+                if end in switches:
                     raise InputError(f"flow {f.flow_id}: endpoint {end} is a switch, not a host")
             if not 0 < f.size_bytes <= MAX_FLOW_BYTES:
                 raise InputError(f"flow {f.flow_id}: size must be 1..{MAX_FLOW_BYTES} bytes, got {f.size_bytes}")
@@ -383,6 +393,14 @@ class Network:
         f = self.flows[fid]
         a, b = (f.dst, f.src) if acks else (f.src, f.dst)
         return route_path(self.nodes, a, b, self.nodes[f.src].flow_hash[fid])
+
+    def hop_choices(self, node_id: int, dst: int):
+        """The egress ports a packet at ``node_id`` for ``dst`` may leave by, one per ECMP choice (None:
+        no route); a path of :meth:`path_of` takes one of them at each hop."""
+        node = self.nodes[node_id]
+        if node.sole_port is not None:
+            return (node.sole_port,)
+        return node.routes.get(dst) or None
 
     def nvlink_flags(self) -> list[bool]:
         """Per flow id, whether its data leaves its source by an NVSwitch: a flow inside a server, on

@@ -23,14 +23,16 @@ from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
 from .summary import write_csv_atomic
 
 
-def op_interval(dag: Dag, op: int, op_times: dict, flow_start: dict, flow_finish: dict):
-    """``(start_ps, end_ps)`` of an op, or None when it did not end."""
-    if dag.kind[op] == OP_FLOW:
-        fid = dag.arg[op]
-        if fid not in flow_finish:
-            return None
-        return flow_start[fid], flow_finish[fid]
-    return op_times.get(op)
+def op_intervals(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict) -> list:
+    """Per op, ``(start_ps, end_ps)``, or None when it did not end."""
+    out: list = []
+    get = op_times.get
+    for op, (kind, arg) in enumerate(zip(dag.kind, dag.arg)):
+        if kind == OP_FLOW:
+            out.append((flow_start[arg], flow_finish[arg]) if arg in flow_finish else None)
+        else:
+            out.append(get(op))
+    return out
 
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -74,8 +76,8 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
     gpu_of = dag.gpu_of_host
     n_gpus = len(gpu_of) or len(set(dag.host))
     compute_iv: dict[int, list] = {}
-    for op in range(len(dag)):
-        iv = op_interval(dag, op, op_times, flow_start, flow_finish)
+    ivs = op_intervals(dag, op_times, flow_start, flow_finish)
+    for op, iv in enumerate(ivs):
         if iv is None:
             continue
         it = dag.iteration_of[op]
@@ -94,7 +96,7 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
         starts: dict[int, int] = {}
         t0 = None
         for op in range(c.first_op, c.last_op):
-            iv = op_interval(dag, op, op_times, flow_start, flow_finish)
+            iv = ivs[op]
             if iv is None:
                 continue
             h = dag.host[op]

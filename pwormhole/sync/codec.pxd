@@ -1,6 +1,6 @@
 # C types for codec.py when it is compiled (codec.py stays the model and the pure-Python fallback).
 import cython
-from pwormhole.engine.events cimport Lead
+from pwormhole.engine.events cimport ArrayQueue, Lead
 from pwormhole.net.packet cimport Packet, new_packet
 
 cdef Py_ssize_t ROW, HOP
@@ -17,5 +17,6 @@ cpdef tuple earliest(list evs, long long t_min_ps, long long horizon_ps, Lead le
 
 
 @cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, b=cython.Py_ssize_t, j=cython.Py_ssize_t,
-               n_hops=cython.longlong, r=cython.longlong[:], h=cython.longlong[:], pkt=Packet, int_hops=list)
-cpdef unpack_events(rows, hops, list others, nodes, heap)
+               n_hops=cython.longlong, r=cython.longlong[:], h=cython.longlong[:], pkt=Packet, int_hops=list,
+               aq=ArrayQueue)
+cpdef unpack_events(rows, hops, list others, list nodes, heap)

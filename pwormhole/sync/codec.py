@@ -4,17 +4,17 @@ An event ``(t_ps, key, kind, target, packet)`` whose argument is a
 :class:`~pwormhole.net.packet.Packet` becomes one row of ``ROW`` integers: the
 event's time, key, kind and target node id, then every packet field, then the
 number of INT hops (-1: none); the hops' ``(ts_ps, tx_bytes, qlen_bytes, rate_bps)``
-follow in a second array. Arrays pickle as their bytes, where a packet object
-pickles field by field (~3 us a packet each way; compiled, this costs a
-fraction of that). Any other event (a workload DAG message) travels as it is,
-with its target as a node id. Decoding rebuilds equal packets and events with
-the same keys, so the answer is the same as with pickled packets.
+follow in a second array. The MPI transport sends both arrays as they are, in
+its int64 buffer (:mod:`.mpi`). Any other event (a workload DAG message) is
+returned as ``(t_ps, key, kind, node id, arg)``. Decoding rebuilds equal packets
+and events with the same keys.
 """
 
 from __future__ import annotations
 
 from array import array
 
+from ..engine.events import ArrayQueue
 from ..net.packet import Packet, new_packet
 
 ROW = 20  # integers per packet event (see pack_events)
@@ -33,8 +33,8 @@ def pack_events(evs: list) -> tuple:
             pkt = arg
             if pkt.int_hops is not None:
                 n_hops += len(pkt.int_hops)
-    rows = array("q", bytes(8 * ROW * n))
-    hops = array("q", bytes(8 * HOP * n_hops))
+    rows = array("q", [0]) * (ROW * n)
+    hops = array("q", [0]) * (HOP * n_hops)
     others = []
     r = rows  # compiled: typed views of the arrays (codec.pxd)
     h = hops
@@ -100,6 +100,7 @@ def unpack_events(rows, hops, others, nodes, heap) -> None:
     """Push the events :func:`pack_events` made into ``heap`` (``nodes``: node id -> node)."""
     r = rows  # compiled: typed views of the arrays (codec.pxd)
     h = hops
+    aq = heap if type(heap) is ArrayQueue else None  # compiled: its push called in C, the integers unboxed
     n = len(rows) // ROW
     j = 0
     for i in range(n):
@@ -116,6 +117,9 @@ def unpack_events(rows, hops, others, nodes, heap) -> None:
         pkt.inport = r[b + 16]
         pkt.arrive_ps = r[b + 17]
         pkt.arrive_key = r[b + 18]
-        heap.push(r[b], r[b + 1], r[b + 2], nodes[r[b + 3]], pkt)
+        if aq is not None:
+            aq.push(r[b], r[b + 1], r[b + 2], nodes[r[b + 3]], pkt)
+        else:
+            heap.push(r[b], r[b + 1], r[b + 2], nodes[r[b + 3]], pkt)
     for t, k, kind, nid, arg in others:
         heap.push(t, k, kind, nodes[nid], arg)

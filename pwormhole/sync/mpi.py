@@ -1,7 +1,8 @@
 """MPI transport of the window loop (:mod:`pwormhole.sync.windows`); mpi4py is imported only here.
 
 One rank runs one LP. After each window (:mod:`.windows`) the ranks make one
-exchange (``alltoall``; between two ranks ``allgather``): to every peer a rank sends the events
+exchange (the sizes, then ``Alltoallv``; between two ranks ``Allgatherv``) of one int64 buffer per
+peer, no pickles: to every peer a rank sends the events
 bound for that peer's nodes (with their original keys; packets as integer
 arrays, :mod:`.codec`; node objects travel as node ids), its minimum next event time and horizon (its heap
 and everything it sends: all known before the exchange, so the global ones need no second
@@ -20,7 +21,6 @@ signal on any rank (every rank raises the same exception at that boundary).
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 import time
 from itertools import chain
@@ -38,6 +38,9 @@ FLUSH_WINDOWS = 64  # windows between two hand-ons of the held completions and o
 ABORT_GRACE_S = 0.5  # seconds a failing rank's message has to reach the launcher before MPI_Abort
 FLUSH_S = 1.0  # seconds (rank 0's clock) between two hand-ons, at most (one window more)
 _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
+_NO_INTS = np.zeros(0, dtype=np.int64)
+# what a wire message's report holds (flags): a report, its samples, a third part of two lists of pairs
+REP_SENT, REP_SAMPLES, REP_PAIRS = 1, 2, 4
 
 def _slurm_step_tasks() -> int:
     """Tasks of the Slurm job step this process belongs to (0 outside an ``srun`` step).
@@ -118,9 +121,9 @@ def abort(comm, code: int) -> None:
 class MpiTransport:
     """One LP per rank (``lp``, on ``comm``); ``nodes``: every node by id (events travel with node ids).
 
-    :meth:`exchange` is the window's one collective (``alltoall``, ``allgather`` for two ranks); the ranks'
+    :meth:`exchange` is the window's one exchange (``Alltoallv``, ``Allgatherv`` for two ranks); the ranks'
     acceleration reports are merged with ``merge_reports`` (every rank then
-    holds the same). :meth:`next_min` adds an ``allgather`` only when the
+    holds the same). :meth:`next_min` adds an ``Allgather`` only when the
     boundary put events back or took some out. ``sync_s``: seconds spent in collectives.
 
     Completions and op records stay on the rank where they happened; only their counts travel
@@ -132,8 +135,9 @@ class MpiTransport:
     the rest and every other rank every record of the run (as int64 arrays).
     """
 
-    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None, tracked=None):
+    def __init__(self, lp, comm, nodes, merge_reports=None, format_finished=None, tracked=None, make_sample=tuple):
         self.lp = lp
+        self.make_sample = make_sample  # a sample's integers -> the sample a report holds
         self.comm = comm
         self.nodes = nodes
         self.merge_reports = merge_reports
@@ -172,7 +176,7 @@ class MpiTransport:
         the window's counts of completions and op records, the completions the hook tracks, its
         report and its signal; to rank 0 also its PFC records
         (and every ``FLUSH_WINDOWS`` windows the held records and lines). A rank's own part is
-        used as it is; what every peer gets alike is pickled once."""
+        used as it is; what every peer gets alike is encoded once (int64 sections, no pickles)."""
         lp = self.lp
         comm = self.comm
         size = comm.size
@@ -207,22 +211,14 @@ class MpiTransport:
             flush_next = (self.windows - self.flushed[0] >= FLUSH_WINDOWS - 1
                           or time.perf_counter() - self.flushed[1] >= FLUSH_S)
         mine = (local_min, local_hz, tracked, n_fin, n_ops, rep, interrupt.pending(), flush_next)
-        to0 = (pfc, batch)
+        common = _common_sections(mine)  # what every peer gets alike
+        to0 = _to0_sections(pfc, batch) if me != 0 else []
+        sends = [[] if p == me else _event_sections(out[p]) + common + (to0 if p == 0 else [])
+                 for p in range(size)]
         t0 = time.perf_counter()
-        # two ranks: one allgather of what each sends the other (alltoall exchanges sizes first; sendrecv
-        # cannot be interrupted by the stop watchdog: test_stuck_rank_does_not_hang_the_job)
-        if size == 2:
-            peer = 1 - me
-            blob = pickle.dumps((out[peer], to0 if peer == 0 else None, mine), pickle.HIGHEST_PROTOCOL)
-            parts: list = [None, None]
-            parts[peer] = pickle.loads(comm.allgather(blob)[peer])
-            self.sync_s += time.perf_counter() - t0
-        else:
-            common = pickle.dumps(mine, pickle.HIGHEST_PROTOCOL)
-            got = comm.alltoall([None if p == me else (out[p], to0 if p == 0 else None, common)
-                                 for p in range(size)])
-            self.sync_s += time.perf_counter() - t0
-            parts = [None if p == me else (g[0], g[1], pickle.loads(g[2])) for p, g in enumerate(got)]
+        got = self._collective(sends)
+        self.sync_s += time.perf_counter() - t0
+        parts: list = [None if g is None else _decode(g, self.make_sample) for g in got]
         heap = lp.heap
         nodes = self.nodes
         t_min = hz_min = INF_PS
@@ -241,7 +237,9 @@ class MpiTransport:
                 evs, peer_to0, (peer_min, peer_hz, peer_tracked, peer_fin, peer_ops, peer_rep, peer_sig,
                                 peer_flush) = parts[p]
                 if evs is not None:
-                    unpack_events(evs[0], evs[1], evs[2], nodes, heap)
+                    unpack_events(evs[0], evs[1], [], nodes, heap)
+                    for t_ps, key, kind, node_id, arg in evs[2]:
+                        heap.push(t_ps, key, kind, nodes[node_id], arg)
                 if peer_to0 is not None:
                     recs.extend(peer_to0[0])
                     if peer_to0[1] is not None:
@@ -269,25 +267,34 @@ class MpiTransport:
 
     def close(self) -> Exchanged | None:
         """Every rank leaves the loop here: rank 0 gets the records still held, the other ranks
-        every record of the run (int64 arrays), in one ``allgather``."""
+        every record of the run (int64 arrays), in one ``Allgatherv``."""
         interrupt.settle()  # only matched collectives follow
         comm = self.comm
         new_fin, new_ops, lines = self._batch()
-        every = (np.concatenate(self.sent_fin), np.concatenate(self.sent_ops), len(new_fin), len(new_ops))
-        t0 = time.perf_counter()
-        got = comm.allgather((every, lines if comm.rank != 0 else None))
-        self.sync_s += time.perf_counter() - t0
+        fin_all = np.concatenate(self.sent_fin)
+        ops_all = np.concatenate(self.sent_ops)
+        mine = _sections(fin_all.ravel(), ops_all.ravel(), np.array([len(new_fin), len(new_ops)], dtype=np.int64))
         if comm.rank != 0:
-            return Exchanged(INF_PS, np.concatenate([e[0] for e, _ in got]), [],
-                             np.concatenate([e[1] for e, _ in got]), None, 0, None, [], (0, 0))
+            mine += _text_section(lines)
+        t0 = time.perf_counter()
+        got = _allgatherv(comm, mine)
+        self.sync_s += time.perf_counter() - t0
+        every = []
+        for p, g in enumerate(got):
+            w = _Reader(g)
+            fin, ops, counts = w.rows(3), w.rows(3), w.take()
+            every.append((fin, ops, int(counts[0]), int(counts[1]), w.text() if p != 0 else None))
+        if comm.rank != 0:
+            return Exchanged(INF_PS, np.concatenate([e[0] for e in every]), [],
+                             np.concatenate([e[1] for e in every]), None, 0, None, [], (0, 0))
         batches = [(new_fin, new_ops, lines)]
-        for (fin, ops, n_fin, n_ops), peer_lines in got[1:]:
+        for fin, ops, n_fin, n_ops, peer_lines in every[1:]:
             batches.append((fin[len(fin) - n_fin:], ops[len(ops) - n_ops:], peer_lines))
         done, out_lines, ops = self._merge(batches)
         return Exchanged(INF_PS, done, [], ops, None, 0, out_lines, [], (0, 0))
 
     def next_min(self, got: Exchanged, put_back: bool) -> tuple[int, int]:
-        """The exchanged minimum and horizon; new ones (``allgather``) when the boundary put events
+        """The exchanged minimum and horizon; new ones (``Allgather``) when the boundary put events
         back or took some out (a link failure; woken groups, which also kick ports; frozen groups)."""
         if not put_back and got.horizon_ps is not None:
             return got.next_ps, got.horizon_ps
@@ -295,24 +302,46 @@ class MpiTransport:
 
     def last_event_ps(self) -> int:
         """Time of the last event any rank ran (-1: none; every rank calls it)."""
-        return max(self._allgather(self.lp.heap.last_ps))
+        return int(self._allgather(self.lp.heap.last_ps)[:, 0].max())
 
     def _min_pair(self, t_ps: int, horizon_ps: int) -> tuple[int, int]:
         """The least of every rank's ``t_ps`` and of every rank's ``horizon_ps``."""
-        got = self._allgather((t_ps, horizon_ps))
-        return min(g[0] for g in got), min(g[1] for g in got)
+        got = self._allgather(t_ps, horizon_ps)
+        return int(got[:, 0].min()), int(got[:, 1].min())
 
-    def _allgather(self, value) -> list:
-        """Every rank's ``value`` (one ``allgather``, its seconds in ``sync_s``)."""
+    def _allgather(self, *values: int) -> np.ndarray:
+        """Every rank's ``values`` as int64 rows, one a rank (one ``Allgather``, its seconds in ``sync_s``)."""
+        mine = np.array(values, dtype=np.int64)
+        got = np.empty((self.comm.size, len(values)), dtype=np.int64)
         t0 = time.perf_counter()
-        got = self.comm.allgather(value)
+        self.comm.Allgather(mine, got)
         self.sync_s += time.perf_counter() - t0
         return got
+
+    def _collective(self, sends: list) -> list:
+        """The window's exchange: ``sends[p]``, int64 sections for rank ``p`` (empty for this rank),
+        sent as one buffer each; returns what every peer sent this rank (None for this rank), as views
+        of one receive buffer. Two ranks: the sizes, then ``Allgatherv`` (each rank sends its one
+        peer's part; not a sendrecv, which the stop watchdog cannot interrupt:
+        ``test_stuck_rank_does_not_hang_the_job``); more: the sizes by ``Alltoall``, then ``Alltoallv``."""
+        comm = self.comm
+        me = comm.rank
+        if comm.size == 2:
+            got = _allgatherv(comm, sends[1 - me])
+            got[me] = None
+            return got
+        send_counts = np.array([sum(len(a) for a in part) for part in sends], dtype=np.int64)
+        recv_counts = np.empty(comm.size, dtype=np.int64)
+        comm.Alltoall(send_counts, recv_counts)
+        send = np.concatenate([a for part in sends for a in part]) if send_counts.any() else _NO_INTS
+        recv = np.empty(int(recv_counts.sum()), dtype=np.int64)
+        comm.Alltoallv([send, send_counts.tolist()], [recv, recv_counts.tolist()])
+        return _split(recv, recv_counts, me)
 
     def _batch(self) -> tuple:
         """The held records as int64 arrays ``(completions, op records)`` (kept: every rank gets
         them at the end) and the completions' lines (each ends with a newline; on ranks other than 0 joined
-        in one string, which pickles as its bytes)."""
+        in one string, which travels as its UTF-8 bytes)."""
         fin = self.held_fin
         fmt = self.format_finished
         lines = fmt(fin) if fmt is not None and fin else []
@@ -349,6 +378,142 @@ def _pending(lp) -> tuple[int, int]:
         if box:
             t_min, horizon = earliest(box, t_min, horizon, lp.lead)
     return t_min, horizon
+
+
+def _sections(*arrays: np.ndarray) -> list:
+    """Int64 arrays as wire sections: each its length, then its integers."""
+    out = []
+    for a in arrays:
+        out.append(np.array([len(a)], dtype=np.int64))
+        out.append(a)
+    return out
+
+
+def _ints(values) -> np.ndarray:
+    """An iterable of integers as an int64 array."""
+    return np.fromiter(values, dtype=np.int64)
+
+
+def _text_section(text: str) -> list:
+    """``text`` as a wire section: its UTF-8 length in bytes, then the bytes, zero-padded to whole int64s."""
+    raw = text.encode()
+    pad = -len(raw) % 8
+    return _sections(np.frombuffer(raw + bytes(pad), dtype=np.int64)) + [np.array([len(raw)], dtype=np.int64)]
+
+
+class _Reader:
+    """Reads wire sections, in order, from a received int64 array (views of it, no copies)."""
+
+    def __init__(self, ints: np.ndarray):
+        self.ints = ints
+        self.at = 0
+
+    def take(self) -> np.ndarray:
+        n = int(self.ints[self.at])
+        a = self.ints[self.at + 1:self.at + 1 + n]
+        self.at += 1 + n
+        return a
+
+    def rows(self, width: int) -> np.ndarray:
+        return self.take().reshape(-1, width)
+
+    def tuples(self, width: int) -> list:
+        return [tuple(r) for r in self.take().reshape(-1, width).tolist()]
+
+    def text(self) -> str:
+        raw = self.take().tobytes()
+        n = int(self.ints[self.at])
+        self.at += 1
+        return raw[:n].decode()
+
+
+def _event_sections(packed) -> list:
+    """Sections of events bound for one peer, ``pack_events``' ``(rows, hops, others)`` (None: none):
+    the packet rows and INT hops as they are, the other events as rows ``(t_ps, key, kind, node id, arg)``
+    (a DAG message's argument is an op id)."""
+    if packed is None:
+        return _sections(_NO_INTS, _NO_INTS, _NO_INTS)
+    rows, hops, others = packed
+    return _sections(np.frombuffer(rows, dtype=np.int64), np.frombuffer(hops, dtype=np.int64),
+                     _ints(chain.from_iterable(others)))
+
+
+def _common_sections(mine: tuple) -> list:
+    """Sections of what a rank sends every peer alike: its minimum and horizon, counts, signal, flush
+    flag and report flags (one section), the tracked completions, and its report: flow ids started,
+    samples (a flow id and a sample's 8 integers each) and, when the report has one, a third part of
+    two lists of integer pairs (Wormhole's carried ring steps: starts and receipts)."""
+    local_min, local_hz, tracked, n_fin, n_ops, rep, sig, flush_next = mine
+    flags = 0
+    if rep is not None:
+        flags = REP_SENT | (REP_SAMPLES if rep[1] is not None else 0) | (REP_PAIRS if len(rep) > 2 else 0)
+    head = np.array([local_min, local_hz, n_fin, n_ops, sig, 1 if flush_next else 0, flags], dtype=np.int64)
+    started = _ints(rep[0]) if rep is not None and rep[0] else _NO_INTS
+    samples = _ints(chain.from_iterable((fid, *sample) for fid, sample in rep[1])) \
+        if flags & REP_SAMPLES and rep[1] else _NO_INTS
+    out = _sections(head, _ints(chain.from_iterable(tracked)) if tracked else _NO_INTS, started, samples)
+    if flags & REP_PAIRS:
+        out += _sections(*(_ints(chain.from_iterable(pairs)) if pairs else _NO_INTS for pairs in rep[2]))
+    return out
+
+
+def _to0_sections(pfc: list, batch) -> list:
+    """Sections only rank 0 gets: PFC records, then the held records and their lines (``batch``, or
+    None: not this window)."""
+    pfc_ints = _ints(chain.from_iterable(pfc)) if pfc else _NO_INTS
+    if batch is None:
+        return _sections(pfc_ints, _NO_INTS)
+    fin_rows, op_rows, lines = batch
+    return _sections(pfc_ints, np.ones(1, dtype=np.int64), fin_rows.ravel(), op_rows.ravel()) + _text_section(lines)
+
+
+def _decode(ints: np.ndarray, make_sample) -> tuple:
+    """A peer's message as the exchange reads it: ``(events or None, (pfc, batch) or None, mine)``;
+    ``make_sample``: a sample's integers (a list) -> the sample the report holds."""
+    w = _Reader(ints)
+    rows, hops = w.take(), w.take()
+    others = w.tuples(5)
+    # (memoryviews: their items are Python ints, as packets' fields must be in the pure-Python codec)
+    evs = (rows.data, hops.data, others) if len(rows) or others else None
+    local_min, local_hz, n_fin, n_ops, sig, flush_next, flags = w.take().tolist()
+    tracked = w.tuples(3)
+    started = w.take().tolist()
+    sample_rows = w.take().reshape(-1, 9).tolist()
+    rep = None
+    if flags & REP_SENT:
+        samples = [(r[0], make_sample(r[1:])) for r in sample_rows] if flags & REP_SAMPLES else None
+        rep = (started, samples, (w.tuples(2), w.tuples(2))) if flags & REP_PAIRS else (started, samples)
+    mine = (local_min, local_hz, tracked, n_fin, n_ops, rep, sig, flush_next != 0)
+    to0 = None
+    if w.at < len(ints):
+        pfc = w.tuples(5)
+        batch = None
+        if len(w.take()):
+            fin_rows, op_rows = w.rows(3), w.rows(3)
+            batch = (fin_rows, op_rows, w.text())
+        to0 = (pfc, batch)
+    return evs, to0, mine
+
+
+def _allgatherv(comm, sections: list) -> list:
+    """Every rank's int64 ``sections`` as one array each (views of one receive buffer): the sizes by
+    ``Allgather``, then ``Allgatherv``."""
+    send = np.concatenate(sections) if sections else _NO_INTS
+    counts = np.empty(comm.size, dtype=np.int64)
+    comm.Allgather(np.array([len(send)], dtype=np.int64), counts)
+    recv = np.empty(int(counts.sum()), dtype=np.int64)
+    comm.Allgatherv(send, [recv, counts.tolist()])
+    return _split(recv, counts, -1)
+
+
+def _split(recv: np.ndarray, counts: np.ndarray, me: int) -> list:
+    """``recv`` cut into each rank's part by ``counts`` (None for rank ``me``)."""
+    parts: list = []
+    at = 0
+    for p, n in enumerate(counts.tolist()):
+        parts.append(None if p == me else recv[at:at + n])
+        at += n
+    return parts
 
 
 def _rows(records: list) -> np.ndarray:

@@ -104,9 +104,10 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
         prev: list = [None] * n  # prev[i]: member i's send of the previous step
         for k in range(steps):
             cur = [0] * n
+            label = f"{name}.s{k}"
             for i, h in enumerate(hosts):
                 dep = start[i] if k == 0 else [prev[(i - 1) % n]]
-                cur[i] = dag.flow(h, hosts[(i + 1) % n], chunk, dep, f"{name}.s{k}")
+                cur[i] = dag.flow(h, hosts[(i + 1) % n], chunk, dep, label)
             prev = cur
         done = [dag.mark(h, [prev[(i - 1) % n], prev[i]], f"{name}.done") for i, h in enumerate(hosts)]
     dag.collectives.append(Collective(name, kind, list(gpus if gpus is not None else hosts), size_bytes, done,

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import config, flows_of
 
+from pwormhole.accel.nvlink import nvlink_flows
 from pwormhole.accel.solvers import max_min
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
@@ -229,3 +230,40 @@ def test_a_server_handed_over_to_packets_is_said(tmp_path, capsys):
     assert warned == ["pwormhole: warning: 1 of 1 servers ran their NVLink flows as packets, the first from 0.000 "
                       "ms on: a collective's flows there would not share the NVSwitch ports max-min (as when its "
                       "members start apart); exact, but Wormhole skips none of those packets (8 NVLink flows)"]
+
+
+def _nvlink_flows_per_flow(net, domain: dict) -> tuple[dict, list]:
+    """The rule of ``nvlink_flows``, flow by flow from each flow's own ECMP path (the reference);
+    ``domain``: NVSwitch -> its server's anchor."""
+    inside, odd = {}, []
+    for f in net.flows:
+        legs = [net.path_of(f.flow_id), net.path_of(f.flow_id, acks=True)]
+        crossed = {p.node.node_id for leg in legs for p in leg if p.node.node_id in domain}
+        if not crossed:
+            continue
+        anchors = {domain[n] for n in crossed}
+        if len(anchors) != 1 or any(len(leg) != 2 for leg in legs):
+            odd.append(f.flow_id)
+        else:
+            inside[f.flow_id] = anchors.pop()
+    return inside, odd
+
+
+def test_nvlink_flows_by_pair_as_flow_by_flow():
+    """``nvlink_flows`` decides a pair's flows together from the route tables (every ECMP choice), as
+    each flow's own path would. Host 0 on NVSwitch 4, host 1 on NVSwitch 5, host 2 on both (linked
+    to each other: one server, anchor 4); every host also on switch 6. Flows 0 <-> 2 and 2 <-> 1 cross
+    one NVSwitch each way; 0 <-> 1 share none and take the fabric, as 0 <-> 3."""
+    rate, nv_rate = 100 * 10**9, 2400 * 10**9
+    links = [Link(0, 4, nv_rate, 1_000), Link(1, 5, nv_rate, 1_000), Link(4, 5, nv_rate, 1_000),
+             Link(2, 4, nv_rate, 1_000), Link(2, 5, nv_rate, 1_000)]
+    links += [Link(h, 6, rate, 1_000) for h in range(4)]
+    topo = Topology(7, frozenset({4, 5, 6}), links, nvswitches=frozenset({4, 5}))
+    cfg = config()
+    cfg.fill_k_maps({rate, nv_rate})
+    pairs = [(0, 1), (1, 0), (0, 2), (2, 0), (2, 1), (1, 2), (0, 3)]
+    flows = flows_of([(s, d, 10_000, 0) for _ in range(8) for s, d in pairs])
+    net = Run(Scenario("t", topo, flows, cfg)).net
+    inside, odd = _nvlink_flows_per_flow(net, {4: 4, 5: 4})
+    assert nvlink_flows(net) == (inside, odd)
+    assert inside == {f.flow_id: 4 for f in flows if 2 in (f.src, f.dst)} and odd == []

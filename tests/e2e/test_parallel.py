@@ -192,3 +192,20 @@ def test_mpiexec_identical_in_both_modes(tmp_path, name, args):
         for d in ("two", "three"):
             one = (tmp_path / "one" / "collectives.csv").read_bytes()
             assert one == (tmp_path / d / "collectives.csv").read_bytes()
+
+
+@pytest.mark.slow
+@needs_mpi
+def test_mpiexec_3_ranks_pfc_and_completions_reach_rank_0(tmp_path):
+    """From three ranks the exchange is an ``Alltoallv`` of int64 buffers: the PFC records and the held
+    completions of every rank reach rank 0, and the outputs are those of one rank."""
+    one = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--mode", "packet", *map(str, INCAST), "--out",
+                          tmp_path / "one", "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert one.returncode == 0, one.stderr
+    three = _mpirun(3, "--mode", "packet", *INCAST, "--out", tmp_path / "three", "--no-progress")
+    assert three.returncode == 0, three.stderr
+    for name in ("fct.txt", "pfc.txt"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "three" / name).read_bytes(), name
+    s = json.loads((tmp_path / "three" / "summary.json").read_text())
+    assert s["ranks"] == 3 and s["pfc_pauses"] > 0 and s["complete"]
+    assert len((tmp_path / "one" / "fct.txt").read_text().splitlines()) == 8

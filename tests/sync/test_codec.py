@@ -6,12 +6,15 @@ import pickle
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from helpers import ROOT
 
+from pwormhole.accel.sampling import sample_of
 from pwormhole.engine.events import Lead
 from pwormhole.net.packet import T_ACK, T_DATA, T_PFC, new_packet
 from pwormhole.sync.codec import earliest, pack_events, unpack_events
+from pwormhole.sync.mpi import _common_sections, _decode, _event_sections, _to0_sections
 
 ROW = 20  # integers per packet event (codec.ROW, a C constant when compiled)
 PACKET_SOURCE = ROOT / "pwormhole" / "net" / "packet.py"
@@ -79,9 +82,9 @@ def test_every_field_of_the_model_is_checked():
 @pytest.mark.skipif(os.environ.get("PWORMHOLE_PURE", "") not in ("", "0"), reason="this is the pure run")
 def test_pure_codec_too():
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                          "every_field_and_key or nothing_to_send or earliest"],
+                          "every_field_and_key or nothing_to_send or earliest or mpi_wire"],
                          env={**os.environ, "PWORMHOLE_PURE": "1"}, capture_output=True, text=True)
-    assert out.returncode == 0 and "3 passed" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 0 and "4 passed" in out.stdout, out.stdout + out.stderr
 
 
 def test_nothing_to_send():
@@ -108,3 +111,49 @@ def test_earliest_of_what_is_sent():
     assert earliest(sent[2:3], 10**12, 10**12, MessageLead()) == (2_004_000, 7_004_000)
     assert earliest(sent[2:3], 3_000_000, 6_000_000, MessageLead()) == (2_004_000, 6_000_000)  # the heap's horizon
     assert earliest([], 5, 9, Lead()) == (5, 9)
+
+
+def test_mpi_wire_message_comes_back():
+    """A window's message between two ranks as int64 sections (``sync/mpi.py``): events bound for the
+    peer, the common part (minimum, horizon, counts, signal, flush flag, tracked completions, Wormhole's
+    report with its samples) and what only rank 0 gets (PFC records, held records and their lines)."""
+    nodes = [Node(i) for i in range(4)]
+    sent = _events(nodes)
+    sent[2] = (2_004_000, 7, 6, nodes[2], 12)  # a DAG message: its argument is an op id
+    samples = [(3, sample_of((2_000_000, 10**11, 4096, 1_999_000, 8192, -1, 0, 10**11))),
+               (9, sample_of((2_000_000, 5 * 10**10, 0, 0, 1048, 2_100_000, 2, 5 * 10**10)))]
+    mine = (2_000_500, 2_000_500, [(3, 1_500_000, 1_000)], 1, 2, ([3, 9], samples), 15, True)
+    fin = np.array([[3, 1_500_000, 1_000], [4, 1_600_000, 0]], dtype=np.int64)
+    ops = np.array([[11, 0, 5_000]], dtype=np.int64)
+    lines = "3 line\n4 line\n"  # 14 bytes: padded to two int64s
+    pfc = [(1_000, 7, 1, 2, 1), (2_000, 7, 1, 2, 0)]
+    ints = np.concatenate(_event_sections(pack_events(sent)) + _common_sections(mine)
+                          + _to0_sections(pfc, (fin, ops, lines)))
+    evs, to0, got = _decode(ints.copy(), sample_of)
+    assert got == mine and got[5][1][1][1].una_ps == 0 and got[5][1][0][1].una_bytes == 4096
+    assert to0[0] == pfc and to0[1][2] == lines
+    assert to0[1][0].tolist() == fin.tolist() and to0[1][1].tolist() == ops.tolist()
+    assert evs[2] == [(2_004_000, 7, 6, 2, 12)]
+    heap = Heap()
+    unpack_events(evs[0], evs[1], [], nodes, heap)
+    got_pkts = {ev[1]: ev for ev in heap.events}
+    assert sorted(got_pkts) == [99, 100, 101]
+    for t, key, kind, target, arg in sent:
+        if key in got_pkts:
+            assert got_pkts[key][:4] == (t, key, kind, target)
+            assert all(getattr(got_pkts[key][4], f) == getattr(arg, f) for f in FIELDS)
+            assert type(got_pkts[key][0]) is int and type(got_pkts[key][4].seq) is int  # not numpy's int64
+    assert type(got_pkts[99][4].int_hops[0][0]) is int
+    # nothing to send, no report, and not a hand-on window: rank 0's part has no batch
+    ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, None, 0, False))
+                          + _to0_sections([], None))
+    assert _decode(ints, sample_of) == (None, ([], None), (5, 6, [], 0, 0, None, 0, False))
+    ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, ([], None), 0, False)))
+    assert _decode(ints, sample_of) == (None, None, (5, 6, [], 0, 0, ([], None), 0, False))
+    # a report with a third part: two lists of integer pairs (carried ring steps' starts, receipts)
+    rep = ([7], None, ([(7, 3_000_000), (8, 3_100_000)], [(5, 2_900_000)]))
+    ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, rep, 0, False)))
+    assert _decode(ints, sample_of)[2][5] == rep
+    rep = ([], samples, ([], []))
+    ints = np.concatenate(_event_sections(None) + _common_sections((5, 6, [], 0, 0, rep, 0, False)))
+    assert _decode(ints, sample_of)[2][5] == rep
