@@ -63,6 +63,12 @@ HANDED_OVER_WARNING = ("{} of {} servers ran their NVLink flows as packets, the 
                        "collective's flows there would not share the NVSwitch ports max-min (as when its members "
                        "start apart); exact, but Wormhole skips none of those packets ({} NVLink flows)")
 
+PFC_STARVED_FRACTION = 0.25
+PFC_STARVED_WARNING = ("{} switches keep under a quarter of their buffer shared: switch {} holds {:.1f} MB of PFC "
+                       "headroom and reserve for its {} ports of its {:.0f} MB (3 x rate x delay a port, as HPCC's "
+                       "third.cc); their ports pause their peers at short queues (at every packet with nothing left); "
+                       "for a deeper buffer set BUFFER_SIZE {} or more in a --config file")
+
 CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while {} or more flows left their NIC; there the packet "
                        "run's own per-flow FCTs move far under changes that should not matter (on the per-layer "
                        "GPT-7B iteration, 82% at p99 for a 1% change of HPCC's additive step: bench/RESULTS.md, "
@@ -202,6 +208,12 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
         sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
         standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
         nvlink = sim.net.nvlink_flags()  # (the routes before any link failure)
+        starved = sim.net.pfc_starved(PFC_STARVED_FRACTION)
+        if starved and rank0:
+            node, ports, held, buf = starved[0]
+            text = PFC_STARVED_WARNING.format(len(starved), node, held / 2**20, ports, buf / 2**20,
+                                              -(-(held + buf) // 2**20))
+            print(f"pwormhole: warning: {text}", file=sys.stderr)
         show = progress if rank0 else False
         sample_ps = accel.sample_ps if accel is not None else 0  # (--sample; 0: the window)
         sampled = sample_ps > 0

@@ -412,6 +412,18 @@ class Network:
         return [f.flow_id not in self.no_path and nodes[f.src].pick_port(f.dst, nodes[f.src].flow_hash[f.flow_id])
                 .peer.node_id in nvs for f in self.flows]
 
+    def pfc_starved(self, fraction: float) -> list[tuple[int, int, int, int]]:
+        """Switches (not NVSwitches) whose PFC headroom and reserve leave less than ``fraction`` of
+        their buffer shared (``SwitchMmu``: a port pauses its peer once its queue passes a share
+        of what is left, so with nothing left it pauses at almost every packet): ``(node id, ports,
+        headroom and reserve bytes, buffer bytes)``, fullest first."""
+        if not self.cfg.enable_pfc:
+            return []
+        out = [(nd.node_id, len(nd.ports), nd.total_hdrm + nd.total_rsrv, nd.buffer_bytes) for nd in self.nodes
+               if nd.is_switch and nd.node_id not in self.topo.nvswitches
+               and nd.buffer_bytes - nd.total_hdrm - nd.total_rsrv < fraction * nd.buffer_bytes]
+        return sorted(out, key=lambda s: (s[3] - s[2], s[0]))
+
     def sender_qp(self, fid: int):
         """Flow ``fid``'s queue pair at its source (a :class:`~pwormhole.net.host.SendQP`), None when it
         is not sending there (not started, finished, or carried by a flow model)."""

@@ -172,3 +172,17 @@ def test_ecmp_index_is_the_big_integer_formula():
     for h, s, n in cases:
         assert ecmp_index(h, s, n) == (((h ^ s) * ECMP_MIX) >> 40) % n, (h, s, n)
     assert ecmp_index(0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321, 5) == 0
+
+
+def test_switches_whose_pfc_headroom_leaves_little_shared_buffer_are_named():
+    """A 100 Gb/s port with 1 us of cable holds 3 x rate x delay = 37,500 bytes of PFC headroom
+    (HPCC's third.cc) and 4 KB of reserve: a 64-port star keeps 2,662,144 bytes, so with a 3 MB
+    buffer it keeps under a quarter shared (named), with 32 MB it does not; without PFC nothing
+    is named."""
+    scn = Scenario("t", star_topo(64), flows_of([(0, 1, 1000, 0)]), config(buffer_size_bytes=3 * 2**20))
+    net = Run(scn).net
+    assert net.pfc_starved(0.25) == [(64, 64, 64 * (37_500 + 4096), 3 * 2**20)]
+    assert Run(Scenario("t", star_topo(64), flows_of([(0, 1, 1000, 0)]), config())).net.pfc_starved(0.25) == []
+    scn = Scenario("t", star_topo(64), flows_of([(0, 1, 1000, 0)]),
+                   config(buffer_size_bytes=3 * 2**20, enable_pfc=False))
+    assert Run(scn).net.pfc_starved(0.25) == []
