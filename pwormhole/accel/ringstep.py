@@ -271,6 +271,21 @@ class RingSteps:
             src.open_qp(fid, t, c.start_ps, done, t + c.start_ps % self.window_ps)
         self.handed_back += 1
 
+    def settle(self, t: int, local) -> None:
+        """A run stopped at ``t`` with flows carried: those whose last byte had not arrived count the
+        bytes their template had delivered by then as sent and delivered (their sources counted
+        them all at the start), where they are ``local``."""
+        for fid in sorted(self.carried):
+            c = self.carried[fid]
+            if t >= c.start_ps + c.template.rx_ps:
+                continue
+            flow = self.flows[fid]
+            part = flow.size_bytes * max(0, t - c.start_ps) // c.template.rx_ps // self.mtu * self.mtu
+            if flow.src in local:
+                self.nodes[flow.src].model_sent(part - flow.size_bytes)
+            if flow.dst in local:
+                self.nodes[flow.dst].model_delivered(fid, part, t, False)
+
     def stats(self) -> dict:
         return {"ring_steps_carried": self.carried_flows, "ring_steps_handed_back": self.handed_back,
                 "ring_steps_bytes": self.carried_bytes, "ring_steps_on": self.on}

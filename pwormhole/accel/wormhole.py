@@ -506,7 +506,7 @@ class Wormhole:
     # -- end of run ----------------------------------------------------------------------
     def settle(self, t: int) -> None:
         """For a run that stops at boundary ``t`` with flows unfinished: wake every frozen
-        group and count the bytes of rate-level NVLink flows sent by ``t``."""
+        group and count the bytes of rate-level NVLink flows and carried ring steps sent by ``t``."""
         for gid in sorted(self.groups):
             g = self.groups[gid]
             if g.frozen is not None:
@@ -514,6 +514,7 @@ class Wormhole:
         for dom in self.fluid_domains.values():
             if dom.nvs.node_id in self.heap_of:
                 dom.settle(t)
+        self.rings.settle(t, self.heap_of)
 
     def quiet_until_ps(self) -> int:
         """The first boundary this hook must see if no flow starts or ends before it (wakes aside)."""

@@ -199,3 +199,15 @@ def test_carried_steps_and_their_hand_back_are_the_same_at_1_2_and_3_ranks(tmp_p
                         s["bytes_sent"], s["bytes_delivered"], s["events"]])
     assert answers[0][1:5] == [8, 4, (RING * STEPS + 1) * STEP_BYTES, (RING * STEPS + 1) * STEP_BYTES]
     assert answers[0] == answers[1] == answers[2]
+
+
+def test_a_run_stopped_while_steps_are_carried_counts_what_they_delivered():
+    """Stopped at 1,100 us, in the 6th step (carried): bytes sent and delivered are what the
+    packet run had within 1% (the carried steps count what their template delivered by then)."""
+    ref = Run(one_ring(STEPS), accel=None).run(1_100 * US)
+    on = Run(one_ring(STEPS), accel=AccelConfig(), memo=MemoCache("t")).run(1_100 * US)
+    assert on.accel.stats()["ring_steps_carried"] == 8
+    c, r = on.counters(), ref.counters()
+    assert c["bytes_sent"] >= c["bytes_delivered"]
+    assert abs(c["bytes_delivered"] - r["bytes_delivered"]) < 0.01 * r["bytes_delivered"]
+    assert abs(c["bytes_sent"] - r["bytes_sent"]) < 0.01 * r["bytes_sent"]
