@@ -67,7 +67,7 @@ PFC_STARVED_FRACTION = 0.25
 PFC_STARVED_WARNING = ("{} switches keep under a quarter of their buffer shared: switch {} holds {:.1f} MB of PFC "
                        "headroom and reserve for its {} ports of its {:.0f} MB (3 x rate x delay a port, as HPCC's "
                        "third.cc); their ports pause their peers at short queues (at every packet with nothing left); "
-                       "for a deeper buffer set BUFFER_SIZE {} or more in a --config file")
+                       "set BUFFER_SIZE {} or more in a --config file for a quarter of it shared")
 
 CROWDED_NIC_WARNING = ("HPCC: {} flows were fast-forwarded while {} or more flows left their NIC; there the packet "
                        "run's own per-flow FCTs move far under changes that should not matter (on the per-layer "
@@ -211,8 +211,8 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
         starved = sim.net.pfc_starved(PFC_STARVED_FRACTION)
         if starved and rank0:
             node, ports, held, buf = starved[0]
-            text = PFC_STARVED_WARNING.format(len(starved), node, held / 2**20, ports, buf / 2**20,
-                                              -(-(held + buf) // 2**20))
+            enough = -(-int(held / (1 - PFC_STARVED_FRACTION)) // 2**20) + 1  # (a quarter shared, in whole MB)
+            text = PFC_STARVED_WARNING.format(len(starved), node, held / 2**20, ports, buf / 2**20, enough)
             print(f"pwormhole: warning: {text}", file=sys.stderr)
         show = progress if rank0 else False
         sample_ps = accel.sample_ps if accel is not None else 0  # (--sample; 0: the window)

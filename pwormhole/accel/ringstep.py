@@ -137,6 +137,7 @@ class RingSteps:
         tpl = self.templates.get(self.route(fid))
         flow = self.flows[fid]
         if tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
+            self.routes.pop(fid, None)  # (a QP from here on)
             host.open_qp(fid, t, t, 0)
             return
         self.started.append((fid, t))
@@ -195,6 +196,7 @@ class RingSteps:
 
     def _release(self, fid: int) -> Carried:
         c = self.carried.pop(fid)
+        self.routes.pop(fid, None)
         for p in c.ports:
             on = self.on_port[p]
             on.discard(fid)
@@ -245,20 +247,29 @@ class RingSteps:
         """A flow that is not a ring member started on ``ports``: the carried flows crossing them go
         back to packets at boundary ``t`` (returned, their ids), but those whose last byte has
         arrived (only their last ACK is left to come)."""
-        carried = self.carried
-        hit = sorted({f for p in ports for f in self.on_port.get(p, ())
-                      if t < carried[f].start_ps + carried[f].template.rx_ps})
+        hit = sorted({f for p in ports for f in self.on_port.get(p, ()) if self.undelivered(f, t)})
         for fid in hit:
             self.hand_back(fid, t, local)
         return hit
+
+    def undelivered(self, fid: int, t: int) -> bool:
+        """Whether carried flow ``fid``'s last byte is still to arrive at ``t``."""
+        c = self.carried[fid]
+        return t < c.start_ps + c.template.rx_ps
+
+    def rerouted(self) -> None:
+        """A link failed: no template holds on the new routes, and the routes change."""
+        self.templates.clear()
+        self.last.clear()
+        self.routes.clear()
 
     def hand_back(self, fid: int, t: int, local) -> None:
         """Carried flow ``fid`` goes on as packets from boundary ``t`` (its source and destination
         changed where they are ``local``). It sends from ``t`` plus its start's offset in its
         window: flows handed back at one boundary keep their phases (started at one instant, HPCC
         flows cut each other to the minimum rate: 5% on their FCTs in the two-ring test)."""
-        c = self._release(fid)
         self.templates.pop(self.route(fid), None)
+        c = self._release(fid)
         flow = self.flows[fid]
         mtu = self.mtu
         elapsed = max(0, t - c.start_ps)

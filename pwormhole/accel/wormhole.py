@@ -105,7 +105,8 @@ class Wormhole:
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
         self.heaps_changed = False  # a group woke or froze here (MPI then gathers the minimum and horizon again)
         self.check_from_ps = 0  # no group is due for sampling before this (0: unknown, look at them all)
-        self.on_carried: Callable[[dict, int, int], None] | None = None  # monitors' hook: port->bytes, t0_ps, d_ps
+        # monitors' hook: port -> bytes, t0_ps, d_ps, whether the ports' byte counters moved by them
+        self.on_carried: Callable[..., None] | None = None
         self.heap_of = {nd.node_id: lp.heap for lp in lps for nd in lp.nodes}  # the local node ids
         # NVLink flows: by rates (fluid_fids, replicated) or, without end-to-end CC, packet by
         # packet outside the conflict groups (no CC state to fast-forward or replay)
@@ -251,10 +252,10 @@ class Wormhole:
                 self.table.remove(fid, t)
             elif fid in self.rings.carried:
                 self.rings.finished(fid, t_fin)
-            if rings:
-                self.rings.received_ps.pop(fid, None)
             elif active:
                 active.discard(fid)
+            if rings:
+                self.rings.received_ps.pop(fid, None)
 
     def reroute(self, t: int, apply) -> None:
         """A link failure at boundary ``t``: every frozen group wakes, ``apply()`` fails the
@@ -265,14 +266,17 @@ class Wormhole:
             if g.frozen is not None:
                 self.wakes_interrupted += 1
                 self._wake(g, t)
-        self.successors.rerouted(self.flows)  # no state of the old routes is handed on
-        for fid in sorted(self.rings.carried):  # nor a template
-            self.rings.hand_back(fid, t, self.heap_of)
-        self.rings.templates.clear()
-        self.rings.last.clear()
+        self.successors.rerouted(self.flows)  # no state of the old routes is handed on, nor a template
+        self.rings.rerouted()
         for fs in self.flows.values():
             fs.ring = False
         apply()
+        # carried flows go on as packets on their new routes (but those whose last byte arrived: only
+        # their last ACK is left), into the table now, so rerouted below
+        handed = [fid for fid in sorted(self.rings.carried) if self.rings.undelivered(fid, t)]
+        for fid in handed:
+            self.rings.hand_back(fid, t, self.heap_of)
+        self._handed_back(handed, t)
         net = self.net
         no_path = net.no_path
         nvs = net.topo.nvswitches
@@ -454,12 +458,14 @@ class Wormhole:
     def _handed_back(self, fids: list, t: int) -> None:
         """Carried flows handed back to packets at ``t`` join the flow table now: a flow starting
         beside them meets them in its group (it would otherwise take a successor's state alone)."""
+        if fids:
+            self.heaps_changed = True  # (their QPs' first events)
         for fid in fids:
             self._flow_started(fid, t)
 
     def _ring_carried(self, moved: dict, t0_ps: int, d_ps: int) -> None:
         if self.on_carried is not None:
-            self.on_carried(moved, t0_ps, d_ps)
+            self.on_carried(moved, t0_ps, d_ps, False)  # (not on the ports' byte counters)
 
     def _cut_ring(self, g: Group) -> None:
         """A flow joined frozen group ``g``: its ring members' steps are no templates."""

@@ -69,9 +69,15 @@ and no layer all-reduces its gradients. Two lines wrap each transformer layer::
 so every micro-batch gathers a layer's parameters before its forward compute (blocking) and again
 before its backward (the backward runs the list in reverse: ``zero_regather`` first), and the last
 micro-batch reduce-scatters the layer's gradients after its weight gradients (not blocking, so it
-overlaps the rest of the backward pass), as FSDP runs under ``no_sync`` and DeepSpeed with
-``reduce_scatter`` and gradient accumulation. No prefetch: a gather starts when the compute before
-it ended. Dense models only.
+overlaps the rest of the backward pass). That is FSDP with ``no_sync`` over the accumulation
+steps; FSDP without it, and DeepSpeed ZeRO-3 (which refuses ``no_sync``), reduce-scatter every
+micro-batch, so with ``ga > 1`` this schedule sends fewer gradient bytes than they do. Not
+modelled: prefetch (a gather starts when the compute before it ended; FSDP's backward prefetch
+and DeepSpeed's ``stage3_prefetch_bucket_size`` are on by default), the embedding and head
+parameters, parameters DeepSpeed keeps whole (``stage3_param_persistence_threshold``). As for
+every schedule here, the micro-batches' forward passes all run before their backward passes
+(``training.py``). With pp > 1 each stage shards and gathers its own layers over its DP group
+(FSDP with pipeline parallelism; DeepSpeed's pipeline engine refuses stage 3). Dense models only.
 
 Megatron's tensor-parallel pattern (one all-reduce per block forward, one
 backward), gradient all-reduce over DP once per iteration (it is put on the
