@@ -10,14 +10,14 @@ the same size on that route is then carried by this model, with no QP and no pac
 meets what its template met: only ring members (flows handed over so, or carried) cross its ports,
 and no flow's data crosses its data ports but its predecessor's on its route, near that one's end
 (another ring on the same route halves its rate, as a ZeRO-3 reduce-scatter beside a re-gather
-does). Its last byte
-reaches the destination and its last ACK the source at the template's offsets from its start,
-where the DAG's next step starts as it would after packets. Its bytes count on its ports at the
-end (for the monitors).
+does). Its last byte reaches the destination and its last ACK the source at the template's offsets
+from its start, where the DAG's next step starts as it would after packets. Its bytes reach the
+link monitors at its end, not the ports' byte counters (HPCC's INT txBytes).
 
 A flow that starts on a carried flow's ports and is not a ring member hands the carried flow back
-to packets at the next boundary: its QP opens there with the bytes the template had acknowledged
-by then, its FCT counted from its own start (as the NVLink rate model hands over).
+to packets at the next boundary, unless its last byte has arrived: its QP opens there with the
+bytes the template had acknowledged by then, its FCT counted from its own start (as the NVLink rate
+model hands over). A link failure hands back the same way every carried flow still to deliver.
 
 Same answer on any LP or rank count: the decision at a start reads only what the last boundary
 left (templates, the flow table); the source logs the start (its LP's flow-start log, so the
