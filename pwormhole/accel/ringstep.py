@@ -134,7 +134,7 @@ class RingSteps:
     def start(self, host, fid: int, t: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host``: carried when its route has a template of its
         size and it meets what the template met (:attr:`fits`), else by a QP."""
-        tpl = self.templates.get(self.route(fid))
+        tpl = self.templates.get(self.route(fid)) if self.templates else None  # (no route looked up before any)
         flow = self.flows[fid]
         if tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
             self.routes.pop(fid, None)  # (a QP from here on)

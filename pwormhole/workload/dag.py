@@ -157,18 +157,7 @@ class Dag:
         sport = self._sport.get(src, 10000)
         self._sport[src] = sport + 1
         self.flows.append(Flow(fid, src, dst, self.pg, self.dport, int(size_bytes), TRIGGERED, sport))
-        op = len(self.kind)  # (_add, inlined: a training DAG adds flows by the hundred thousand)
-        deps = [d for d in deps if d is not None]
-        for d in deps:
-            if not 0 <= d < op:
-                raise ValueError(f"op {op}: dependency {d} is not an earlier op")
-        self.kind.append(OP_FLOW)
-        self.host.append(src)
-        self.arg.append(fid)
-        self.deps.append(deps)
-        self.not_before_ps.append(not_before_ps)
-        self.label.append(label)
-        self.iteration_of.append(self.iteration)
+        op = self._add(OP_FLOW, src, fid, deps, label, not_before_ps)
         self.flow_op.append(op)
         return op
 
