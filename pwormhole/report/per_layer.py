@@ -72,8 +72,11 @@ class _Run:
         """``(collective, ps)``: what the idle span ``[lo, hi)`` of ``host``'s compute stream, ended by
         an op waiting on ``deps``, waited for. The dependency that ended last (the latest, then the highest
         op id) is followed: through marks of no collective; to a collective, which gets the span from
-        its start on the host (the whole span when the host only receives in it), the rest going to
-        what released the host's first op in it; a compute op or nothing ends the walk."""
+        its start on the host (the whole span when the host only receives in it, or starts in it only
+        at the span's end or after), the rest going to what released the host's first op in it; a
+        compute op or nothing ends the walk. Each step charges the span's end back to a start before
+        it, so the walk ends (a dependency in the same collective that ended later, as a step whose
+        ACK came back after the host's next step started, is charged no second time)."""
         dag, out = self.dag, []
         while hi > lo:
             best, best_end = -1, -1
@@ -90,7 +93,7 @@ class _Run:
                 deps = dag.deps[best]
                 continue
             first = self.first_on[ci].get(host)
-            if first is None:
+            if first is None or first[0] >= hi:
                 out.append((ci, hi - lo))
                 break
             seg = max(lo, first[0])

@@ -6,9 +6,11 @@ and returns the per-member ``OP_MARK`` ops that end when that member is done.
 * Ring all-reduce of S bytes on N members (NCCL's ring algorithm): a
   reduce-scatter then an all-gather, ``2(N-1)`` steps; in every step each
   member sends ``ceil(S/N)`` bytes to its successor. A member starts step
-  ``k+1`` when it has received step ``k`` from its predecessor (and, for
-  step 0, when its own dependencies are met). Per member: ``2(N-1) ceil(S/N)``
-  bytes sent.
+  ``k+1`` when it has received step ``k`` from its predecessor and its own
+  dependencies are met: a GPU takes part in no step before it has entered the
+  collective (NCCL runs it as a kernel on each member's stream), so a member
+  that enters late holds the ring up, and its steps go in order. Per member:
+  ``2(N-1) ceil(S/N)`` bytes sent.
 * Ring all-gather and reduce-scatter of S bytes (the full buffer): ``N-1``
   steps of ``ceil(S/N)`` bytes.
 * All-to-all of S bytes per member: ``ceil(S/N)`` bytes to each other member,
@@ -106,7 +108,7 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
             cur = [0] * n
             label = f"{name}.s{k}"
             for i, h in enumerate(hosts):
-                dep = start[i] if k == 0 else [prev[(i - 1) % n]]
+                dep = start[i] if k == 0 else [prev[(i - 1) % n], *start[i]]
                 cur[i] = dag.flow(h, hosts[(i + 1) % n], chunk, dep, label)
             prev = cur
         done = [dag.mark(h, [prev[(i - 1) % n], prev[i]], f"{name}.done") for i, h in enumerate(hosts)]

@@ -2,12 +2,16 @@
 stage and layer line, in microseconds, on runs whose times are known by hand."""
 
 import csv
+import signal
 
+import pytest
 from helpers import ROOT
 
 from pwormhole.commands.cli import main
+from pwormhole.report.per_layer import _Run
 from pwormhole.scenario import topology_from_arg, training_scenario
 from pwormhole.simulate import simulate
+from pwormhole.workload.dag import Collective, Dag
 from pwormhole.workload.simai import read_simai_workload
 
 # 4 GPUs, TP 2 inside each 2-GPU server, DP 2 across the servers (200 Gbps NICs): layer a's forward
@@ -96,3 +100,25 @@ def test_no_per_layer_csv_without_layers(tmp_path):
     assert main(["run", "--workload", str(chakra / "all_reduce_8npus_1MB"), "--topology",
                  str(chakra / "8_nodes_1_switch_topology.txt"), "--out", str(out), "--no-progress"]) == 0
     assert (out / "collectives.csv").exists() and not (out / "per_layer.csv").exists()
+
+
+def test_a_wait_on_a_step_acknowledged_after_the_next_step_started_ends():
+    """GPU 0 waits in [10, 400) ns for a flow of a collective (its last byte arrived at 400 ns, its ACK
+    at 500 ns); GPU 0's own first flow in that collective started at 400 ns, released by that same
+    flow. The walk charges the whole span to the collective once and ends (it went round from the
+    collective to itself before, forever, growing its list until the process ran out of memory)."""
+    dag = Dag()
+    compute = dag.compute(0, 10)
+    received = dag.flow(1, 0, 1000)
+    sent = dag.flow(0, 1, 1000, [received])
+    done = dag.mark(0, [received, sent])
+    dag.collectives.append(Collective("c", "allreduce", [0, 1], 1000, [done], received, done + 1))
+    dag.compute(0, 10, [received])
+    op_times = {compute: (0, 10), done: (500, 900)}
+    walk = _Run(dag, op_times, {0: 0, 1: 400}, {0: 500, 1: 900})
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the walk did not end"))
+    signal.alarm(10)
+    try:
+        assert walk.waits(0, [received], 10, 400) == [(0, 390)]
+    finally:
+        signal.alarm(0)

@@ -51,7 +51,9 @@ def test_ring_collective_time_matches_formula(kind, steps):
 
 
 def test_ring_step_waits_for_predecessor():
-    """Step k+1 of member i starts when member i has received step k from member i-1."""
+    """Step k+1 of member i starts when member i has received step k from member i-1 and has entered
+    the collective itself (NCCL runs it as a kernel on each member's stream): a late member sends
+    nothing, not even what it has already received, before it enters."""
     dag = Dag()
     # member 0 is late: it computes 50 us first, so everything downstream of it waits
     c = dag.compute(0, 50 * US)
@@ -65,12 +67,16 @@ def test_ring_step_waits_for_predecessor():
                 continue
             prev = dag.flows[dag.arg[d]]
             assert prev.dst == f.src
-            # started when the last byte arrived: before its ACK got back, by about the 2-link return path
-            assert r.finish_ps[dag.arg[d]] - 3 * US <= r.start_ps[fid] <= r.finish_ps[dag.arg[d]]
+            # started when the last byte arrived (before its ACK got back, by about the 2-link return
+            # path), or when its member entered (member 0, at 50 us)
+            entered_ps = 50 * US if f.src == 0 else 0
+            assert r.finish_ps[dag.arg[d]] - 3 * US <= r.start_ps[fid] <= max(r.finish_ps[dag.arg[d]], entered_ps)
     assert r.start_ps[0] == 50 * US  # member 0's first send waits for its compute
     assert r.start_ps[1] == 0 and r.start_ps[2] == 0  # the others start at once
     # member 1's second step forwards what member 0 sent: it cannot start before 50 us
     assert r.start_ps[4] > 50 * US
+    # member 0's second step forwards member 2's step 0 (arrived at ~11 us) only once it has entered
+    assert r.start_ps[3] == 50 * US
 
 
 def test_alltoall_and_p2p_times():
