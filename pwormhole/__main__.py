@@ -1,5 +1,3 @@
-import sys
+from .commands.cli import entry
 
-from .commands.cli import main
-
-sys.exit(main())
+entry()

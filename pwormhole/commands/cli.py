@@ -12,6 +12,7 @@ load numpy, are built only for them).
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import os
 import subprocess
@@ -476,5 +477,21 @@ def main(argv: list[str] | None = None) -> int:
         return 143
 
 
+def entry() -> None:
+    """The console script and ``python -m pwormhole``: :func:`main`, then the exit handlers, and the
+    process ends without freeing its objects one by one (about 0.1 s of CPU after a default run).
+    Under MPI the interpreter exits as usual (MPI finalizes after the exit handlers)."""
+    code = main()
+    if "mpi4py" in sys.modules:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: what it took is all it gets
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
