@@ -279,7 +279,7 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
                                  "all there")
         elif report:
             try:
-                write_report(out_dir, scn.topology)
+                write_report(out_dir, scn.topology, writer.fcts())
             except OutputError as e:
                 writer.errors.append(str(e))
         if not quiet:

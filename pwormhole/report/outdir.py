@@ -230,9 +230,10 @@ def check_summary(summary: dict, path: str) -> None:
 _RUN_FILES = ("collectives.csv", "timeline.csv", "per_layer.csv", "trace.json", "link_util.csv", RECORD_NAME)
 
 
-def read_run(folder: str) -> RunFiles:
-    """The outputs of the run in ``folder`` (its ``summary.json`` must be there). InputError when a file
-    of a run is there that the summary does not list as its output (left by another run)."""
+def read_run(folder: str, fcts: Fcts | None = None) -> RunFiles:
+    """The outputs of the run in ``folder`` (its ``summary.json`` must be there; ``fcts``: its FCT file's
+    columns when the caller holds them, as the run that wrote them does). InputError when a file of a
+    run is there that the summary does not list as its output (left by another run)."""
     path = os.path.join(folder, "summary.json")
     summary = read_json(path)
     check_summary(summary, path)
@@ -246,17 +247,21 @@ def read_run(folder: str) -> RunFiles:
                              "it, or run again into an empty folder", os.path.join(folder, n))
     fct_name = files.get("fct_file") or "fct.txt"
     pfc_name = files.get("pfc_file") or "pfc.txt"
-    return RunFiles(folder, summary, _optional(os.path.join(folder, fct_name), read_fcts),
+    fct_path = os.path.join(folder, fct_name)
+    if fcts is None or not os.path.isfile(fct_path):
+        fcts = _optional(fct_path, read_fcts)
+    return RunFiles(folder, summary, fcts,
                     _optional(os.path.join(folder, pfc_name), read_pfc),
                     _optional(os.path.join(folder, "collectives.csv"), read_csv),
                     _optional(os.path.join(folder, "timeline.csv"), read_csv))
 
 
-def read_out_dir(path: str) -> OutDir:
-    """What ``path`` holds (InputError when it is no output folder of pwormhole)."""
+def read_out_dir(path: str, fcts: Fcts | None = None) -> OutDir:
+    """What ``path`` holds (InputError when it is no output folder of pwormhole; ``fcts``: the columns of
+    the FCT file of a run in ``path`` itself, held by the caller)."""
     if not os.path.isdir(path):
         raise InputError(f"output folder {path!r} does not exist")
-    run = next((read_run(os.path.normpath(os.path.join(path, d))) for d in RUN_FOLDERS
+    run = next((read_run(os.path.normpath(os.path.join(path, d)), fcts if d == "." else None) for d in RUN_FOLDERS
                 if os.path.isfile(os.path.join(path, d, "summary.json"))), None)
     compare = compare_runs = None
     if os.path.isfile(os.path.join(path, "compare.json")):

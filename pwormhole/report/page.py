@@ -29,7 +29,7 @@ from ..topology.model import Topology
 from ..units import format_time
 from . import analysis, charts, monitor_read
 from .compare import fct_errors, read_fct
-from .outdir import OutDir, RunFiles, nvlink_mask, read_out_dir
+from .outdir import Fcts, OutDir, RunFiles, nvlink_mask, read_out_dir
 from .summary import approx
 
 SECTIONS = (("run", "Run"), ("fct", "Flow completion times"), ("training", "Training"), ("network", "Network"),
@@ -396,10 +396,11 @@ def render(d: OutDir, topology: Topology | None = None) -> str:
             f"<nav>{nav}</nav></header><main>{body}</main></body></html>\n")
 
 
-def write_report(out_dir: str, topology: Topology | None = None) -> str:
+def write_report(out_dir: str, topology: Topology | None = None, fcts: Fcts | None = None) -> str:
     """Write ``report.html`` of ``out_dir`` (InputError when it is no output folder; ``topology``: its
-    run's, to name nodes by role); returns its path."""
-    d = read_out_dir(out_dir)
+    run's, to name nodes by role; ``fcts``: the columns of its FCT file, from the run that wrote it, which
+    then is not read back); returns its path."""
+    d = read_out_dir(out_dir, fcts)
     path = os.path.join(out_dir, REPORT_NAME)
     write_text(path, render(d, topology))
     return path

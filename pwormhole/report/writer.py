@@ -29,6 +29,7 @@ from ..outfiles import (
 )
 from ..sync.interrupt import deferred_signals
 from .fct import IncrementalFile, fct_line, pfc_line
+from .outdir import Fcts
 from .per_layer import PER_LAYER_NAME, write_per_layer_csv
 from .summary import write_json_atomic
 from .trace import TRACE_NAME
@@ -162,6 +163,7 @@ class RunWriter:
             self.pfc_file = IncrementalFile(os.path.join(out_dir, scn.config.pfc_output_name))
         self.fids: list[int] = []  # the flows of fcts_ns and slowdowns, in their order
         self.fcts_ns: list[int] = []
+        self.starts_ns: list[int] = []  # (fct.txt's start column)
         self.slowdowns: list[float] = []
         self.errors: list[str] = []
         self.lock = threading.Lock()
@@ -186,16 +188,28 @@ class RunWriter:
                 alone = self._standalone_rows[done[:, 0]]
                 self.fids.extend(done[:, 0].tolist())
                 self.fcts_ns.extend(fct_ns.tolist())
+                self.starts_ns.extend((done[:, 2] // 1000).tolist())
                 self.slowdowns.extend(np.where(alone > 0, fct_ns / np.maximum(alone, 1), 1.0).tolist())
             else:
                 for fid, t_fin, t_start in done:
                     fct_ns = (t_fin - t_start + 500) // 1000
                     self.fids.append(fid)
                     self.fcts_ns.append(fct_ns)
+                    self.starts_ns.append(t_start // 1000)
                     self.slowdowns.append(fct_ns / standalone[fid] if standalone[fid] else 1.0)
             if self.fct_file:
                 with self.lock:
                     self.fct_file.write_lines(lines)
+
+    def fcts(self) -> Fcts:
+        """The columns of the ``fct.txt`` written so far, as :func:`~.outdir.read_fcts` reads them back."""
+        fids = np.asarray(self.fids, dtype=np.int64)
+        flows = self.scn.flows
+        size, src, dst = (np.fromiter((getattr(flows[f], name) for f in self.fids), np.int64, len(self.fids))
+                          for name in ("size_bytes", "src", "dst"))
+        standalone = np.asarray(self.standalone_ns, dtype=np.int64)[fids] if len(fids) else np.zeros(0, np.int64)
+        return Fcts(size, np.asarray(self.starts_ns, dtype=np.int64), np.asarray(self.fcts_ns, dtype=np.int64),
+                    standalone, src, dst)
 
     def on_pfc(self, recs) -> None:
         if self.pfc_file:

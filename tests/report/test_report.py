@@ -8,6 +8,7 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,12 +17,14 @@ from helpers import ROOT
 from pwormhole import run as run_mod
 from pwormhole.commands import cli as cli_mod
 from pwormhole.commands import scale
+from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.report import analysis
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
 from pwormhole.report.outdir import Fcts, Pfc, read_fcts
 from pwormhole.report.page import SECTIONS
 from pwormhole.report.summary import readable
+from pwormhole.report.writer import RunWriter
 from pwormhole.scenario import Scenario
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import Flow
@@ -146,10 +149,27 @@ def test_report_of_a_flow_run_has_every_section_and_fetches_nothing(tmp_path):
     assert pauses > 0
     per_node = [int(x) for x in _table_after(text, "pause frames received")]
     assert sum(per_node) == pauses
-    # the report command writes the same page again from the files
+    # the report command writes the same page again from the files (the run drew it from the FCT
+    # columns it held)
+    written = (out / "report.html").read_bytes()
     (out / "report.html").unlink()
     r = cli("report", out)
-    assert r.returncode == 0 and page_facts(out / "report.html").sections == SECTION_IDS
+    assert r.returncode == 0 and (out / "report.html").read_bytes() == written
+
+
+def test_the_run_holds_the_fct_columns_it_writes(tmp_path):
+    """The FCT columns a run holds (its report.html is drawn from them) are those its fct.txt reads
+    back, for completions of this process (tuples) and of other ranks (int64 rows), node 300 too."""
+    flows = [Flow(0, 1, 2, 3, 100, 1000, -1, 10000), Flow(1, 300, 2, 3, 100, 2500, -1, 10001),
+             Flow(2, 2, 1, 3, 100, 7, -1, 10002)]
+    writer = RunWriter(SimpleNamespace(flows=flows, config=ModelConfig()), str(tmp_path), [900, 2000, 5], True)
+    writer.on_flows([(1, 9_876_543, 1_234_567)])
+    writer.on_flows(np.array([[0, 5_000_499, 2_000], [2, 70_000, 69_999]], dtype=np.int64))
+    writer.commit()
+    held, read = writer.fcts(), read_fcts(str(tmp_path / "fct.txt"))
+    assert [a.tolist() for a in held] == [a.tolist() for a in read]
+    assert held.start_ns.tolist() == [1234, 2, 69] and held.fct_ns.tolist() == [8642, 4998, 0]
+    assert held.src.tolist() == [300, 1, 2]
 
 
 def _table_after(text: str, header: str) -> list[str]:
