@@ -480,14 +480,22 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> None:
     """The console script and ``python -m pwormhole``: :func:`main`, then the exit handlers, and the
     process ends without freeing its objects one by one (about 0.1 s of CPU after a default run).
-    Under MPI the interpreter exits as usual (MPI finalizes after the exit handlers)."""
+    The interpreter exits as usual under MPI (MPI finalizes after the exit handlers) and while a
+    thread other than a daemon still runs (it is waited for)."""
+    import signal
+    import threading
+
     code = main()
-    if "mpi4py" in sys.modules:
+    if "mpi4py" in sys.modules or any(t.is_alive() and not t.daemon for t in threading.enumerate()
+                                      if t is not threading.main_thread()):
         sys.exit(code)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # a signal now ends the process at once, as it would
+        signal.signal(sig, signal.SIG_DFL)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # (None: started with that stream closed)
+                stream.flush()
         except (OSError, ValueError):  # a closed pipe or stream: what it took is all it gets
             pass
     os._exit(code)

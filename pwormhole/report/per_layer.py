@@ -9,7 +9,8 @@ Definitions, per GPU, then the mean over the GPUs of the stage, summed over iter
   Each idle span before a compute op (and at the GPU's end, after its last one) is walked back
   along the dependencies that ended last: a collective gets the part from its start on the GPU
   (all of what is left when the GPU only receives in it, as a pipeline stage waiting for
-  activations), and the part before goes to what its start waited for (a reduce-scatter before
+  activations, or starts in it only at the span's end or later), and the part before goes to what
+  its start waited for (a reduce-scatter before
   the distributed optimizer's all-gather); a part that waited for no collective goes to no row.
   The parts never overlap, so a stage's compute and exposed columns add up to at most its GPUs'
   time;
@@ -74,9 +75,10 @@ class _Run:
         op id) is followed: through marks of no collective; to a collective, which gets the span from
         its start on the host (the whole span when the host only receives in it, or starts in it only
         at the span's end or after), the rest going to what released the host's first op in it; a
-        compute op or nothing ends the walk. Each step charges the span's end back to a start before
-        it, so the walk ends (a dependency in the same collective that ended later, as a step whose
-        ACK came back after the host's next step started, is charged no second time)."""
+        compute op or nothing ends the walk. Each step into a collective either ends the walk or moves
+        the span's end back to an earlier start, and marks lead to earlier ops, so the walk ends (a
+        dependency in a collective that ended after the host's first op in it started, as a step whose
+        ACK came back after the host's next step started, ends it)."""
         dag, out = self.dag, []
         while hi > lo:
             best, best_end = -1, -1

@@ -41,6 +41,17 @@ def test_flow_mix_run_writes_outputs(tmp_path):
     assert not list(tmp_path.glob("*.part"))
 
 
+def test_the_process_ends_with_main_s_status_and_all_its_output(tmp_path):
+    """The console entry ends the process itself (no teardown): a run's last line is there when its
+    output is a pipe, and an error's status is 2 with stdout or stderr closed."""
+    r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path / "o", "--no-progress")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == f"outputs in {tmp_path / 'o'}/", r.stderr
+    for fd in (1, 2):  # (closed before the interpreter starts: sys.stdout or sys.stderr is None)
+        p = subprocess.run([sys.executable, "-m", "pwormhole", "report", str(tmp_path / "none")], cwd=ROOT,
+                           timeout=60, preexec_fn=lambda fd=fd: os.close(fd), capture_output=False)
+        assert p.returncode == 2, fd
+
+
 def test_until_stops_early_and_says_so(tmp_path):
     r = cli("run", "--scenario", "fat-tree-mix", "--out", tmp_path, "--until", "50us", "--no-progress")
     assert r.returncode == 0

@@ -116,9 +116,10 @@ def test_a_wait_on_a_step_acknowledged_after_the_next_step_started_ends():
     dag.compute(0, 10, [received])
     op_times = {compute: (0, 10), done: (500, 900)}
     walk = _Run(dag, op_times, {0: 0, 1: 400}, {0: 500, 1: 900})
-    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the walk did not end"))
-    signal.alarm(10)
+    before = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the walk did not end"))
+    signal.alarm(2)
     try:
         assert walk.waits(0, [received], 10, 400) == [(0, 390)]
     finally:
         signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
