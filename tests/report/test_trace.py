@@ -115,9 +115,13 @@ def test_trace_and_per_layer_are_the_same_on_two_ranks(tmp_path, capsys):
     assert rc == 0, err
     two = tmp_path / "two"
     r = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "pwormhole", "run", "--workload", str(wl),
-                        "--topology", TOPO, "--out", str(two), "--no-progress", "--trace"], capture_output=True,
-                       text=True, timeout=300)
+                        "--topology", TOPO, "--out", str(two), "--no-progress", "--trace", "--report"],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     events = [json.loads((d / "trace.json").read_text())["traceEvents"] for d in (out, two)]
     assert events[0] == events[1]
     assert (out / "per_layer.csv").read_bytes() == (two / "per_layer.csv").read_bytes()
+    # rank 0 drew report.html from the FCT columns it held, every rank's flows among them
+    written = (two / "report.html").read_bytes()
+    (two / "report.html").unlink()
+    assert main(["report", str(two)]) == 0 and (two / "report.html").read_bytes() == written
