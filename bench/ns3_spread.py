@@ -20,11 +20,14 @@ Metrics of a run B against a run A (flows matched on sip dip sport dport): per-f
 ``|fct_B - fct_A| / fct_A`` mean, p99 (linear interpolation) and max; the signed shift of the
 FCT distribution's median and p99; per size class the signed shift of the class's mean FCT and
 of its last completion; the signed shift of the last completion (as a fraction of the
-reference's span from the first start). A pooled table gives each class's mean FCT over all K
+reference's span from the first start). A second table gives each metric's median and largest
+value over every pair of runs of ns-3, of pwormhole, and of one of each (K(K-1)/2, K(K-1)/2 and
+K^2 pairs): where pwormhole against ns-3 is as far as ns-3 against itself, the two cannot be told
+apart on the scenario. A pooled table gives each class's mean FCT over all K
 runs of each simulator with the range of the runs.
 
     python bench/ns3_spread.py --ns3 PATH/TO/third [--k 5] [--only s1_hpcc,s3_dcqcn,s3_hpcc]
-                               [--out bench-out/ns3_spread]
+                               [--out bench-out/ns3_spread] [--ns3-time]
 
 ``third`` is HPCC's ns-3 program, built as ``shared/tools/hpcc_ns3/README.md`` says. Runs are
 sequential; each run's folder (config, flows, ``fct.txt``) stays under ``--out``; the tables
@@ -34,10 +37,12 @@ are printed and written to ``<out>/summary.md``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -120,6 +125,9 @@ def spread(runs: list) -> dict:
     return out
 
 
+PAIR_METRICS = ("mean", "p99", "max", "p50 shift", "p99 shift", "last completion")
+
+
 def table(name: str, ns3: list, pw: list) -> str:
     m, sn, sp = metrics(ns3[0], pw[0]), spread(ns3), spread(pw)
     lines = [f"### {name}", "",
@@ -131,6 +139,17 @@ def table(name: str, ns3: list, pw: list) -> str:
                      f"{'yes' if abs(v) <= sn[k] else 'no'} |" if signed else
                      f"| {k} | {v * 100:.2f}% | {sn[k] * 100:.2f}% | {sp[k] * 100:.2f}% | "
                      f"{'yes' if v <= sn[k] else 'no'} |")
+    lines += ["", "Every pair of runs (median / largest over the pairs): ns-3 against ns-3, pwormhole against",
+              "pwormhole, pwormhole against ns-3:", "",
+              "| metric | ns-3 pairs | pwormhole pairs | pwormhole-ns-3 pairs |", "|---|---|---|---|"]
+    pairs = (list(itertools.combinations(ns3, 2)), list(itertools.combinations(pw, 2)),
+             [(a, b) for a in ns3 for b in pw])
+    for k in PAIR_METRICS:
+        cells = []
+        for group in pairs:
+            v = sorted(abs(metrics(a, b)[k]) for a, b in group)
+            cells.append(f"{statistics.median(v) * 100:.2f}% / {v[-1] * 100:.2f}%")
+        lines.append(f"| {k} | {' | '.join(cells)} |")
     lines += ["", "| class | ns-3 mean FCT over the runs (range), ms | pwormhole (range), ms | pwormhole vs ns-3 |",
               "|---|---|---|---|"]
     for label, fn in pooled(ns3, pw):
@@ -163,10 +182,11 @@ def run_ns3(third: str, folder: Path, rng_run: int) -> dict:
     return load(folder / "fct.txt")
 
 
-def run_pw(folder: Path, seed: int) -> dict:
+def run_pw(folder: Path, seed: int, ns3_time: bool) -> dict:
     out = folder / "pwormhole"
     r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--hpcc-config", str(folder / "config.txt"),
-                        "--mode", "packet", "--seed", str(seed), "--out", str(out), "--no-progress"],
+                        "--mode", "packet", "--seed", str(seed), "--out", str(out), "--no-progress"]
+                       + ["--ns3-time"] * ns3_time,
                        capture_output=True, text=True, cwd=ROOT)
     if r.returncode:
         raise SystemExit(f"pwormhole failed in {folder}: {r.stderr[-500:]}")
@@ -179,6 +199,8 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=5, help="runs per simulator and scenario (default 5)")
     ap.add_argument("--only", default="s3_dcqcn,s3_hpcc,s1_hpcc")
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out" / "ns3_spread")
+    ap.add_argument("--ns3-time", action="store_true",
+                    help="run pwormhole with --ns3-time (ns-3's whole-ns serialization and pacing)")
     a = ap.parse_args()
     third = str(Path(a.ns3).resolve())
     parts = []
@@ -191,12 +213,12 @@ def main() -> int:
             scenario_folder(name, d)
             if name == "s3_dcqcn":
                 ns3.append(run_ns3(third, d, i))
-                pw.append(run_pw(d, i))
+                pw.append(run_pw(d, i, a.ns3_time))
             else:
                 if i > 1:
                     perturb(d, i - 1)
                 ns3.append(run_ns3(third, d, 1))
-                pw.append(run_pw(d, 1))
+                pw.append(run_pw(d, 1, a.ns3_time))
             print(f"{name} run {i} done", file=sys.stderr)
         parts.append(table(name, ns3, pw))
         print(parts[-1])

@@ -105,6 +105,10 @@ class ModelConfig:
     # NVLink (links to NVSwitches; pwormhole extension, not in ns-3's config.txt)
     nvlink_cc: str = NVLINK_CC_NONE
 
+    # serialize and pace in whole ns, rounded down, as HPCC's ns-3 does (net.device.ns3_tx_ps; a
+    # saturated 100 Gb/s port then runs up to 1% fast); pwormhole's own: ps, rounded up (--ns3-time)
+    ns3_time: bool = False
+
     # run
     simulator_stop_ps: int = 4 * 10**12
     link_down: tuple[LinkDown, ...] = ()  # LINK_DOWN and --link-down, in the order given

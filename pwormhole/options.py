@@ -89,6 +89,7 @@ class RunOptions:
     until: str | int | float | None = None
     seed: int = 1
     mode: str | None = None
+    ns3_time: bool = False
     lps: int = 1
     plan: str | None = None
     record_windows: bool = False
@@ -425,6 +426,10 @@ def _prepare(opts: RunOptions, comm, made: list) -> Prepared:
     made[0] = _prepare_out(opts)  # before any work: a bad folder is reported at once
     _check_memo_cache(opts)
     scn = _load_scenario(opts)
+    if opts.ns3_time:
+        if opts.mode != "packet":
+            raise InputError("--ns3-time applies to --mode packet only (Wormhole's rates are the links' own)")
+        scn.config.ns3_time = True
     if comm is None or comm.rank == 0:
         for w in scn.warnings:
             print(f"pwormhole: warning: {w}", file=sys.stderr)
@@ -523,6 +528,8 @@ def prepare_compare(opts: RunOptions) -> tuple[Prepared, typing.Callable[[], Sce
             raise InputError("compare runs both modes; drop --mode")
         if opts.trace or opts.trace_limit is not None:
             raise InputError("--trace applies to run (compare writes no trace.json)")
+        if opts.ns3_time:
+            raise InputError("--ns3-time applies to --mode packet only: compare runs Wormhole too")
         made[0] = _prepare_out(opts)
         _check_memo_cache(opts)
         scn = _load_scenario(opts)

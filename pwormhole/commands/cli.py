@@ -285,6 +285,9 @@ def add_run_arguments(r) -> None:
     r.add_argument("--mode", choices=RUN_MODES,
                    help="wormhole (default: fast-forward steady states, memoize transients) or packet (the "
                         "reference)")
+    r.add_argument("--ns3-time", action="store_true",
+                   help="serialize and pace in whole ns, rounded down, as HPCC's ns-3 does (a saturated port then "
+                        "runs up to 1%% above its rate): for side-by-side runs with ns-3; --mode packet only")
     w = r.add_argument_group("Wormhole acceleration")
     w.add_argument("--no-skip", action="store_true", help="do not fast-forward steady groups")
     w.add_argument("--no-memo", action="store_true", help="do not memoize transients")

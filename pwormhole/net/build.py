@@ -181,6 +181,7 @@ class Network:
                 node = self.nodes[me]
                 cls = SwitchPort if node.is_switch else HostPort
                 port = cls(node, len(node.ports), ln.rate_bps, ln.delay_ps, err)
+                port.ns3_time = cfg.ns3_time
                 node.ports.append(port)
                 ends.append(port)
             pa, pb = ends

@@ -2,6 +2,7 @@
 # the rule of device.pxd: only sums and comparisons of integers in C, products as Python ints.
 import cython
 
+from pwormhole.net.device cimport ns3_tx_ps
 from pwormhole.net.host cimport Host, SendQP
 from pwormhole.net.packet cimport Packet
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from math import gcd
 
+from .device import ns3_tx_ps
 from .packet import TM_ALPHA, TM_DECREASE, TM_RP
 
 
@@ -53,7 +54,10 @@ def set_rate(qp, new_rate_bps: int) -> None:
         return
     last = qp.last_pkt_bytes
     if last:
-        qp.next_avail_ps += -((-last * 8_000_000_000_000) // new_rate_bps) + ((-last * 8_000_000_000_000) // old)
+        if qp.port.ns3_time:
+            qp.next_avail_ps += ns3_tx_ps(last, new_rate_bps) - ns3_tx_ps(last, old)
+        else:
+            qp.next_avail_ps += -((-last * 8_000_000_000_000) // new_rate_bps) + ((-last * 8_000_000_000_000) // old)
     qp.rate_bps = new_rate_bps
     if qp.var_win and qp.win_bytes:
         w = qp.win_bytes * new_rate_bps // qp.max_rate_bps

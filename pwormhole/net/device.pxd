@@ -18,6 +18,8 @@ cdef class Node
                mid1=cython.ulonglong, mid2=cython.ulonglong, r=cython.ulonglong, p_lo=cython.ulonglong,
                p_hi=cython.ulonglong)
 cpdef unsigned long long ecmp_index(unsigned long long h, unsigned long long salt, unsigned long long n)
+@cython.locals(d=cython.double, whole_s=cython.longlong, frac64=cython.ulonglong, frac_ns=cython.ulonglong)
+cpdef long long ns3_tx_ps(long long size_bytes, long long rate_bps)
 
 
 cdef class Port:
@@ -27,7 +29,7 @@ cdef class Port:
     cdef public Node peer
     cdef public list remote, paused
     cdef public ArrayQueue heap
-    cdef public bint busy, up
+    cdef public bint busy, up, ns3_time
     cdef public double error_rate
     cdef public Fifo wire
 

@@ -48,6 +48,20 @@ def ecmp_index(h: int, salt: int, n: int) -> int:
     return (((p_hi % n) << 24) + (p_lo >> 40)) % n
 
 
+def ns3_tx_ps(size_bytes: int, rate_bps: int) -> int:
+    """The time HPCC's ns-3 takes to send ``size_bytes`` at ``rate_bps``, in ps: whole ns, rounded
+    down, bit for bit. ``Seconds(DataRate::CalculateTxTime(bytes))`` takes the double
+    ``bytes * 8 / bps``, keeps 64 bits of its fraction (``int64x64_t(double)``), multiplies by 10^9
+    and keeps the integer part (``Time(int64x64_t)``), so an exact whole number of ns lands 1 ns
+    short (1000 bytes at 100 Gb/s: 79 ns)."""
+    d = size_bytes * 8 / rate_bps
+    whole_s = int(d)
+    frac64 = int((d - whole_s) * 18446744073709551616.0)  # the fraction in units of 2^-64 s, truncated
+    # floor(frac64 * 10^9 / 2^64) by 32-bit halves (no product reaches 2^64)
+    frac_ns = ((frac64 >> 32) * 1_000_000_000 + (((frac64 & LOW32) * 1_000_000_000) >> 32)) >> 32
+    return (whole_s * 1_000_000_000 + frac_ns) * 1000
+
+
 def counters():
     """One int64 counter per priority, all 0."""
     return array("q", bytes(8 * N_PRIORITIES))
@@ -68,13 +82,14 @@ class Port:
     paused by the peer's PFC), ``error_rate`` (per-packet loss on this link),
     ``tx_bytes`` (bytes started on the wire so far: the per-link byte counter),
     ``up`` (False once the link failed: the port is then held busy for good),
+    ``ns3_time`` (serialize in whole ns as ns-3 does, :func:`ns3_tx_ps`; else in ps, rounded up),
     ``wire`` (packets on the link to a peer of the same heap, in arrival order, each with its
     ``arrive_ps`` and ``arrive_key``; only the first is an event in the heap: see :meth:`on_wire`).
     """
 
     __slots__ = (
         "node", "idx", "rate_bps", "delay_ps", "peer", "peer_idx", "arrive_kind", "remote", "heap",
-        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "up", "wire",
+        "busy", "paused", "error_rate", "tx_bytes", "qbytes", "up", "wire", "ns3_time",
     )
 
     def __init__(self, node, idx: int, rate_bps: int, delay_ps: int, error_rate: float):
@@ -95,12 +110,16 @@ class Port:
         self.qbytes = 0  # bytes waiting in this port's queues
         self.up = True
         self.wire = Fifo()
+        self.ns3_time = False
 
     def transmit(self, pkt, t: int) -> None:
         """Start serializing ``pkt`` at ``t``: schedule tx-done here and the arrival at the peer."""
         self.busy = True
         size = pkt.size_bytes
-        tx_ps = -((-size * PS_BITS) // self.rate_bps)
+        if self.ns3_time:
+            tx_ps = ns3_tx_ps(size, self.rate_bps)
+        else:
+            tx_ps = -((-size * PS_BITS) // self.rate_bps)
         self.tx_bytes += size
         node = self.node
         k = node.kbase + node.seq

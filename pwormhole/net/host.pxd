@@ -5,7 +5,7 @@
 import cython
 
 from pwormhole.net cimport cc  # the CC's QP timers: C calls (cc.pxd cimports this module's classes)
-from pwormhole.net.device cimport Node, Port
+from pwormhole.net.device cimport Node, Port, ns3_tx_ps
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
 
 cdef long long PS_BITS

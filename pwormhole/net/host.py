@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..engine.events import EventQueue
 from . import cc
-from .device import Node, Port
+from .device import Node, Port, ns3_tx_ps
 from .packet import (
     EV_NIC_WAKE,
     EV_NOTIFY,
@@ -286,7 +286,10 @@ class SendQP:
             host.bytes_sent += nxt - self.max_sent
             self.max_sent = nxt
         rate = self.rate_bps if self.rate_bound else self.max_rate_bps
-        self.next_avail_ps = t + -((-wire * PS_BITS) // rate)
+        if self.port.ns3_time:
+            self.next_avail_ps = t + ns3_tx_ps(wire, rate)
+        else:
+            self.next_avail_ps = t + -((-wire * PS_BITS) // rate)
         self.last_pkt_bytes = wire
         if host.lossy and not self.rto_armed:
             self.rto_armed = True

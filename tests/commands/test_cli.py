@@ -143,6 +143,14 @@ def test_wormhole_flags_in_packet_mode_are_a_clear_error(tmp_path):
     assert r.returncode == 2 and "--theta must be between 0 and 1" in r.stderr
 
 
+def test_ns3_time_is_for_packet_mode_only(tmp_path):
+    r = cli("run", "--ns3-time", "--out", tmp_path / "a")
+    assert r.returncode == 2 and "--ns3-time applies to --mode packet only" in r.stderr and r.stdout == ""
+    r = cli("compare", "--ns3-time", "--out", tmp_path / "b")
+    assert r.returncode == 2 and "--ns3-time applies to --mode packet only" in r.stderr and r.stdout == ""
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 def test_cc_applies_to_flow_files(tmp_path):
     flows = ROOT / "tests" / "data" / "wormhole" / "fat_tree_pairs.txt"
     for cc in ("dcqcn", "hpcc"):

@@ -49,6 +49,19 @@ def test_hpcc_example_config_runs(tmp_path):
     assert not (DATA / "mix" / "fct.txt").exists()
 
 
+def test_ns3_time_gives_ns3s_fcts_on_s2(tmp_path):
+    # S2 (two 200 MB DCQCN flows into one host): with ns-3's whole-ns serialization and pacing both
+    # FCTs are ns-3's to the nanosecond; pwormhole's own ps serialization ends them 1.01% later
+    folder = DATA / "reference" / "s2_dcqcn"
+    r = cli("run", "--mode", "packet", "--ns3-time", "--hpcc-config", folder / "config.txt", "--out", tmp_path,
+            "--no-progress")
+    assert r.returncode == 0, r.stderr
+    ref = read_fct(folder / "fct.ns3.txt")
+    got = read_fct(tmp_path / "fct.txt")
+    assert {k: v[1] for k, v in got.items()} == {k: v[1] for k, v in ref.items()}
+    assert sorted(v[1] for v in got.values()) == [33_204_008, 33_204_091]
+
+
 # scenario -> (max mean per-flow error, max error of the last completion, max error of the mean FCT)
 # s3 (100-flow DCQCN incast): per-flow FCTs of a 60-way contention are a
 # random draw (the ECN marking stream; 6.6% against ns-3, ns-3's own seeds

@@ -16,7 +16,7 @@ from helpers import DATA, G100, US, flows_of, star_topo
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.config import CC_DCTCP, CC_TIMELY, ModelConfig
+from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_TIMELY, ModelConfig
 from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
 from pwormhole.inputs.hpcc_config import read_hpcc_config
@@ -255,3 +255,16 @@ def test_cli_runs_them_and_the_summary_names_wormholes_limits(tmp_path):
         assert summary["cc"] == cc_name and summary["flows_finished"] == summary["flows"] == 56
         assert summary["accel_cc_limits"].startswith(f"{cc_name}: groups below line rate are never fast-forwarded")
         assert "Wormhole limits  " + summary["accel_cc_limits"] in r.stdout
+
+
+def test_ns3_time_paces_and_changes_rate_in_whole_ns():
+    """With ns-3's time a QP's pacing gap and ChangeRate's deadline shift are whole ns, rounded
+    down (``RdmaHw::UpdateNextAvail``, ``ChangeRate``): 1048 bytes take 335.36 ns at 25 Gb/s
+    (335 ns) and 167.68 ns at 50 Gb/s (167 ns); in ps, rounded up, 335,360 and 167,680 ps."""
+    for ns3_time, gap_25g, gap_50g in ((True, 335_000, 167_000), (False, 335_360, 167_680)):
+        cfg, qp = new_qp(CC_DCQCN, ns3_time=ns3_time)
+        cc.set_rate(qp, 25 * 10**9)
+        pkt = qp.next_packet(1_000_000)
+        assert pkt.size_bytes == 1048 and qp.next_avail_ps == 1_000_000 + gap_25g
+        cc.set_rate(qp, 50 * 10**9)
+        assert qp.next_avail_ps == 1_000_000 + gap_50g

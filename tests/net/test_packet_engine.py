@@ -1,8 +1,13 @@
 """Packet-level engine: hand-computed timings, fairness, PFC, loss, conservation, determinism."""
 
+import math
+
 import pytest
 from helpers import G100, US, config, flows_of, line_topo, run, star_topo
+from hypothesis import given
+from hypothesis import strategies as st
 
+from pwormhole.net.device import ns3_tx_ps
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 from pwormhole.topology.model import Link, Topology
@@ -12,6 +17,35 @@ from pwormhole.units import serialization_ps
 def test_serialization_formula():
     assert serialization_ps(1048, G100) == 83_840
     assert serialization_ps(1, 3) == -(-8 * 10**12 // 3)  # ceil
+
+
+def ns3_reference_ps(size_bytes, rate_bps):
+    """ns-3's Seconds(DataRate::CalculateTxTime(bytes)) in Python integers: the double's fraction
+    truncated to 64 bits (int64x64_t(double)), times 10^9, integer part (Time(int64x64_t))."""
+    d = size_bytes * 8 / rate_bps
+    hi = math.floor(d)
+    a = (hi << 64) + int((d - hi) * 2**64)
+    return (a * 10**9 >> 64) * 1000
+
+
+def test_ns3_serialization_is_whole_ns_rounded_down():
+    assert ns3_tx_ps(1048, G100) == 83_000  # 83.84 ns
+    assert ns3_tx_ps(1090, G100) == 87_000  # 87.2 ns
+    assert ns3_tx_ps(60, G100) == 4_000  # 4.8 ns
+    # a whole number of ns is 1 ns short in ns-3: 8e-8 as a double is below 80 ns
+    assert ns3_tx_ps(1000, G100) == 79_000
+    assert ns3_tx_ps(1000, 50 * 10**9) == 159_000
+
+
+@given(st.integers(1, 20_000), st.integers(10**6, 4 * 10**11))
+def test_ns3_serialization_matches_ns3s_arithmetic(size_bytes, rate_bps):
+    assert ns3_tx_ps(size_bytes, rate_bps) == ns3_reference_ps(size_bytes, rate_bps)
+
+
+def test_three_hop_flow_exact_in_ns3_time():
+    # as below with ns-3's whole ns: data 83 ns per hop, ACK 4 ns (60 B at 100 Gb/s: 4.8 ns)
+    r = run(line_topo(), [(0, 1, 10_000, 0)], config("dcqcn", ns3_time=True))
+    assert r.finish_ps[0] == 12 * 83_000 + 3 * US + 3 * (4_000 + US)
 
 
 def test_one_packet_one_link_exact():
