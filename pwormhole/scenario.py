@@ -54,11 +54,23 @@ def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warni
     return Scenario(name, topology, dag.flows, config, list(warnings or []), dag)
 
 
-BUILDERS = ("rail-optimized", "fat-tree", "leaf-spine")
-BUILDER_KEYS = {"rail-optimized": {"gpus", "gpus_per_server", "nic", "delay", "oversub", "nvlink", "nvswitches",
-                                   "spines", "uplink"},
+BUILDERS = ("rail-optimized", "spectrum-x", "alibaba-hpn", "fat-tree", "leaf-spine")
+RAIL_KEYS = {"gpus", "gpus_per_server", "nic", "delay", "oversub", "nvlink", "nvswitches", "spines", "uplink",
+             "servers_per_segment"}
+BUILDER_KEYS = {"rail-optimized": RAIL_KEYS, "spectrum-x": RAIL_KEYS, "alibaba-hpn": RAIL_KEYS | {"planes"},
                 "fat-tree": {"k", "rate", "delay"},
                 "leaf-spine": {"hosts", "leaves", "spines", "rate", "oversub", "delay"}}
+# The defaults of SimAI's templates (aliyun/SimAI, astra-sim-alibabacloud/inputs/topo/gen_Topo_Template.py,
+# ``analysis_template``) that differ from rail-optimized's: 0.0005 ms links, and for Spectrum-X
+# 400 Gbps NICs, 64 NICs per leaf (nics_per_aswitch) and 64 spines (psw_switch_num) at 400 Gbps;
+# for AlibabaHPN dual ToRs of 200 Gbps NIC ports, 128 NICs per leaf and 120 spines at 400 Gbps.
+RAIL_PRESETS = {
+    "rail-optimized": {},
+    "spectrum-x": {"nic_rate_bps": 400 * 10**9, "delay_ps": 500_000, "servers_per_segment": 64, "spines": 64,
+                   "uplink_rate_bps": 400 * 10**9},
+    "alibaba-hpn": {"nic_rate_bps": 200 * 10**9, "delay_ps": 500_000, "servers_per_segment": 128, "spines": 120,
+                    "uplink_rate_bps": 400 * 10**9, "dual_tor": True},
+}
 
 
 def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
@@ -66,7 +78,14 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
     format, detected from its content) or a builder spec ``NAME:key=value,...``:
 
     * ``rail-optimized:gpus=16[,gpus_per_server=8,nic=200Gbps,nvlink=2880Gbps,nvswitches=1,spines=8,uplink=400Gbps,
-      oversub=1,delay=1us]`` (``nvswitches``: per server; with several, NVLink traffic spreads over them by ECMP)
+      oversub=1,delay=1us,servers_per_segment=N]`` (``nvswitches``: per server; with several, NVLink traffic spreads
+      over them by ECMP; ``servers_per_segment``: servers under one set of rail leaves, default all)
+    * ``spectrum-x:gpus=N[,...]``: rail-optimized with SimAI's Spectrum-X defaults (400 Gbps NICs, 64 servers per
+      segment, 64 spines at 400 Gbps, 500 ns links); the same keys
+    * ``alibaba-hpn:gpus=N[,planes=1|2,...]``: rail-optimized with dual ToRs (two 200 Gbps ports per NIC, each to
+      a leaf of its rail), 128 servers per segment, 120 spines at 400 Gbps, 500 ns links, as SimAI's AlibabaHPN
+      template; ``planes=2``: dual plane (the first leaves reach the first half of the spines, the second leaves
+      the second half)
     * ``fat-tree:k=4[,rate=100Gbps,delay=1us]``
     * ``leaf-spine:hosts=16,leaves=2,spines=2[,rate=100Gbps,oversub=1,delay=1us]``
 
@@ -102,22 +121,24 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
             raise InputError(f"--topology {text}: bad {key}={v!r}: {e}") from None
 
     us = parse_time_ps("1us")
-    if name == "rail-optimized":
+    if name in RAIL_PRESETS:
         gpus = take("gpus", int)
         gps = take("gpus_per_server", int, 8)
         if gpus < 1 or gps < 1 or gpus % gps:
             raise InputError(f"--topology {text}: gpus ({gpus}) must be a positive multiple of gpus_per_server ({gps})")
-        kw = {"nic_rate_bps": take("nic", parse_rate_bps, 200 * 10**9), "delay_ps": take("delay", parse_time_ps, us),
-              "oversubscription": take("oversub", float, 1.0)}
-        if "nvlink" in kv:
-            kw["nvlink_rate_bps"] = take("nvlink", parse_rate_bps)
-        if "nvswitches" in kv:
-            kw["nvswitches_per_server"] = take("nvswitches", int)
-        if "spines" in kv:
-            kw["spines"] = take("spines", int)
-        if "uplink" in kv:
-            kw["uplink_rate_bps"] = take("uplink", parse_rate_bps)
+        kw = {"nic_rate_bps": 200 * 10**9, "delay_ps": us, **RAIL_PRESETS[name]}
+        for key, arg, conv in (("nic", "nic_rate_bps", parse_rate_bps), ("delay", "delay_ps", parse_time_ps),
+                               ("oversub", "oversubscription", float), ("nvlink", "nvlink_rate_bps", parse_rate_bps),
+                               ("nvswitches", "nvswitches_per_server", int), ("spines", "spines", int),
+                               ("uplink", "uplink_rate_bps", parse_rate_bps),
+                               ("servers_per_segment", "servers_per_segment", int), ("planes", "planes", int)):
+            if key in kv and key in BUILDER_KEYS[name]:
+                if key == "oversub" and "uplink" not in kv:
+                    kw.pop("uplink_rate_bps", None)  # an oversubscription sets the uplinks' rate
+                kw[arg] = take(key, conv)
         topo = builders.rail_optimized(gpus // gps, gps, **kw)
+        if name != "rail-optimized":
+            topo.name = f"{name}-{gpus}gpu"
     elif name == "fat-tree":
         rate = take("rate", parse_rate_bps, 100 * 10**9)
         topo = builders.fat_tree(take("k", int), rate, rate, take("delay", parse_time_ps, us))

@@ -238,7 +238,8 @@ def add_run_arguments(r) -> None:
     """The scenario and mode arguments shared by ``run`` and ``compare``."""
     r.add_argument("--hpcc-config", metavar="FILE", help="HPCC ns-3 config.txt naming TOPOLOGY_FILE and FLOW_FILE")
     r.add_argument("--topology", metavar="FILE|SPEC",
-                   help="topology file (HPCC or SimAI format) or a builder: rail-optimized:gpus=16, fat-tree:k=4, "
+                   help="topology file (HPCC or SimAI format) or a builder: rail-optimized:gpus=16, "
+                        "spectrum-x:gpus=64, alibaba-hpn:gpus=64[,planes=2], fat-tree:k=4, "
                         "leaf-spine:hosts=16,leaves=2,spines=2 (options: nic=, rate=, oversub=, delay=, ...)")
     r.add_argument("--flows", metavar="FILE", help="flow file: HPCC flow list or htsim connection matrix (.cm)")
     r.add_argument("--format", choices=INPUT_FORMATS,

@@ -153,7 +153,7 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
                    rails: int | None = None, uplink_rate_bps: int | None = None,
                    oversubscription: float = 1.0, delay_ps: int = 1_000_000,
                    nvlink_delay_ps: int = SIMAI_NVLINK_DELAY_PS, nvswitches_per_server: int = 1,
-                   servers_per_segment: int | None = None) -> Topology:
+                   servers_per_segment: int | None = None, dual_tor: bool = False, planes: int = 1) -> Topology:
     """A SimAI-style rail-optimized GPU cluster (``Rail_Opti_SingleToR`` of
     SimAI's ``gen_Topo_Template.py``), one pod:
 
@@ -169,7 +169,15 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
     * every leaf is linked to every one of ``spines`` spines (default: as many
       spines as rails, the shape of SimAI's 16-GPU H20 example) at
       ``uplink_rate_bps``, or by default at the leaf's NIC capacity divided by
-      ``spines * oversubscription`` (floored), with ``delay_ps``.
+      ``spines * oversubscription`` (floored), with ``delay_ps``;
+    * ``dual_tor``: every NIC has two ports of ``nic_rate_bps``, one to each
+      of two leaves of its rail (SimAI's ``Rail_Opti_DualToR_SinglePlane``:
+      ``2 x rails`` leaves per segment, the first leaves of every segment
+      before the second ones), and a flow takes one port by ECMP, as SimAI's
+      ns-3 (``RdmaHw::GetNicIdxOfQp``); ``planes=2`` splits the spines in two
+      halves, the first leaves linked to the first half and the second leaves
+      to the second (``Rail_Opti_DualToR_DualPlane``; the dual-plane design of
+      Alibaba HPN, Qian et al., SIGCOMM 2024).
 
     Defaults: NIC 200 Gbps and 1 us fabric links as in SimAI's
     ``Rail_Opti_SingleToR_16g_8gps_200Gbps_H20``; NVLink 2880 Gbps and 25 ns,
@@ -177,13 +185,15 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
 
     Node ids: GPUs ``0 .. G-1`` (server ``s``, local GPU ``i`` -> ``s *
     gpus_per_server + i``), then NVSwitches (server by server), then leaves
-    (segment by segment, rail by rail), then spines, SimAI's order. Links: per
-    GPU its NVLink link(s) then its NIC link, then the leaf-spine links leaf
-    by leaf. ``name`` is ``railopt-{G}gpu``.
+    (segment by segment, rail by rail; with ``dual_tor`` the first leaves,
+    then the second ones), then spines, SimAI's order. Links: per GPU its
+    NVLink link(s) then its NIC link(s), then the leaf-spine links leaf by
+    leaf. ``name`` is ``railopt-{G}gpu`` (``hpn-{G}gpu`` with ``dual_tor``).
 
     Rates and delays are ints; whole-number floats (``200e9``) are converted.
     Raises InputError for counts below 1, ``rails`` outside ``1 ..
-    gpus_per_server``, rates or delays that are not whole numbers, and rates,
+    gpus_per_server``, ``planes`` other than 1 or 2 (2 needs ``dual_tor`` and
+    an even ``spines``), rates or delays that are not whole numbers, and rates,
     delays or an oversubscription that are not positive (delays may be 0).
     """
     for what, v in (("servers", servers), ("gpus_per_server", gpus_per_server),
@@ -200,10 +210,14 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
     per_seg = servers if servers_per_segment is None else servers_per_segment
     if not _is_int(per_seg) or per_seg < 1:
         raise InputError(f"rail-optimized: servers_per_segment must be an integer >= 1, got {servers_per_segment!r}")
+    if planes not in (1, 2) or (planes == 2 and (not dual_tor or spines % 2)):
+        raise InputError(f"rail-optimized: planes must be 1, or 2 with dual ToRs and an even number of spines; "
+                         f"got planes={planes!r}, dual_tor={dual_tor}, spines={spines}")
+    ports = 2 if dual_tor else 1  # NIC ports per GPU
     n_gpus = servers * gpus_per_server
-    leaves = -(-servers // per_seg) * rails
+    leaves = -(-servers // per_seg) * rails * ports
     _check_size(f"rail-optimized of {n_gpus} GPUs", n_gpus + servers * nvswitches_per_server + leaves + spines,
-                n_gpus * (nvswitches_per_server + 1) + leaves * spines)
+                n_gpus * (nvswitches_per_server + ports) + leaves * spines // planes)
     nic_rate_bps, delay_ps, nvlink_rate_bps, nvlink_delay_ps = (
         _whole(v, what) for v, what in ((nic_rate_bps, "nic_rate_bps"), (delay_ps, "delay_ps"),
                                          (nvlink_rate_bps, "nvlink_rate_bps"), (nvlink_delay_ps, "nvlink_delay_ps")))
@@ -213,23 +227,28 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
     _check(nvlink_rate_bps, nvlink_delay_ps, "rail-optimized NVLink")
     if uplink_rate_bps is None:
         nics_per_leaf = min(per_seg, servers) * -(-gpus_per_server // rails)  # the busiest leaf
-        uplink_rate_bps = _uplink_rate(nic_rate_bps * nics_per_leaf, spines, oversubscription, "rail-optimized")
+        uplink_rate_bps = _uplink_rate(nic_rate_bps * nics_per_leaf, spines // planes, oversubscription,
+                                       "rail-optimized")
     _check(uplink_rate_bps, delay_ps, "rail-optimized leaf-spine uplink")
 
-    n_gpus = servers * gpus_per_server
     segments = -(-servers // per_seg)
     nv0 = n_gpus
     leaf0 = nv0 + servers * nvswitches_per_server
-    spine0 = leaf0 + segments * rails
+    side_leaves = segments * rails  # the leaves of one NIC port (all of them without dual ToRs)
+    spine0 = leaf0 + side_leaves * ports
     n = spine0 + spines
     links = []
     for g in range(n_gpus):
         s, i = divmod(g, gpus_per_server)
         for j in range(nvswitches_per_server):
             links.append(Link(g, nv0 + s * nvswitches_per_server + j, nvlink_rate_bps, nvlink_delay_ps))
-        links.append(Link(g, leaf0 + (s // per_seg) * rails + i % rails, nic_rate_bps, delay_ps))
+        for side in range(ports):
+            links.append(Link(g, leaf0 + side * side_leaves + (s // per_seg) * rails + i % rails, nic_rate_bps,
+                              delay_ps))
+    plane_spines = spines // planes
     for lf in range(leaf0, spine0):
-        for sp in range(spine0, n):
+        first = spine0 + ((lf - leaf0) // side_leaves) * plane_spines if planes == 2 else spine0
+        for sp in range(first, first + plane_spines):
             links.append(Link(lf, sp, uplink_rate_bps, delay_ps))
-    return Topology(n, frozenset(range(nv0, n)), links, name=f"railopt-{n_gpus}gpu",
+    return Topology(n, frozenset(range(nv0, n)), links, name=f"{'hpn' if dual_tor else 'railopt'}-{n_gpus}gpu",
                     nvswitches=frozenset(range(nv0, leaf0)), gpus_per_server=gpus_per_server)

@@ -11,9 +11,10 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-from helpers import DATA, ROOT
+from helpers import DATA, ROOT, config, run
 
 from pwormhole.errors import InputError
+from pwormhole.scenario import topology_from_arg
 from pwormhole.topology.builders import fat_tree, leaf_spine, rail_optimized, star
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link, Topology
@@ -62,6 +63,7 @@ def test_copies_match_shared():
     for f in (H20_16, H20_64, H20_128):
         assert f.read_bytes() == (shared / "inputs" / "topo" / f.name).read_bytes(), f
     assert SPECX.read_bytes() == (shared / "pr_topo" / SPECX.name).read_bytes()
+    # the AlibabaHPN files are the generator's output (SOURCES.md), not in shared/
 
 
 # --------------------------------------------------------------------------- SimAI reader: real files
@@ -140,6 +142,69 @@ def test_simai_equals_rail_optimized_builder():
     t = read_simai_topology(H20_128)
     b = rail_optimized(2, 8, nvlink_rate_bps=2400 * G, spines=64, uplink_rate_bps=400 * G, delay_ps=500 * NS)
     assert (b.n_nodes, b.switches, b.nvswitches, b.links) == (t.n_nodes, t.switches, t.nvswitches, t.links)
+
+
+HPN = {(planes, segments): SIMAI / f"AlibabaHPN_32g_8gps_DualToR_{'Dual' if planes == 2 else 'Single'}Plane"
+                               f"{'_2seg' if segments == 2 else ''}_200Gbps_H100"
+       for planes in (1, 2) for segments in (1, 2)}
+
+
+def test_spectrum_x_builder_is_simais_file():
+    t = read_simai_topology(SPECX)
+    b = topology_from_arg("spectrum-x:gpus=16,nic=100Gbps,nvlink=2400Gbps")
+    assert (b.n_nodes, b.switches, b.nvswitches, b.links) == (t.n_nodes, t.switches, t.nvswitches, t.links)
+    assert b.name == "spectrum-x-16gpu"
+
+
+@pytest.mark.parametrize("planes, segments", sorted(HPN))
+def test_alibaba_hpn_builder_is_simais_generator(planes, segments):
+    """SimAI's AlibabaHPN template (dual ToR, single or dual plane, 1 or 2 segments) and ours agree
+    node for node and link for link."""
+    t = read_simai_topology(HPN[planes, segments])
+    spec = f"alibaba-hpn:gpus=32,spines=8,planes={planes}" + (",servers_per_segment=2" if segments == 2 else "")
+    b = topology_from_arg(spec)
+    assert (b.n_nodes, b.switches, b.nvswitches, b.links) == (t.n_nodes, t.switches, t.nvswitches, t.links)
+
+
+def test_alibaba_hpn_layout():
+    # 4 servers x 8 GPUs, one segment: leaves 36..43 (first ToRs, rail by rail) and 44..51 (second)
+    t = rail_optimized(4, dual_tor=True, planes=2, spines=4, nic_rate_bps=200 * G)
+    assert t.n_nodes == 32 + 4 + 16 + 4 and len(t.links) == 32 * 3 + 16 * 2
+    gpu5 = [ln for ln in t.links if ln.a == 5]
+    assert [(ln.b, ln.rate_bps) for ln in gpu5] == [(32, 2880 * G), (36 + 5, 200 * G), (44 + 5, 200 * G)]
+    up = {}
+    for ln in t.links:
+        if ln.a >= 36 and ln.b >= 52:
+            up.setdefault(ln.a, []).append(ln.b)
+    # dual plane: first leaves to spines 52, 53, second leaves to 54, 55; uplinks carry the leaf's
+    # 4 NIC ports of 200 Gbps over its 2 spines
+    assert up == {**{lf: [52, 53] for lf in range(36, 44)}, **{lf: [54, 55] for lf in range(44, 52)}}
+    assert {ln.rate_bps for ln in t.links if ln.a >= 36} == {400 * G}
+    # GPU 5 of server 0 reaches GPU 5 of server 3 over either of its ToRs (two hops), GPU 6 of
+    # server 3 over a leaf and a spine of either plane
+    adj = adjacency(t)
+    hops = next_hops(t, adj, 3 * 8 + 5)
+    assert sorted(adj[5][i][0] for i in hops[5]) == [41, 49]
+    hops = next_hops(t, adj, 3 * 8 + 6)
+    assert sorted(adj[41][i][0] for i in hops[41]) == [52, 53]
+    assert sorted(adj[49][i][0] for i in hops[49]) == [54, 55]
+    with pytest.raises(InputError, match="planes must be 1, or 2 with dual ToRs"):
+        rail_optimized(4, planes=2, spines=4)
+    with pytest.raises(InputError, match="planes must be 1, or 2 with dual ToRs"):
+        rail_optimized(4, dual_tor=True, planes=2, spines=3)
+
+
+def test_dual_tor_nic_spreads_flows_over_both_ports():
+    # a NIC with two ports picks one per flow by ECMP (SimAI's ns-3: RdmaHw::GetNicIdxOfQp): 16
+    # flows from GPU 0 to the GPUs of the other server use both, and every byte arrives
+    topo = rail_optimized(2, dual_tor=True, spines=2, nic_rate_bps=100 * G, nvlink_rate_bps=100 * G,
+                          uplink_rate_bps=100 * G)
+    specs = [(0, 8 + i % 8, 100_000, i * 1000) for i in range(16)]
+    r = run(topo, specs, config("dcqcn"))
+    c = r.counters()
+    assert r.complete and c["bytes_sent"] == c["bytes_delivered"] == 16 * 100_000
+    nic = [p for p in r.net.nodes[0].ports if p.peer.node_id not in topo.nvswitches]
+    assert len(nic) == 2 and all(p.tx_bytes > 10 * 100_000 // 16 for p in nic)
 
 
 # --------------------------------------------------------------------------- SimAI reader: variants
