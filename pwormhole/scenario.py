@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import random
+import typing
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 
@@ -64,7 +65,7 @@ BUILDER_KEYS = {"rail-optimized": RAIL_KEYS, "spectrum-x": RAIL_KEYS, "alibaba-h
 # ``analysis_template``) that differ from rail-optimized's: 0.0005 ms links, and for Spectrum-X
 # 400 Gbps NICs, 64 NICs per leaf (nics_per_aswitch) and 64 spines (psw_switch_num) at 400 Gbps;
 # for AlibabaHPN dual ToRs of 200 Gbps NIC ports, 128 NICs per leaf and 120 spines at 400 Gbps.
-RAIL_PRESETS = {
+RAIL_PRESETS: dict[str, dict[str, typing.Any]] = {
     "rail-optimized": {},
     "spectrum-x": {"nic_rate_bps": 400 * 10**9, "delay_ps": 500_000, "servers_per_segment": 64, "spines": 64,
                    "uplink_rate_bps": 400 * 10**9},
@@ -126,7 +127,7 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
         gps = take("gpus_per_server", int, 8)
         if gpus < 1 or gps < 1 or gpus % gps:
             raise InputError(f"--topology {text}: gpus ({gpus}) must be a positive multiple of gpus_per_server ({gps})")
-        kw = {"nic_rate_bps": 200 * 10**9, "delay_ps": us, **RAIL_PRESETS[name]}
+        kw: dict[str, typing.Any] = {"nic_rate_bps": 200 * 10**9, "delay_ps": us, **RAIL_PRESETS[name]}
         for key, arg, conv in (("nic", "nic_rate_bps", parse_rate_bps), ("delay", "delay_ps", parse_time_ps),
                                ("oversub", "oversubscription", float), ("nvlink", "nvlink_rate_bps", parse_rate_bps),
                                ("nvswitches", "nvswitches_per_server", int), ("spines", "spines", int),
