@@ -137,6 +137,10 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
                 if key == "oversub" and "uplink" not in kv:
                     kw.pop("uplink_rate_bps", None)  # an oversubscription sets the uplinks' rate
                 kw[arg] = take(key, conv)
+        planes = kw.get("planes", 1)
+        if planes not in (1, 2) or (planes == 2 and kw.get("spines", 1) % 2):
+            raise InputError(f"--topology {text}: planes must be 1 or 2, and 2 needs an even number of spines "
+                             f"(got planes={planes}, spines={kw.get('spines')})")
         topo = builders.rail_optimized(gpus // gps, gps, **kw)
         if name != "rail-optimized":
             topo.name = f"{name}-{gpus}gpu"

@@ -23,6 +23,7 @@ from .partition.grid import WindowGrid
 from .partition.plan import PartitionPlan, make_plan
 from .partition.record import Recorder
 from .report import stuck as stuck_text
+from .report.dryrun import packet_events_estimate as scenario_packet_events
 from .report.monitor import (
     LINK_UTIL_NAME,
     MonitorData,
@@ -411,7 +412,7 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
             summary["accel_cc_limits"] = wh.cc_limits
         rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes
         summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes + st["ring_steps_bytes"],
-                                              scn.config.packet_payload_bytes))
+                                              scenario_packet_events(scn), sum(f.size_bytes for f in scn.flows)))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)

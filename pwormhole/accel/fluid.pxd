@@ -27,7 +27,7 @@ cdef class FluidDomain:
     cdef public Switch nvs
     cdef public object net, handed_ps, on_carried
     cdef public long long mtu, hdr_bytes, ack_bytes, ack_every, last_ps, version
-    cdef public dict active, start_ps, ack_ports, rate_memo
+    cdef public dict active, start_ps, ack_ports, rate_memo, fct_start
     cdef public object flows  # (a sequence: the caller's flow list)
     cdef public list nodes
     cdef public bint dirty, nic_cc
@@ -35,7 +35,7 @@ cdef class FluidDomain:
 
     @cython.locals(up=Port, down=Port, ack_up=Port, ack_down=Port, packets=cython.longlong, wire=cython.longlong,
                    acks=cython.longlong)
-    cpdef start(self, Host host, long long fid, long long t)
+    cpdef start(self, Host host, long long fid, long long t, long long start_ps)
     @cython.locals(st=FluidFlow, active=dict, done=list, acked=set)
     cpdef on_event(self, arg, long long t)
     @cython.locals(best=cython.longlong)

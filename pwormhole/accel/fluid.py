@@ -101,6 +101,7 @@ class FluidDomain:
         self.ack_every = max(1, -(-max(1, net.cfg.l2_ack_interval) // self.mtu))
         self.active: dict[int, FluidFlow] = {}
         self.start_ps: dict[int, int] = {}  # fid -> start time, until the flow's ACK completes it
+        self.fct_start: dict[int, int] = {}  # fid -> its FCT's start, where it started to send later
         self.ack_ports: dict[int, tuple] = {}  # fid -> its ACK ports, from its last byte to its delivery
         self.last_ps = 0
         self.version = 0
@@ -114,12 +115,16 @@ class FluidDomain:
         self.on_carried: Callable[[dict, int, int, bool], None] | None = None
 
     # -- DAG / engine entry points ------------------------------------------------------
-    def start(self, host, fid: int, t: int) -> None:
-        """Flow ``fid`` starts at ``t`` on ``host`` (its source), instead of a QP."""
+    def start(self, host, fid: int, t: int, start_ps: int) -> None:
+        """Flow ``fid`` starts sending at ``t`` on ``host`` (its source), instead of a QP; its FCT
+        counts from ``start_ps`` (earlier when it queued behind another flow of its connection)."""
         if self.handed_ps is not None:  # by packets
             self.packet_fids.add(fid)
-            host.open_qp(fid, t, t, 0)
+            host.open_qp(fid, t, start_ps, 0)
             return
+        if start_ps != t:
+            self.fct_start[fid] = start_ps
+        host.model_sending[fid] = -1  # (until _last_byte_sent)
         flow = self.flows[fid]
         h = self.net.ecmp_hash(fid)
         up = host.pick_port(flow.dst, h)  # host -> NVSwitch (the ECMP choice of its packets)
@@ -248,10 +253,12 @@ class FluidDomain:
             at_nvs = max(at_nvs, t - _tx_ps(last_wire, up.rate_bps) + up.delay_ps
                          + _tx_ps(self.mtu + self.hdr_bytes, down.rate_bps))
         t_recv = at_nvs + _tx_ps(last_wire, down.rate_bps) + down.delay_ps
-        self.start_ps[fid] = st.start_ps
+        self.start_ps[fid] = self.fct_start.pop(fid, st.start_ps)
         self.ack_ports[fid] = st.ack_ports
-        self.nodes[flow.src].model_sent(flow.size_bytes)  # all on the wire now (packet mode counts
-        # as it sends; a run stopped mid-flow counts nothing of a fluid flow before this)
+        src = self.nodes[flow.src]
+        src.model_sent(flow.size_bytes)  # all on the wire now (packet mode counts as it sends; a run
+        # stopped mid-flow counts nothing of a fluid flow before this)
+        src.flow_sent(fid, t)  # (a flow queued behind it on its connection starts)
         self._post(t_recv, ("recv", fid))
 
     def _ack_arrival(self, fid: int, t: int) -> int:
@@ -338,7 +345,7 @@ class FluidDomain:
             st = self.active.pop(fid)
             flow = self.flows[fid]
             nodes[flow.dst].advance_rx(fid, done, t, 0)
-            nodes[flow.src].open_qp(fid, t, st.start_ps, done)
+            nodes[flow.src].open_qp(fid, t, self.fct_start.pop(fid, st.start_ps), done)
             self.packet_fids.add(fid)
         self.version += 1
 

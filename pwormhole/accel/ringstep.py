@@ -131,19 +131,33 @@ class RingSteps:
         return tuple(dict.fromkeys(list(self.net.path_of(fid)) + list(self.net.path_of(fid, acks=True))))
 
     # -- at a flow's start (in the event loop; reads only what the last boundary left) ---------
-    def start(self, host, fid: int, t: int) -> None:
+    def start(self, host, fid: int, t: int, start_ps: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host``: carried when its route has a template of its
-        size and it meets what the template met (:attr:`fits`), else by a QP."""
+        size and it meets what the template met (:attr:`fits`), else by a QP (and always by a QP
+        when it queued behind another flow of its connection: ``start_ps``, its FCT's start, is
+        then earlier than ``t``)."""
         tpl = self.templates.get(self.route(fid)) if self.templates else None  # (no route looked up before any)
         flow = self.flows[fid]
-        if tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
+        if start_ps != t or tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
             self.routes.pop(fid, None)  # (a QP from here on)
-            host.open_qp(fid, t, t, 0)
+            host.open_qp(fid, t, start_ps, 0)
             return
         self.started.append((fid, t))
         host.flow_start_log.append(fid)  # (the boundary after it must come)
         host.model_sent(flow.size_bytes)
+        host.model_sending[fid] = t + self.sent_offset_ps(fid, tpl)  # (a flow queued behind it starts then)
         push(host, t + tpl.fct_ps, self.ends[flow.src], ("ack", fid))
+
+    def sent_offset_ps(self, fid: int, tpl: Template) -> int:
+        """When a carried flow's last byte leaves its source, from its start: its last byte's
+        arrival less, on each link of its route, the delay and the last packet's serialization (a
+        lock-step ring's packets do not queue)."""
+        ports = self.route(fid)[0]
+        flow = self.flows[fid]
+        mtu = self.net.cfg.packet_payload_bytes
+        last_wire = flow.size_bytes - (-(-flow.size_bytes // mtu) - 1) * mtu + ports[0].hdr_bytes
+        hops = sum(p.delay_ps + -(-last_wire * 8_000_000_000_000 // p.rate_bps) for p in ports)
+        return max(0, tpl.rx_ps - hops)
 
     def on_event(self, arg, t: int) -> None:
         what, fid = arg

@@ -437,7 +437,7 @@ class Network:
 
     def set_flow_model(self, fid: int, model) -> None:
         """Flow ``fid`` is carried by ``model`` instead of a QP: at its start its source host calls
-        ``model.start(host, fid, t)`` (:meth:`~pwormhole.net.host.Host.on_flow_start`)."""
+        ``model.start(host, fid, t, start_ps)`` (:meth:`~pwormhole.net.host.Host.on_flow_start`)."""
         host = self.nodes[self.flows[fid].src]
         if host.flow_models is None:
             host.flow_models = {}

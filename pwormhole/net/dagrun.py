@@ -12,6 +12,8 @@ Built once per run from the DAG and the topology, read by every host:
   after the path's propagation delay (docs/design.md invariant 6);
 * ``remaining[op]``: dependencies not yet satisfied (mutable; each op's count
   is only touched by the heap serving its host).
+* ``fifo_after[fid]``: the flow whose last byte flow ``fid``'s first byte leaves after, on
+  one connection (-1: none; :meth:`Host.on_flow_start <pwormhole.net.host.Host.on_flow_start>`).
 
 :meth:`DagRuntime.leads` bounds how soon an op leads to a network event (a flow's start over
 the network, a notification to another host), for the window loop's horizon
@@ -38,6 +40,7 @@ class DagRuntime:
         self.host = dag.host
         self.not_before_ps = dag.not_before_ps
         self.flow_op = dag.flow_op
+        self.fifo_after = dag.fifo_after
         self.remaining = [len(d) for d in dag.deps]
         self.at_end: list[tuple] = [()] * n
         self.at_src: list[tuple] = [()] * n

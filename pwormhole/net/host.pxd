@@ -59,7 +59,8 @@ cdef class Host(Node):
     cdef public long long cnps_rx, nacks_tx, retx_bytes, bytes_delivered, bytes_sent, compute_free_ps
     cdef public double ewma_gain
     cdef public long long alpha_resume_interval_ps, rate_decrease_interval_ps
-    cdef public dict sqp, parked, rx, flow_hash, op_start, remote_boxes
+    cdef public dict sqp, parked, rx, flow_hash, op_start, remote_boxes, fifo_parked, fifo_start, model_sending
+    cdef public set fifo_waiting
     cdef public list finished, op_log, flow_start_log
 
     cpdef timer(self, long long t, qp, int kind, gen)
@@ -72,7 +73,10 @@ cdef class Host(Node):
     cpdef receive_ack(self, Packet pkt, long long t)
     cpdef complete(self, SendQP qp, long long t)
     cpdef flow_completed(self, long long fid, long long t, long long start_ps)
+    @cython.locals(start_ps=cython.longlong, before=cython.longlong, sent_ps=cython.longlong)
     cpdef on_flow_start(self, long long fid, long long t)
+    cpdef bint sending(self, long long fid, long long t)
+    cpdef flow_sent(self, long long fid, long long t)
     cpdef post(self, long long t, Node target, int kind, arg)
     @cython.locals(rem=list, c=cython.Py_ssize_t, n=cython.longlong)
     cpdef dag_satisfy(self, tuple children, long long t)

@@ -285,6 +285,8 @@ class SendQP:
         if nxt > self.max_sent:
             host.bytes_sent += nxt - self.max_sent
             self.max_sent = nxt
+            if nxt == self.size and host.fifo_parked:
+                host.flow_sent(self.fid, t)
         rate = self.rate_bps if self.rate_bound else self.max_rate_bps
         if self.port.ns3_time:
             self.next_avail_ps = t + ns3_tx_ps(wire, rate)
@@ -316,6 +318,13 @@ class Host(Node):
         self.hdr_bytes, self.ack_bytes = overhead_bytes(INT_BYTES_BY_CC.get(cfg.cc_mode, 0))
         self.sqp = {}  # flow id -> SendQP (active senders)
         self.parked = {}  # flow id -> SendQP of flows left without a path by a link failure (never send)
+        # a connection's flows in order (DagRuntime.fifo_after): flow id -> (the flow queued behind it,
+        # its start); flows queued or released and not yet started; released flows' starts; flows a
+        # model carries -> when their last byte leaves (-1: the model calls flow_sent then)
+        self.fifo_parked = {}
+        self.fifo_waiting = set()
+        self.fifo_start = {}
+        self.model_sending = {}
         self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
         self.flow_hash = {}
         self.finished = []  # (flow id, finish_ps, start_ps) appended on completion; drained at boundaries
@@ -339,7 +348,7 @@ class Host(Node):
         self.op_start = {}  # op id -> start time of ops begun here and not yet logged
         self.op_log = []  # (op id, start_ps, end_ps) of ops ended here; drained at boundaries
         self.flow_start_log = []  # flow ids whose QP started here; drained at boundaries
-        self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start(host, fid, t)``)
+        self.flow_models = None  # flow id -> a model carrying it instead of a QP (``model.start``)
         self.rx_done_ps = None  # flow id -> when its last byte arrived here (DAG flows; kept only when a dict)
         self.remote_boxes = {}  # node id -> outbox of events for a node served by another heap
 
@@ -373,12 +382,57 @@ class Host(Node):
 
     # -- events -------------------------------------------------------------
     def on_flow_start(self, fid: int, t: int) -> None:
+        """DAG flow ``fid`` starts at ``t``: by a QP, or by the model given for it at set-up. A flow
+        queued behind another on its connection (``DagRuntime.fifo_after``: a ring member's sends
+        to its successor, one RDMA QP in NCCL) waits until that one's last byte has left
+        (:meth:`flow_sent`); its FCT still counts from now."""
+        start_ps = t
+        rt = self.dag
+        if rt is not None:
+            before = rt.fifo_after[fid]
+            if before >= 0:
+                if self.fifo_start and fid in self.fifo_start:
+                    start_ps = self.fifo_start.pop(fid)
+                    self.fifo_waiting.discard(fid)
+                elif self.sending(before, t):
+                    sent_ps = self.model_sending.get(before, -1)
+                    self.fifo_waiting.add(fid)
+                    if sent_ps > t:  # a model that knows when its last byte leaves
+                        self.fifo_start[fid] = t
+                        self.heap.push(sent_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[fid])
+                        self.seq += 1
+                    else:
+                        self.fifo_parked[before] = (fid, t)
+                    return
         if self.flow_models is not None:
             model = self.flow_models.get(fid)
             if model is not None:  # carried by a model given at set-up (no QP, no packets)
-                model.start(self, fid, t)
+                model.start(self, fid, t, start_ps)
                 return
-        self.open_qp(fid, t, t, 0)
+        self.open_qp(fid, t, start_ps, 0)
+
+    def sending(self, fid: int, t: int) -> bool:
+        """Whether flow ``fid`` from here is queued behind another, or has started and not put its
+        last byte on the wire by ``t``."""
+        qp = self.sqp.get(fid)
+        if qp is not None:
+            return qp.max_sent < qp.size
+        if fid in self.model_sending:
+            sent_ps = self.model_sending[fid]
+            return sent_ps < 0 or sent_ps > t
+        return fid in self.fifo_waiting
+
+    def flow_sent(self, fid: int, t: int) -> None:
+        """Flow ``fid`` put its last byte on the wire at ``t`` (its QP, or the model carrying it): a
+        flow queued behind it on its connection starts now, by an event after this one."""
+        self.model_sending.pop(fid, None)
+        parked = self.fifo_parked.pop(fid, None)
+        if parked is not None:
+            assert self.dag is not None  # (only DAG flows queue)
+            nxt, start_ps = parked
+            self.fifo_start[nxt] = start_ps  # (it stays in fifo_waiting until it starts)
+            self.heap.push(t, self.kbase + self.seq, EV_OP_START, self, self.dag.flow_op[nxt])
+            self.seq += 1
 
     def open_qp(self, fid: int, t: int, start_ps: int, done_bytes: int, send_from_ps: int = -1) -> None:
         """Start flow ``fid``'s QP at ``t``: its FCT counts from ``start_ps``, its first
@@ -398,6 +452,8 @@ class Host(Node):
             qp.advance(done_bytes, t, 0)
         self.flow_start_log.append(fid)
         self.sqp[fid] = qp
+        if self.model_sending:
+            self.model_sending.pop(fid, None)  # a flow a model handed over: its QP sends the rest
         port.qps.append(qp)
         if not port.busy:
             port.kick(t)
@@ -593,6 +649,8 @@ class Host(Node):
         """Flow ``fid`` sent from here (started at ``start_ps``) completed at ``t``: its last ACK came
         back (by its QP, or by the flow model that carried it); its DAG children may start."""
         self.finished.append((fid, t, start_ps))
+        if self.model_sending:
+            self.model_sending.pop(fid, None)
         if self.dag is not None:
             ch = self.dag.at_src[self.dag.flow_op[fid]]
             if ch:

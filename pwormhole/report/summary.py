@@ -122,15 +122,15 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
                       "nvlink": accel.nvlink}}
 
 
-def packet_events_estimate(summary: dict, eventless_bytes: int, payload_bytes: int) -> dict:
+def packet_events_estimate(summary: dict, eventless_bytes: int, scenario_events: int, scenario_bytes: int) -> dict:
     """``eventless_bytes`` (payload a Wormhole run moved without events: fast-forwarded, replayed from
     the memo cache, or NVLink flows given rates) and ``packet_events_est``: the events a packet-level
-    run would take, estimated as the events simulated plus the eventless packets at this run's events
-    per simulated packet (null when no packet was simulated)."""
-    simulated_pkts = max(0, summary["bytes_sent"] - eventless_bytes) / payload_bytes
+    run would take, ``scenario_events`` (:func:`pwormhole.report.dryrun.packet_events_estimate`: per
+    packet and hop of its path) for the share of the scenario's ``scenario_bytes`` this run sent
+    (null when it sent nothing)."""
     est = None
-    if simulated_pkts >= 1:
-        est = round(summary["events"] * (1 + eventless_bytes / payload_bytes / simulated_pkts))
+    if summary["bytes_sent"] > 0 and scenario_bytes > 0:
+        est = round(scenario_events * min(1.0, summary["bytes_sent"] / scenario_bytes))
     return {"eventless_bytes": eventless_bytes, "packet_events_est": est}
 
 
@@ -234,8 +234,9 @@ def readable(summary: dict) -> str:
             comm = sum(g["comm_ns"] for g in gpus) / n
             exp = sum(g["exposed_comm_ns"] for g in gpus) / n
             idle = max(0.0, sum(its) - comp - exp)  # waiting on others: the pipeline bubble
+            whole = "iteration" if len(its) == 1 else f"{len(its)} iterations"
             lines.insert(4, f"per GPU (mean)   compute {comp / 1e6:.6f} ms + exposed communication "
-                            f"{exp / 1e6:.6f} ms + idle {idle / 1e6:.6f} ms = iteration  (communication in all "
+                            f"{exp / 1e6:.6f} ms + idle {idle / 1e6:.6f} ms = {whole}  (communication in all "
                             f"{comm / 1e6:.6f} ms)")
         c = summary.get("collectives") or {}
         lines.insert(5, f"collectives      {c.get('count', 0)}")

@@ -9,11 +9,14 @@ and returns the per-member ``OP_MARK`` ops that end when that member is done.
   ``k+1`` when it has received step ``k`` from its predecessor and its own
   dependencies are met: a GPU takes part in no step before it has entered the
   collective (NCCL runs it as a kernel on each member's stream), so a member
-  that enters late holds the ring up. Its steps whose data came in meanwhile
-  then start together and share its NIC until they all end, where NCCL sends
-  them one after another on its connection (not modelled: a 4-member 1.2 MB
-  all-reduce with one member 100 us late ends at 566 us, against about
-  100 + 173 us). Per member: ``2(N-1) ceil(S/N)`` bytes sent.
+  that enters late holds the ring up. A member's sends to its successor go
+  one after another on one connection (an RDMA QP in NCCL): step ``k+1``'s
+  first byte leaves after step ``k``'s last (``Dag.flow``'s ``fifo_after``),
+  so the steps whose data came in while a member was late leave in order
+  once it enters (a 4-member 1.2 MB all-reduce with one member 100 us late
+  ends 272.6 us after the others enter, 173.4 us after it does; sharing the
+  NIC among those steps instead gave 566 us). Per member: ``2(N-1) ceil(S/N)``
+  bytes sent.
 * Ring all-gather and reduce-scatter of S bytes (the full buffer): ``N-1``
   steps of ``ceil(S/N)`` bytes.
 * All-to-all of S bytes per member: ``ceil(S/N)`` bytes to each other member,
@@ -112,7 +115,8 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
             label = f"{name}.s{k}"
             for i, h in enumerate(hosts):
                 dep = start[i] if k == 0 else [prev[(i - 1) % n], *start[i]]
-                cur[i] = dag.flow(h, hosts[(i + 1) % n], chunk, dep, label)
+                cur[i] = dag.flow(h, hosts[(i + 1) % n], chunk, dep, label,
+                                  fifo_after=-1 if k == 0 else dag.arg[prev[i]])
             prev = cur
         done = [dag.mark(h, [prev[(i - 1) % n], prev[i]], f"{name}.done") for i, h in enumerate(hosts)]
     dag.collectives.append(Collective(name, kind, list(gpus if gpus is not None else hosts), size_bytes, done,

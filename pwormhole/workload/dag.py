@@ -85,6 +85,9 @@ class Dag:
         gpu_of_host: host node id -> GPU rank (reports).
         flows: the flows of the ``OP_FLOW`` ops, ``flows[i].flow_id == i``.
         flow_op: flow id -> op id.
+        fifo_after: flow id -> the flow id of the same source and destination whose last byte
+            its first byte leaves after, on one connection (a ring member's sends to its
+            successor, an RDMA QP in NCCL), or -1.
         collectives: collective instances, for reports.
         iteration_of: per op, its training iteration (0 when not a training job).
         label: per op, a short description (layer/phase) for reports and plots.
@@ -101,6 +104,7 @@ class Dag:
     iteration_of: list[int] = field(default_factory=list)
     flows: list[Flow] = field(default_factory=list)
     flow_op: list[int] = field(default_factory=list)
+    fifo_after: list[int] = field(default_factory=list)
     collectives: list[Collective] = field(default_factory=list)
     gpu_of_host: dict[int, int] = field(default_factory=dict)
     compute_layer: dict[int, int] = field(default_factory=dict)
@@ -147,8 +151,11 @@ class Dag:
             raise InputError(f"{label or 'compute'}: duration {duration_ps} ps is outside 0..{MAX_TIME_PS}")
         return self._add(OP_COMPUTE, host, int(duration_ps), deps, label, not_before_ps)
 
-    def flow(self, src: int, dst: int, size_bytes: int, deps=(), label: str = "", not_before_ps: int = 0) -> int:
-        """Add a flow of ``size_bytes`` (> 0) from host ``src`` to host ``dst``; returns its op id."""
+    def flow(self, src: int, dst: int, size_bytes: int, deps=(), label: str = "", not_before_ps: int = 0,
+             fifo_after: int = -1) -> int:
+        """Add a flow of ``size_bytes`` (> 0) from host ``src`` to host ``dst``; returns its op id.
+        ``fifo_after``: a flow id from ``src`` to ``dst`` on the same connection, whose last byte this
+        flow's first byte leaves after (-1: none)."""
         if not 0 < size_bytes <= MAX_FLOW_BYTES:
             raise InputError(f"{label or 'flow'}: size must be 1..{MAX_FLOW_BYTES} bytes, got {size_bytes}")
         if src == dst:
@@ -159,6 +166,7 @@ class Dag:
         self.flows.append(Flow(fid, src, dst, self.pg, self.dport, int(size_bytes), TRIGGERED, sport))
         op = self._add(OP_FLOW, src, fid, deps, label, not_before_ps)
         self.flow_op.append(op)
+        self.fifo_after.append(fifo_after)
         return op
 
     def mark(self, host: int, deps=(), label: str = "") -> int:

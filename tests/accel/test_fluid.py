@@ -13,9 +13,10 @@ from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.run import Run
-from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.scenario import Scenario, from_dag, topology_from_arg, training_scenario
 from pwormhole.simulate import simulate
 from pwormhole.topology.model import Link, Topology
+from pwormhole.workload.dag import Dag
 from pwormhole.workload.models import build_model
 
 FLUID = AccelConfig()  # the default: NVLink flows by rates wherever they hold
@@ -267,3 +268,21 @@ def test_nvlink_flows_by_pair_as_flow_by_flow():
     inside, odd = _nvlink_flows_per_flow(net, {4: 4, 5: 4})
     assert nvlink_flows(net) == (inside, odd)
     assert inside == {f.flow_id: 4 for f in flows if 2 in (f.src, f.dst)} and odd == []
+
+
+def test_flows_on_one_connection_leave_in_order_by_rates_too():
+    """Two flows queued on one NVLink connection (``fifo_after``): the second sends from the first's
+    last byte, by rates as by packets (no hand-over: only one flow sends at a time), its FCT from 0."""
+    topo, cfg = server()
+    dag = Dag()
+    a = dag.flow(0, 1, 300_000)
+    dag.flow(0, 1, 300_000, fifo_after=dag.arg[a])
+    ref = Run(from_dag("t", topo, dag, cfg)).run()
+    fast = Run(from_dag("t", topo, dag, cfg), accel=FLUID).run()
+    assert not any(d.packet_fids for d in fast.accel.fluid_domains.values())
+    assert fast.start_ps == ref.start_ps == {0: 0, 1: 0}
+    first, second = ref.finish_ps[0], ref.finish_ps[1]
+    assert abs(fast.finish_ps[0] - first) < first // 1000 and abs(fast.finish_ps[1] - second) < second // 1000
+    # the second flow's 300 packets follow the first's at the line rate (1,048 wire bytes at 2,880 Gb/s)
+    tx = 1048 * 8 * 10**12 / 2880e9
+    assert abs((second - first) - 300 * tx) < 2 * tx

@@ -110,7 +110,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path, name, transform, needle):
     (["--topology", "rail-optimised"], "no such file, and 'rail-optimised' is not a builder"),
     (["--topology", "rail-optimized:gpu=8"], "rail-optimized needs gpus=... (unknown: gpu)"),
     (["--topology", "rail-optimized:gpus=8,planes=2"], "unknown key(s) planes for rail-optimized"),
-    (["--topology", "alibaba-hpn:gpus=8,planes=3"], "planes must be 1, or 2 with dual ToRs"),
+    (["--topology", "alibaba-hpn:gpus=8,planes=3"], "alibaba-hpn:gpus=8,planes=3: planes must be 1 or 2"),
+    (["--topology", "alibaba-hpn:gpus=8,planes=2,spines=3"],
+     "2 needs an even number of spines (got planes=2, spines=3)"),
 ])
 def test_option_mistakes_are_one_line_and_leave_no_folder(tmp_path, args, needle):
     out = tmp_path / "new" / "out"

@@ -337,3 +337,7 @@ def test_console_gives_compute_exposed_communication_and_idle_adding_to_the_iter
                "collectives": {"count": 2}}
     assert ("per GPU (mean)   compute 4.000000 ms + exposed communication 3.000000 ms + idle 3.000000 ms = "
             "iteration  (communication in all 4.000000 ms)") in readable(summary).splitlines()
+    # two iterations of 10 and 12 ms: the parts add up to both
+    summary["iterations"] = [10_000_000, 12_000_000]
+    assert ("per GPU (mean)   compute 4.000000 ms + exposed communication 3.000000 ms + idle 15.000000 ms = "
+            "2 iterations  (communication in all 4.000000 ms)") in readable(summary).splitlines()

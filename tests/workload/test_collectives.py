@@ -79,6 +79,42 @@ def test_ring_step_waits_for_predecessor():
     assert r.start_ps[3] == 50 * US
 
 
+def test_a_late_members_waiting_steps_leave_one_after_another():
+    """A member's sends to its successor share one connection: when it enters 100 us late, the steps
+    whose data came in meanwhile leave in order, so the ring ends about one on-time all-reduce after
+    it enters (the others' first steps are done); sharing its NIC among them ended at 566 us."""
+    ends = {}
+    for late_us in (0, 100):
+        dag = Dag()
+        c = dag.compute(0, late_us * US)
+        collective(dag, "allreduce", [0, 1, 2, 3], 1_200_000, [[c], [], [], []], "ar")
+        r = run_dag(dag)
+        ends[late_us] = end_ps(r)
+        mine = sorted((r.start_ps[f], r.finish_ps[f]) for f, fl in enumerate(dag.flows) if fl.src == 0)
+        if late_us:
+            # its steps 0..2 (data in by then) all start at 100 us and end one step apart, in order
+            assert [s for s, _ in mine[:3]] == [100 * US] * 3
+            step = mine[1][1] - mine[0][1]
+            assert step > 20 * US and abs((mine[2][1] - mine[1][1]) - step) < step // 20
+    assert ends[0] == 173_368_640
+    assert 100 * US + ends[0] - 2 * US < ends[100] <= 100 * US + ends[0]
+
+
+def test_flows_on_one_connection_leave_in_order():
+    """Three flows queued on one connection (``fifo_after``), all ready at once: each sends after the
+    one before has put its last byte on the wire; their FCTs count from their start."""
+    dag = Dag()
+    a = dag.flow(0, 1, 1_000_000)
+    b = dag.flow(0, 1, 1_000_000, fifo_after=dag.arg[a])
+    c = dag.flow(0, 1, 1_000_000, fifo_after=dag.arg[b])
+    r = run_dag(dag, 2)
+    fa, fb, fc = (r.finish_ps[dag.arg[op]] for op in (a, b, c))
+    assert r.start_ps == {0: 0, 1: 0, 2: 0}
+    # 1,000 packets of 1,048 wire bytes at 100 Gb/s each, back to back over the 2 hops of the star
+    step = 1000 * 83_840
+    assert abs((fb - fa) - step) <= 2 * 83_840 and abs((fc - fb) - step) <= 2 * 83_840
+
+
 def test_alltoall_and_p2p_times():
     size = 3_000_000
     dag = Dag()
