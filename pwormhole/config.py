@@ -105,8 +105,8 @@ class ModelConfig:
     # NVLink (links to NVSwitches; pwormhole extension, not in ns-3's config.txt)
     nvlink_cc: str = NVLINK_CC_NONE
 
-    # serialize and pace in whole ns, rounded down, as HPCC's ns-3 does (net.device.ns3_tx_ps; a
-    # saturated 100 Gb/s port then runs up to 1% fast); pwormhole's own: ps, rounded up (--ns3-time)
+    # serialize and pace in whole ns, rounded down, as HPCC's ns-3 does (net.device.ns3_tx_ps: a
+    # 1048-byte packet at 100 Gb/s 1% fast, at 400 Gb/s 4.8%); pwormhole's own: ps, rounded up (--ns3-time)
     ns3_time: bool = False
 
     # run

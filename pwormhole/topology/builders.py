@@ -169,7 +169,8 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
     * every leaf is linked to every one of ``spines`` spines (default: as many
       spines as rails, the shape of SimAI's 16-GPU H20 example) at
       ``uplink_rate_bps``, or by default at the leaf's NIC capacity divided by
-      ``spines * oversubscription`` (floored), with ``delay_ps``;
+      the spines it reaches (``spines / planes``) times ``oversubscription``
+      (floored), with ``delay_ps``;
     * ``dual_tor``: every NIC has two ports of ``nic_rate_bps``, one to each
       of two leaves of its rail (SimAI's ``Rail_Opti_DualToR_SinglePlane``:
       ``2 x rails`` leaves per segment, the first leaves of every segment
@@ -210,7 +211,7 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
     per_seg = servers if servers_per_segment is None else servers_per_segment
     if not _is_int(per_seg) or per_seg < 1:
         raise InputError(f"rail-optimized: servers_per_segment must be an integer >= 1, got {servers_per_segment!r}")
-    if planes not in (1, 2) or (planes == 2 and (not dual_tor or spines % 2)):
+    if not _is_int(planes) or planes not in (1, 2) or (planes == 2 and (not dual_tor or spines % 2)):
         raise InputError(f"rail-optimized: planes must be 1, or 2 with dual ToRs and an even number of spines; "
                          f"got planes={planes!r}, dual_tor={dual_tor}, spines={spines}")
     ports = 2 if dual_tor else 1  # NIC ports per GPU
@@ -222,6 +223,9 @@ def rail_optimized(servers: int, gpus_per_server: int = 8, nic_rate_bps: int = 2
         _whole(v, what) for v, what in ((nic_rate_bps, "nic_rate_bps"), (delay_ps, "delay_ps"),
                                          (nvlink_rate_bps, "nvlink_rate_bps"), (nvlink_delay_ps, "nvlink_delay_ps")))
     if uplink_rate_bps is not None:
+        if oversubscription != 1.0:
+            raise InputError(f"rail-optimized: give uplink_rate_bps or oversubscription, not both "
+                             f"(got {uplink_rate_bps!r} and {oversubscription!r})")
         uplink_rate_bps = _whole(uplink_rate_bps, "uplink_rate_bps")
     _check(nic_rate_bps, delay_ps, "rail-optimized NIC link")
     _check(nvlink_rate_bps, nvlink_delay_ps, "rail-optimized NVLink")

@@ -16,7 +16,7 @@ from helpers import DATA, G100, US, flows_of, star_topo
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_TIMELY, ModelConfig
+from pwormhole.config import CC_DCTCP, CC_HPCC, CC_TIMELY, ModelConfig
 from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
 from pwormhole.inputs.hpcc_config import read_hpcc_config
@@ -258,13 +258,14 @@ def test_cli_runs_them_and_the_summary_names_wormholes_limits(tmp_path):
 
 
 def test_ns3_time_paces_and_changes_rate_in_whole_ns():
-    """With ns-3's time a QP's pacing gap and ChangeRate's deadline shift are whole ns, rounded
-    down (``RdmaHw::UpdateNextAvail``, ``ChangeRate``): 1048 bytes take 335.36 ns at 25 Gb/s
-    (335 ns) and 167.68 ns at 50 Gb/s (167 ns); in ps, rounded up, 335,360 and 167,680 ps."""
-    for ns3_time, gap_25g, gap_50g in ((True, 335_000, 167_000), (False, 335_360, 167_680)):
-        cfg, qp = new_qp(CC_DCQCN, ns3_time=ns3_time)
+    """With ns-3's time a QP's pacing gap and HPCC's ChangeRate deadline shift are whole ns, rounded
+    down (``RdmaHw::UpdateNextAvail``, ``ChangeRate``): a 1090-byte HPCC packet takes 348.8 ns at
+    25 Gb/s (348 ns) and 174.4 ns at 50 Gb/s (174 ns); in ps, rounded up, 348,800 and 174,400 ps."""
+    for ns3_time, gap_25g, gap_50g in ((True, 348_000, 174_000), (False, 348_800, 174_400)):
+        cfg, qp = new_qp(CC_HPCC, ns3_time=ns3_time)
         cc.set_rate(qp, 25 * 10**9)
         pkt = qp.next_packet(1_000_000)
-        assert pkt.size_bytes == 1048 and qp.next_avail_ps == 1_000_000 + gap_25g
+        assert pkt.size_bytes == 1090 and qp.next_avail_ps == 1_000_000 + gap_25g
         cc.set_rate(qp, 50 * 10**9)
         assert qp.next_avail_ps == 1_000_000 + gap_50g
+

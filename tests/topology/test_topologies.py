@@ -194,6 +194,15 @@ def test_alibaba_hpn_layout():
         rail_optimized(4, dual_tor=True, planes=2, spines=3)
 
 
+def test_an_oversubscription_replaces_a_presets_uplink_rate():
+    # alibaba-hpn's 400 Gbps uplinks give way to oversub: 2 servers x 1 NIC port of 200 Gbps per
+    # leaf over its 4 spines (dual plane: 8 / 2) at 2:1 -> 50 Gbps; uplink and oversub are not both taken
+    t = topology_from_arg("alibaba-hpn:gpus=16,spines=8,planes=2,oversub=2")
+    assert {ln.rate_bps for ln in t.links if ln.a >= 16 + 2} == {50 * G}
+    with pytest.raises(InputError, match="give uplink_rate_bps or oversubscription, not both"):
+        topology_from_arg("spectrum-x:gpus=16,uplink=100Gbps,oversub=2")
+
+
 def test_dual_tor_nic_spreads_flows_over_both_ports():
     # a NIC with two ports picks one per flow by ECMP (SimAI's ns-3: RdmaHw::GetNicIdxOfQp): 16
     # flows from GPU 0 to the GPUs of the other server use both, and every byte arrives
@@ -467,6 +476,10 @@ def test_rail_optimized_options():
     ({"servers": 2, "nvlink_delay_ps": -1}, "rail-optimized NVLink: link delay must be >= 0, got -1"),
     ({"servers": 2, "nic_rate_bps": 1.5}, "rail-optimized: nic_rate_bps must be a whole number, got 1.5"),
     ({"servers": 2, "servers_per_segment": 0}, "rail-optimized: servers_per_segment must be an integer >= 1, got 0"),
+    ({"servers": 2, "uplink_rate_bps": 400 * G, "oversubscription": 2},
+     "rail-optimized: give uplink_rate_bps or oversubscription, not both (got 400000000000 and 2)"),
+    ({"servers": 2, "dual_tor": True, "planes": 2.0}, "rail-optimized: planes must be 1, or 2 with dual ToRs and an "
+                                                      "even number of spines; got planes=2.0, dual_tor=True, spines=8"),
 ])
 def test_rail_optimized_errors(kw, message):
     with pytest.raises(InputError) as ei:
