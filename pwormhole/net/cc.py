@@ -44,11 +44,9 @@ from .packet import TM_ALPHA, TM_DECREASE, TM_RP
 
 
 def set_rate(qp, new_rate_bps: int) -> None:
-    """Change a QP's sending rate and its rate-scaled window (``RdmaHw::ChangeRate``).
-
-    The pacing deadline moves by the difference of the last packet's
-    serialization time at the old and new rates, as ns-3 does.
-    """
+    """Change a QP's sending rate and its rate-scaled window as ns-3's HPCC does
+    (``RdmaHw::ChangeRate``): the pacing deadline moves by the difference of the last
+    packet's serialization time at the old and new rates."""
     old = qp.rate_bps
     if new_rate_bps == old:
         return
@@ -66,7 +64,7 @@ def set_rate(qp, new_rate_bps: int) -> None:
 
 
 def assign_rate(qp, new_rate_bps: int) -> None:
-    """Set a QP's rate as ns-3's TIMELY and DCTCP do (``qp->m_rate = ...``): the window
+    """Set a QP's rate as ns-3's DCQCN, TIMELY and DCTCP do (``qp->m_rate = ...``): the window
     follows (``RdmaQueuePair::GetWin``), the pacing deadline does not move."""
     qp.rate_bps = new_rate_bps
     if qp.var_win and qp.win_bytes:
@@ -113,7 +111,7 @@ def dcqcn_on_cnp(qp, host, t_ps: int) -> None:
         host.timer(t_ps + host.rate_decrease_interval_ps + 1000, qp, TM_DECREASE, 0)
         rate = int(host.cfg.rate_on_first_cnp * qp.rate_bps)
         qp.target_rate_bps = rate
-        set_rate(qp, rate)
+        assign_rate(qp, rate)
         qp.first_cnp = False
 
 
@@ -138,6 +136,9 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
        rate * (1 - alpha/2))`` with the alpha just updated, and the RP timer
        restarts (``RateIncEventTimerMlx``, every RP_TIMER).
 
+    DCQCN sets ``m_rate`` itself, never through ``ChangeRate``: the pacing deadline keeps its
+    place (:func:`assign_rate`).
+
     Pinned with exact numbers by ``tests/e2e/test_faults.py::test_dcqcn_cnp_order``.
     """
     if kind == TM_ALPHA:
@@ -152,7 +153,7 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
         if qp.decrease_cnp:
             if cfg.clamp_target_rate or qp.rp_stage != 0:
                 qp.target_rate_bps = qp.rate_bps
-            set_rate(qp, max(cfg.min_rate_bps, int(qp.rate_bps * (1 - qp.alpha / 2))))
+            assign_rate(qp, max(cfg.min_rate_bps, int(qp.rate_bps * (1 - qp.alpha / 2))))
             qp.rp_stage = 0
             qp.decrease_cnp = False
             qp.rp_gen += 1  # cancels the pending RP timer
@@ -170,7 +171,7 @@ def dcqcn_timer(qp, host, kind: int, gen: int, t_ps: int) -> None:
             qp.target_rate_bps = min(qp.target_rate_bps + cfg.rate_ai_bps, line)
         else:
             qp.target_rate_bps = min(qp.target_rate_bps + cfg.rate_hai_bps, line)
-        set_rate(qp, qp.rate_bps // 2 + qp.target_rate_bps // 2)
+        assign_rate(qp, qp.rate_bps // 2 + qp.target_rate_bps // 2)
         qp.rp_stage += 1
 
 
@@ -219,7 +220,10 @@ def jump_to_rate(qp, rate_bps: int, hpcc: bool) -> None:
         rate_bps = qp.cur_rate_bps
     else:
         qp.target_rate_bps = min(rate_bps, qp.max_rate_bps)
-    set_rate(qp, min(rate_bps, qp.max_rate_bps))
+    if hpcc:
+        set_rate(qp, min(rate_bps, qp.max_rate_bps))
+    else:
+        assign_rate(qp, min(rate_bps, qp.max_rate_bps))
 
 
 def hpcc_on_ack(qp, pkt, cfg) -> None:

@@ -16,14 +16,14 @@ from helpers import DATA, G100, US, flows_of, star_topo
 
 from pwormhole.accel.memo import MemoCache
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.config import CC_DCTCP, CC_HPCC, CC_TIMELY, ModelConfig
+from pwormhole.config import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_TIMELY, ModelConfig
 from pwormhole.engine.events import EventQueue
 from pwormhole.errors import InputError
 from pwormhole.inputs.hpcc_config import read_hpcc_config
 from pwormhole.net import cc
 from pwormhole.net.build import Network
 from pwormhole.net.host import SendQP
-from pwormhole.net.packet import T_ACK, new_packet
+from pwormhole.net.packet import T_ACK, TM_DECREASE, new_packet
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, from_hpcc_config
 
@@ -269,3 +269,16 @@ def test_ns3_time_paces_and_changes_rate_in_whole_ns():
         cc.set_rate(qp, 50 * 10**9)
         assert qp.next_avail_ps == 1_000_000 + gap_50g
 
+
+def test_dcqcn_sets_its_rate_without_moving_the_pacing_deadline():
+    """ns-3's DCQCN assigns ``m_rate`` (``CheckRateDecreaseMlx``, ``RateIncEventTimerMlx``), never
+    through ChangeRate: a rate cut leaves the deadline of the packet just sent where it was."""
+    cfg, qp = new_qp(CC_DCQCN)
+    host = qp.host
+    qp.next_packet(0)
+    deadline = qp.next_avail_ps
+    assert deadline == 83_840
+    qp.decrease_cnp = True
+    qp.alpha = 1.0
+    cc.dcqcn_timer(qp, host, TM_DECREASE, 0, 1000)
+    assert qp.rate_bps == 50 * 10**9 and qp.next_avail_ps == deadline
