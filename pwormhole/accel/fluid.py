@@ -124,7 +124,7 @@ class FluidDomain:
             return
         if start_ps != t:
             self.fct_start[fid] = start_ps
-        host.model_sending[fid] = -1  # (until _last_byte_sent)
+        host.model_sends_until(fid, -1)  # (its last byte: _last_byte_sent)
         flow = self.flows[fid]
         h = self.net.ecmp_hash(fid)
         up = host.pick_port(flow.dst, h)  # host -> NVSwitch (the ECMP choice of its packets)

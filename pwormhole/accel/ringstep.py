@@ -100,6 +100,7 @@ class RingSteps:
         self.carried: dict[int, Carried] = {}  # registered at the boundary after the start, on every rank
         self.on_port: dict = {}  # port -> ids of the carried flows crossing it
         self.started: list = []  # (flow id, start_ps) carried from a local source since the last boundary
+        self.fct_start: dict = {}  # flow id -> its FCT's start, for a local source's flow held behind another
         self.received_local: dict = {}  # flow id -> when its last byte arrived at a local host (the hosts write it)
         self.received_ps: dict = {}  # ring members' receipts, every rank's (from the reports)
         self.routes: dict = {}  # flow id -> (data ports, priority group)
@@ -133,19 +134,20 @@ class RingSteps:
     # -- at a flow's start (in the event loop; reads only what the last boundary left) ---------
     def start(self, host, fid: int, t: int, start_ps: int) -> None:
         """Flow ``fid`` starts at ``t`` on ``host``: carried when its route has a template of its
-        size and it meets what the template met (:attr:`fits`), else by a QP (and always by a QP
-        when it queued behind another flow of its connection: ``start_ps``, its FCT's start, is
-        then earlier than ``t``)."""
+        size and it meets what the template met (:attr:`fits`), else by a QP; its FCT counts from
+        ``start_ps`` (earlier when it queued behind another flow of its connection)."""
         tpl = self.templates.get(self.route(fid)) if self.templates else None  # (no route looked up before any)
         flow = self.flows[fid]
-        if start_ps != t or tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
+        if tpl is None or tpl.size_bytes != flow.size_bytes or not self.fits(fid, t, tpl):
             self.routes.pop(fid, None)  # (a QP from here on)
             host.open_qp(fid, t, start_ps, 0)
             return
+        if start_ps != t:
+            self.fct_start[fid] = start_ps
         self.started.append((fid, t))
         host.flow_start_log.append(fid)  # (the boundary after it must come)
         host.model_sent(flow.size_bytes)
-        host.model_sending[fid] = t + self.sent_offset_ps(fid, tpl)  # (a flow queued behind it starts then)
+        host.model_sends_until(fid, t + self.sent_offset_ps(fid, tpl))  # (a flow queued behind it starts then)
         push(host, t + tpl.fct_ps, self.ends[flow.src], ("ack", fid))
 
     def sent_offset_ps(self, fid: int, tpl: Template) -> int:
@@ -168,7 +170,7 @@ class RingSteps:
         if what == "recv":
             self.nodes[flow.dst].model_delivered(fid, flow.size_bytes, t, True)
         else:
-            self.nodes[flow.src].flow_completed(fid, t, c.start_ps)
+            self.nodes[flow.src].flow_completed(fid, t, self.fct_start.pop(fid, c.start_ps))
 
     # -- at boundaries ------------------------------------------------------------------------
     def local_report(self, flows: dict) -> tuple:
@@ -257,11 +259,14 @@ class RingSteps:
         self.last.pop(route, None)
         self.templates.pop(route, None)
 
-    def crossed(self, ports, t: int, local) -> list:
+    def crossed(self, ports, t: int, local, behind: int = -1) -> list:
         """A flow that is not a ring member started on ``ports``: the carried flows crossing them go
         back to packets at boundary ``t`` (returned, their ids), but those whose last byte has
-        arrived (only their last ACK is left to come)."""
-        hit = sorted({f for p in ports for f in self.on_port.get(p, ()) if self.undelivered(f, t)})
+        arrived (only their last ACK is left to come), and the one it queued ``behind`` on its
+        connection once that one's last byte has left (its tail is ahead of the new flow's data)."""
+        hit = sorted({f for p in ports for f in self.on_port.get(p, ()) if self.undelivered(f, t)
+                      and not (f == behind and t >= self.carried[f].start_ps
+                               + self.sent_offset_ps(f, self.carried[f].template))})
         for fid in hit:
             self.hand_back(fid, t, local)
         return hit
@@ -293,7 +298,7 @@ class RingSteps:
         if flow.src in local:
             src = self.nodes[flow.src]
             src.model_sent(-flow.size_bytes)  # (counted as sent at its start; the QP counts ``done`` and what it sends)
-            src.open_qp(fid, t, c.start_ps, done, t + c.start_ps % self.window_ps)
+            src.open_qp(fid, t, self.fct_start.pop(fid, c.start_ps), done, t + c.start_ps % self.window_ps)
         self.handed_back += 1
 
     def settle(self, t: int, local) -> None:

@@ -226,7 +226,8 @@ class Wormhole:
                        net.path_of(fid, acks=True), ff.path_rtt_ps(data, self.mtu), t)
         self.flows[fid] = fs
         if self.rings.carried:  # (a new flow is no ring member yet)
-            self._handed_back(self.rings.crossed(fs.ports, t, self.heap_of), t)
+            behind = net.dag_rt.fifo_after[fid] if net.dag_rt is not None else -1
+            self._handed_back(self.rings.crossed(fs.ports, t, self.heap_of, behind), t)
         merged = self.table.touching(fs.ports)
         for g in merged:
             if g.frozen is not None:

@@ -393,17 +393,13 @@ class Host(Node):
             if before >= 0:
                 if self.fifo_start and fid in self.fifo_start:
                     start_ps = self.fifo_start.pop(fid)
-                    self.fifo_waiting.discard(fid)
-                elif self.sending(before, t):
-                    sent_ps = self.model_sending.get(before, -1)
+                if self.sending(before, t) or rt.remaining[rt.flow_op[before]] > 0:
+                    # (still sending, or not started: an earlier step may arrive later over ECMP; or
+                    # released for a model's last byte, and the flow went on as packets since)
                     self.fifo_waiting.add(fid)
-                    if sent_ps > t:  # a model that knows when its last byte leaves
-                        self.fifo_start[fid] = t
-                        self.heap.push(sent_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[fid])
-                        self.seq += 1
-                    else:
-                        self.fifo_parked[before] = (fid, t)
+                    self.hold(before, fid, start_ps, t)
                     return
+                self.fifo_waiting.discard(fid)
         if self.flow_models is not None:
             model = self.flow_models.get(fid)
             if model is not None:  # carried by a model given at set-up (no QP, no packets)
@@ -421,6 +417,31 @@ class Host(Node):
             sent_ps = self.model_sending[fid]
             return sent_ps < 0 or sent_ps > t
         return fid in self.fifo_waiting
+
+    def hold(self, before: int, fid: int, start_ps: int, t: int) -> None:
+        """Flow ``fid`` (its FCT from ``start_ps``) waits for flow ``before``'s last byte: at the time a
+        model gave for it (an event then), or until :meth:`flow_sent` says it left."""
+        rt = self.dag
+        assert rt is not None  # (only DAG flows queue)
+        sent_ps = self.model_sending.get(before, -1)
+        if sent_ps > t:
+            self.fifo_start[fid] = start_ps
+            self.heap.push(sent_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[fid])
+            self.seq += 1
+        else:
+            self.fifo_parked[before] = (fid, start_ps)
+
+    def model_sends_until(self, fid: int, sent_ps: int) -> None:
+        """A model carries flow ``fid`` from here and knows when its last byte leaves: ``sent_ps``
+        (-1: it calls :meth:`flow_sent` then). A flow held for it waits until then."""
+        self.model_sending[fid] = sent_ps
+        if sent_ps >= 0 and fid in self.fifo_parked:
+            rt = self.dag
+            assert rt is not None  # (only DAG flows queue)
+            nxt, start_ps = self.fifo_parked.pop(fid)
+            self.fifo_start[nxt] = start_ps
+            self.heap.push(sent_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[nxt])
+            self.seq += 1
 
     def flow_sent(self, fid: int, t: int) -> None:
         """Flow ``fid`` put its last byte on the wire at ``t`` (its QP, or the model carrying it): a

@@ -161,6 +161,9 @@ class Dag:
         if src == dst:
             raise InputError(f"{label or 'flow'}: source and destination are the same host {src}")
         fid = len(self.flows)
+        if fifo_after != -1 and not (0 <= fifo_after < fid and self.flows[fifo_after].src == src
+                                     and self.flows[fifo_after].dst == dst):
+            raise ValueError(f"flow {fid}: fifo_after {fifo_after} is not an earlier flow from {src} to {dst}")
         sport = self._sport.get(src, 10000)
         self._sport[src] = sport + 1
         self.flows.append(Flow(fid, src, dst, self.pg, self.dport, int(size_bytes), TRIGGERED, sport))

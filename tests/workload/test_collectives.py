@@ -115,6 +115,23 @@ def test_flows_on_one_connection_leave_in_order():
     assert abs((fb - fa) - step) <= 2 * 83_840 and abs((fc - fb) - step) <= 2 * 83_840
 
 
+def test_a_flow_waits_for_the_one_before_it_to_start_and_send():
+    """The earlier flow of a connection may become ready later (a ring step's data can arrive out of
+    order over ECMP): the later one still leaves after it, not before; ``fifo_after`` must name an
+    earlier flow of the same source and destination."""
+    dag = Dag()
+    a = dag.flow(0, 1, 1_000_000, deps=[dag.compute(0, 10 * US)])
+    b = dag.flow(0, 1, 1_000_000, fifo_after=dag.arg[a])
+    r = run_dag(dag, 2)
+    fa, fb = r.finish_ps[dag.arg[a]], r.finish_ps[dag.arg[b]]
+    assert r.start_ps[dag.arg[a]] == 10 * US and r.start_ps[dag.arg[b]] == 0  # B's FCT counts from 0
+    assert abs((fb - fa) - 1000 * 83_840) <= 2 * 83_840
+    with pytest.raises(ValueError, match="fifo_after 5 is not an earlier flow from 0 to 1"):
+        dag.flow(0, 1, 10, fifo_after=5)
+    with pytest.raises(ValueError, match="fifo_after 0 is not an earlier flow from 1 to 0"):
+        dag.flow(1, 0, 10, fifo_after=0)
+
+
 def test_alltoall_and_p2p_times():
     size = 3_000_000
     dag = Dag()
