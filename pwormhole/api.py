@@ -46,6 +46,20 @@ class Result(RunFiles):
     def out_dir(self) -> str:
         return self.folder
 
+    def __repr__(self) -> str:
+        """One line (the fields hold every flow, collective and timeline row: printed whole, a
+        training run's fills a notebook)."""
+        s = self.summary
+        parts = [f"out_dir={self.folder!r}", f"scenario={s.get('scenario')!r}", f"mode={s.get('mode')!r}",
+                 f"flows_finished={s.get('flows_finished')}"]
+        if s.get("iteration_time_ns") is not None:
+            parts.append(f"iteration_time_ns={s['iteration_time_ns']}")
+        for name in ("collectives", "timeline"):
+            rows = getattr(self, name)
+            if rows is not None:
+                parts.append(f"{name}=<{len(rows)} rows>")
+        return f"Result({', '.join(parts)})"
+
     def report(self) -> str:
         """Write ``report.html`` in ``out_dir``; returns its path."""
         return write_report(self.folder)

@@ -39,6 +39,10 @@ def test_simulate_is_the_command_run(tmp_path):
     assert {r["kind"] for r in res.collectives} == {"allreduce", "reducescatter", "allgather"}
     assert {r["gpu"] for r in res.timeline} == set(range(16))  # numbers typed
     assert all(isinstance(c["busbw_gbps"], float) and c["busbw_gbps"] > 0 for c in res.collectives)
+    # printed (a notebook cell's value): one line, not every row
+    assert repr(res) == (f"Result(out_dir={str(tmp_path / 'api')!r}, scenario={s['scenario']!r}, mode='wormhole', "
+                         f"flows_finished={s['flows']}, iteration_time_ns={s['iteration_time_ns']}, "
+                         f"collectives=<{len(res.collectives)} rows>, timeline=<{len(res.timeline)} rows>)")
     # the command gives the same fct.txt
     r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8",
                         "--layers", "2", "--dist-opt", "--out", str(tmp_path / "cli"),
