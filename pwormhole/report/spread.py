@@ -110,8 +110,16 @@ def table(verdicts: dict[str, Verdict]) -> str:
             where = "within"
         else:
             where = f"outside ({v.error / v.spread:.1f}x)" if v.spread > 0 else "outside (spread 0)"
-        rows.append((m, pct(v.error), pct(v.spread), where, "-" if v.passes is None else
-                     ("passes" if v.passes else "FAILS")))
+        limit, multiple = RULE[m]
+        if v.passes is None:
+            rule = "-"
+        elif not v.passes:
+            rule = "FAILS"
+        elif limit is not None and v.error < limit:
+            rule = f"passes (under {limit * 100:g}%)"
+        else:
+            rule = f"passes (within {multiple:g}x the spread)"
+        rows.append((m, pct(v.error), pct(v.spread), where, rule))
     head = ("metric", "Wormhole", "spread", "against the spread", "rule")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows])

@@ -11,7 +11,7 @@ from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.commands import cli
 from pwormhole.commands.compare import SPREAD_CC_STEP, compare, perturbed, run_in_processes
 from pwormhole.report.compare import compare_dirs
-from pwormhole.report.spread import judge, passes, spread_of, verdict
+from pwormhole.report.spread import judge, passes, spread_of, table, verdict
 from pwormhole.scenario import Scenario
 from pwormhole.simulate import simulate
 from pwormhole.topology.model import Link, Topology
@@ -76,6 +76,12 @@ def test_the_rule_of_each_metric():
     assert verdict("iteration_time_error", 0.0009, 0.0).passes and not verdict("iteration_time_error", 0.002, 1).passes
     assert verdict("max_fct_error", 0.5, 0.1).passes is None  # no rule: beside the spread only
     assert verdict("fct_p50_shift", None, 0.1) .error is None
+    # the table says which half of the rule a metric passed by
+    lines = table({"p99_fct_error": verdict("p99_fct_error", 0.05, 0.04),
+                   "fct_p99_shift": verdict("fct_p99_shift", 0.024, 0.01),
+                   "mean_fct_error": verdict("mean_fct_error", 0.011, 0.5)}).splitlines()
+    assert lines[1].endswith("outside (1.2x)      passes (within 1.5x the spread)")
+    assert lines[2].endswith("outside (2.4x)      passes (under 3%)") and lines[3].endswith("FAILS")
 
 
 def test_jobs_in_processes_report_failures():
