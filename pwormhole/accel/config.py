@@ -71,6 +71,10 @@ MAX_MIN_ROUNDS = 50
 :func:`~pwormhole.accel.steady.hpcc_model` at most (each shrinks the change ~20x: ACKs are ~1/20
 of the data bytes)."""
 
+HPCC_MODEL_LAYOUTS = 4096
+"""Fixed points of :func:`~pwormhole.accel.steady.hpcc_model` kept per run, by flow layout (the
+memo starts over when full)."""
+
 NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET = "auto", "fluid", "packet"
 NVLINK_CHOICES = (NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET)
 

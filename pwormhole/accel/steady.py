@@ -24,6 +24,7 @@ from .config import (
     FIFO_SATURATION,
     HPCC_FAIRNESS,
     HPCC_LIFT_MAX_NICS,
+    HPCC_MODEL_LAYOUTS,
     HPCC_SATURATION,
     INFLIGHT_BASELINE_SPANS,
     INFLIGHT_SLACK_PACKETS,
@@ -235,13 +236,21 @@ def fifo_shares(flows: list, goodput: dict, samples: int, facts: NetFacts) -> No
         saturated |= over
 
 
-def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
+def hpcc_model(flows: list, goodput: dict, facts: NetFacts, known: dict | None = None):
     """HPCC's fluid steady state of the flows (sorted by id): ``{flow id: payload bytes/ps}``,
     their max-min shares where a switch port (an INT hop) carries ``u_target`` of its rate
     lifted by the additive step (:func:`hpcc_lift`) and a NIC port its rate, the ACKs (at the
     shares' pace) served first; None where a port carries data of two priorities (strict
     priorities are not max-min). ``goodput`` seeds the ACK loads and the lifts; at most
-    :data:`~.config.MAX_MIN_ROUNDS` rounds of their fixed point."""
+    :data:`~.config.MAX_MIN_ROUNDS` rounds of their fixed point. ``known``: the fixed points
+    reached before, by the flows' layout (their ports, priority and packet sizes in order): one
+    that converged does not depend on the seed, so a group checked again reuses it."""
+    key = None
+    if known is not None:
+        key = tuple((tuple(fs.data_ports), tuple(fs.ack_ports), fs.pg, fs.wire_bytes, fs.mtu) for fs in flows)
+        hit = known.get(key)
+        if hit is not None:
+            return dict(zip([fs.fid for fs in flows], hit))
     crossing: dict = {}
     for fs in flows:
         for p in fs.data_ports:
@@ -279,6 +288,10 @@ def hpcc_model(flows: list, goodput: dict, facts: NetFacts):
         done = all(abs(new[f] - g.get(f, 0.0)) <= 1e-9 * new[f] for f in new)
         g = new
         if done:
+            if known is not None and key is not None:
+                if len(known) >= HPCC_MODEL_LAYOUTS:
+                    known.clear()
+                known[key] = tuple(g[fs.fid] for fs in flows)
             break
     return g
 
@@ -337,7 +350,8 @@ def recent_goodput(fs, since: int, newest_start_ps: int, samples: int, min_packe
     return (b.una_bytes - a.una_bytes) / (b.una_ps - a.una_ps)
 
 
-def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, window_spread: float):
+def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, window_spread: float,
+               known: dict | None = None):
     """HPCC's fluid steady state (:func:`hpcc_model`) of the flows (sorted by id) when each
     one's ``measured`` goodput is within ``tolerance`` of it and the windows agree with it,
     else None: the group is near the state its damped oscillation settles to, and the rest of
@@ -346,8 +360,8 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
     spreads by at most ``window_spread``: a newcomer that has not yet given up its window to
     the flows under way can share a port equally for a while, then takes more. Flows of one NIC
     count as their slowest: its round robin holds a flow paced above its share to the pace of
-    the others (each of its packets waits for theirs)."""
-    model = hpcc_model(flows, measured, facts)
+    the others (each of its packets waits for theirs). ``known``: as :func:`hpcc_model`'s."""
+    model = hpcc_model(flows, measured, facts, known)
     if model is None:
         return None
     per_rtt: dict = {}

@@ -127,6 +127,7 @@ class Wormhole:
         ncfg = net.cfg
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
                               ncfg.rate_bound, ncfg.ack_high_prio, ncfg.u_target, ncfg.rate_ai_bps)
+        self.hpcc_models: dict = {}  # HPCC fluid steady states by flow layout (steady.hpcc_model)
 
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
@@ -346,7 +347,8 @@ class Wormhole:
                             HPCC_EARLY_MIN_PACKETS)
         if measured is None:
             return None
-        model = hpcc_early(flows, measured, self.facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD)
+        model = hpcc_early(flows, measured, self.facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD,
+                           self.hpcc_models)
         if model is None:
             return None
         end = min(ff.wake_by(fs, t, fs.una(), model[fs.fid], self.cfg.margin_rtts) for fs in flows)
