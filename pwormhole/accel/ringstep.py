@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..net.packet import EV_MODEL
+from ..units import serialization_ps
 from .config import RING_TEMPLATE_TOLERANCE
 
 
@@ -155,11 +156,14 @@ class RingSteps:
         arrival less, on each link of its route, the delay and the last packet's serialization (a
         lock-step ring's packets do not queue)."""
         ports = self.route(fid)[0]
-        flow = self.flows[fid]
-        mtu = self.net.cfg.packet_payload_bytes
-        last_wire = flow.size_bytes - (-(-flow.size_bytes // mtu) - 1) * mtu + ports[0].hdr_bytes
-        hops = sum(p.delay_ps + -(-last_wire * 8_000_000_000_000 // p.rate_bps) for p in ports)
-        return max(0, tpl.rx_ps - hops)
+        size, mtu = self.flows[fid].size_bytes, self.mtu
+        last_wire = size - (-(-size // mtu) - 1) * mtu + ports[0].hdr_bytes
+        return max(0, tpl.rx_ps - sum(p.delay_ps + serialization_ps(last_wire, p.rate_bps) for p in ports))
+
+    def sent_ps(self, fid: int) -> int:
+        """When carried flow ``fid``'s last byte leaves its source."""
+        c = self.carried[fid]
+        return c.start_ps + self.sent_offset_ps(fid, c.template)
 
     def on_event(self, arg, t: int) -> None:
         what, fid = arg
@@ -265,8 +269,7 @@ class RingSteps:
         arrived (only their last ACK is left to come), and the one it queued ``behind`` on its
         connection once that one's last byte has left (its tail is ahead of the new flow's data)."""
         hit = sorted({f for p in ports for f in self.on_port.get(p, ()) if self.undelivered(f, t)
-                      and not (f == behind and t >= self.carried[f].start_ps
-                               + self.sent_offset_ps(f, self.carried[f].template))})
+                      and not (f == behind and t >= self.sent_ps(f))})
         for fid in hit:
             self.hand_back(fid, t, local)
         return hit

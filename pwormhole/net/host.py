@@ -4,7 +4,11 @@
 One queue pair (QP) per flow; the NIC serves control packets (ACK/NACK) first, then its QPs round
 robin, each paced at its rate (``nextAvail``) and bounded by its window; cumulative ACKs every
 ``L2_ACK_INTERVAL`` bytes or chunk; NACK and go-back-N on a gap. A host also runs its GPU's share
-of a workload DAG (:mod:`pwormhole.net.dagrun`): compute ops on one stream, flows as QPs, marks.
+of a workload DAG (:mod:`pwormhole.net.dagrun`): compute ops on one stream, flows as QPs, marks,
+and a connection's flows one after another (``Host.on_flow_start``).
+
+Over 700 lines as one concern: the sender QP, the NIC port and the host share one compiled
+module (``host.pxd``) so that the per-packet calls between them stay C calls.
 """
 
 from __future__ import annotations
