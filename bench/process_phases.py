@@ -18,7 +18,10 @@ CPU_AT_START_S = time.process_time()
 
 import atexit  # noqa: E402 (timed: after the start's CPU is read)
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the console script (cli.entry) sets it
 
 from pwormhole import options, run, scenario, simulate, standalone  # noqa: E402
 from pwormhole.accel import fluid, wormhole  # noqa: E402

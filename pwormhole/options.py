@@ -33,6 +33,7 @@ from .config import (
     ModelConfig,
 )
 from .errors import InputError
+from .gcpause import cyclic_gc_paused
 from .inputs.formats import detect_workload_format, load_chakra
 from .inputs.hpcc_config import LINK_DOWN_BASE_PS, read_hpcc_config
 from .outfiles import PLOT_INSTALL, check_file_writable, discard_out_dir, matplotlib_installed
@@ -207,7 +208,8 @@ def prepare_run(opts: RunOptions, comm=None, made: list | None = None) -> Prepar
     deferred = comm is not None and made is not None
     made = made if made is not None else [None]
     try:
-        return _prepare(opts, comm, made)
+        with cyclic_gc_paused():  # (the scenario's DAG: a million objects, no cycles)
+            return _prepare(opts, comm, made)
     except InputError:
         if not deferred:
             discard_out_dir(made[0])

@@ -11,10 +11,8 @@ the same whatever the number of LPs.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
@@ -23,6 +21,7 @@ from tqdm import tqdm
 
 from .accel.wormhole import Wormhole
 from .engine.lp import INF_PS, LogicalProcess
+from .gcpause import cyclic_gc_paused
 from .net.build import Network
 from .net.dispatch import handler_table
 from .partition.grid import WindowGrid, check_cut_links, round_robin_owner
@@ -81,20 +80,6 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    """Python's cyclic garbage collector pauses while events run: packets and events are plain
-    lists and tuples that form no cycles, yet its full passes walk every pending event; the
-    cycles a run leaves (its network) are collected after it."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class _Records:
@@ -333,7 +318,7 @@ class Run:
         self.ready_wait_s = transport.ready()  # ranks finish building at different times: not the run's
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
-            with _cyclic_gc_paused():
+            with cyclic_gc_paused():
                 self.t_end_ps, self.windows = run_windows(transport, self.window_ps, stop_ps, on_boundary,
                                                           accel, [f[0] for f in failures], records.take,
                                                           quiet_until)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import random
 import typing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from difflib import get_close_matches
 
 from .config import CC_BY_NAME, CC_DCQCN, EMBEDDED_SCENARIOS, ModelConfig
@@ -250,7 +250,7 @@ def number_sports(flows: list[Flow]) -> list[Flow]:
     for f in flows:
         sp = nxt.get(f.src, FIRST_SPORT)
         nxt[f.src] = sp + 1
-        out.append(replace(f, sport=sp))
+        out.append(f._replace(sport=sp))
     return out
 
 
@@ -296,7 +296,7 @@ def fat_tree_mix_scenario(seed: int = 7) -> Scenario:
         src, dst = rng.sample(hosts, 2)
         add(src, dst, rng.choice([4_000, 20_000, 64_000, 100_000]), t0 + rng.randrange(0, 200) * PS_PER_US)
     flows.sort(key=lambda f: (f.start_ps, f.flow_id))
-    flows = [replace(f, flow_id=i) for i, f in enumerate(flows)]
+    flows = [f._replace(flow_id=i) for i, f in enumerate(flows)]
     cfg = ModelConfig(cc_mode=CC_DCQCN)
     cfg.simulator_stop_ps = 100 * 10**9  # 100 ms
     return Scenario("fat-tree-mix", topo, number_sports(flows), cfg)

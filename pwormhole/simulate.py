@@ -18,6 +18,7 @@ from .accel.config import HPCC_CROWDED_NIC, AccelConfig
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
 from .config import CC_HPCC
 from .errors import AgreedInputError, InputError, OutputError, StuckError, Terminated
+from .gcpause import cyclic_gc_paused
 from .outfiles import RECORD_NAME, REPORT_NAME
 from .partition.grid import WindowGrid
 from .partition.plan import PartitionPlan, make_plan
@@ -46,7 +47,7 @@ from .report.summary import (
     training_summary,
 )
 from .report.trace import DEFAULT_TRACE_LIMIT_BYTES, TRACE_NAME, check_trace_size, write_trace
-from .report.training import training_report
+from .report.training import OpTimes, training_report
 from .report.writer import RunWriter, check_outputs, claim, output_names, prepare_out_dir
 from .run import Run, expected_end_ps
 from .scenario import Scenario
@@ -166,6 +167,11 @@ def simulate(scn: Scenario, out_dir: str, settings: RunSettings | None = None, c
         OutputError: an output could not be written (after everything else was).
         StuckError: the run could not make progress (after the outputs were written).
     """
+    with cyclic_gc_paused():
+        return _simulate(scn, out_dir, settings, comm, fields)
+
+
+def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, fields: dict) -> dict:
     if settings is None:
         settings = RunSettings(**fields)
     elif fields:
@@ -401,24 +407,29 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
         if st["hpcc_crowded_nic_flows"] and rank0:
             crowded = CROWDED_NIC_WARNING.format(st["hpcc_crowded_nic_flows"], HPCC_CROWDED_NIC)
             print(f"pwormhole: warning: {crowded}", file=sys.stderr)
-        flow_time = sum(sim.finish_ps[f] - sim.start_ps[f] for f in sim.finish_ps) or 1
+        finish = sim.finish_ps
+        flow_time = (sum(finish.values()) - sum(map(sim.start_ps.__getitem__, finish))) or 1
+        rated = wh.fluid_fids & finish.keys()  # (finished, by rates or handed over)
         summary.update(accel_summary(st, accel, wh.theta, wh.samples, wh.sample_ps, wh.min_span_packets, flow_time,
-                                     sum(1 for f in sim.finish_ps if f in wh.fluid_fids) - handed, shared,
+                                     len(rated) - handed, shared,
                                      handed, wh.nvlink_model, wh.nvlink_packets_why))
         if handed_at:
             summary["nvlink_servers_by_packets"] = len(handed_at)
             summary["nvlink_by_packets_from_ns"] = min(handed_at) // 1000
         if wh.cc_limits:
             summary["accel_cc_limits"] = wh.cc_limits
-        rated_bytes = sum(scn.flows[f].size_bytes for f in sim.finish_ps if f in wh.fluid_fids) - handed_bytes
+        sizes = [f.size_bytes for f in scn.flows]
+        rated_bytes = sum(map(sizes.__getitem__, rated)) - handed_bytes
         summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes + st["ring_steps_bytes"],
-                                              scenario_packet_events(scn), sum(f.size_bytes for f in scn.flows)))
+                                              scenario_packet_events(scn), sum(sizes)))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
-        training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
+        times = OpTimes(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)
+        training = training_report(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps, times)
         summary.update(training_summary(training, sim.complete))
         if scn.spec is not None and rank0:
-            training["per_layer"] = per_layer_rows(scn.dag, scn.spec, sim.op_times, sim.start_ps, sim.finish_ps)
+            training["per_layer"] = per_layer_rows(scn.dag, scn.spec, sim.op_times, sim.start_ps, sim.finish_ps,
+                                                   times)
     if plan is not None:
         summary["partition"] = {"edge_cut_bytes": plan.edge_cut_bytes, "imbalance": plan.imbalance,
                                 "cut_links": len(plan.cut_links)}

@@ -14,7 +14,6 @@ import multiprocessing
 import os
 import random
 import sys
-from dataclasses import replace
 
 from ..errors import InputError
 from ..outfiles import PLOT_INSTALL, REPORT_NAME
@@ -44,7 +43,7 @@ def perturbed(scn, run: int, jitter_ps: int = SPREAD_JITTER_PS):
             if dag.kind[op] == OP_COMPUTE and dag.arg[op] > 0:
                 dag.arg[op] = max(0, dag.arg[op] + rng.randrange(jitter_ps + 1) - half)
     else:
-        scn.flows = [replace(f, start_ps=max(0, f.start_ps + rng.randrange(jitter_ps + 1) - half)) for f in scn.flows]
+        scn.flows = [f._replace(start_ps=max(0, f.start_ps + rng.randrange(jitter_ps + 1) - half)) for f in scn.flows]
     cfg = scn.config
     cfg.rate_ai_bps = max(1, round(cfg.rate_ai_bps * (1 + SPREAD_CC_STEP * (1 if run % 2 else -1))))
     return scn

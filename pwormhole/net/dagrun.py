@@ -42,36 +42,39 @@ class DagRuntime:
         self.flow_op = dag.flow_op
         self.fifo_after = dag.fifo_after
         self.remaining = [len(d) for d in dag.deps]
-        self.at_end: list[tuple] = [()] * n
         self.at_src: list[tuple] = [()] * n
         self.remote: list[tuple] = [()] * n
         self.remote_children: dict[tuple[int, int], tuple] = {}
-        flows = dag.flows
-        for op, children in enumerate(dag.children()):
-            if not children:
+        host = dag.host
+        end_of = list(host)  # where each op ends: its host, a flow's destination
+        for op, f in zip(dag.flow_op, dag.flows):
+            end_of[op] = f.dst
+        ends: list[list[int]] = [[] for _ in range(n)]  # op -> its children at its end host (most of them)
+        srcs: dict[int, list[int]] = {}  # op -> its children at a flow's source
+        others: dict[int, dict[int, list[int]]] = {}  # op -> host elsewhere -> its children there
+        for c, ds in enumerate(dag.deps):  # (children in op order, as the hosts take them)
+            if not ds:
                 continue
-            if dag.kind[op] == OP_FLOW:
-                f = flows[dag.arg[op]]
-                src, end = f.src, f.dst
-            else:
-                src = end = dag.host[op]
-            at_end: list = []
-            at_src: list = []
-            other: dict = {}
-            for c in children:
-                h = dag.host[c]
-                if h == end:
-                    at_end.append(c)
-                elif h == src:
-                    at_src.append(c)
+            h = host[c]
+            for d in ds:
+                if h == end_of[d]:
+                    ends[d].append(c)
+                elif h == host[d]:
+                    cs = srcs.get(d)
+                    if cs is None:
+                        srcs[d] = [c]
+                    else:
+                        cs.append(c)
                 else:
-                    other.setdefault(h, []).append(c)
-            self.at_end[op] = tuple(at_end)
-            self.at_src[op] = tuple(at_src)
-            if other:
-                self.remote[op] = tuple((h, path_delay_ps(end, h)) for h in other)
-                for h, cs in other.items():
-                    self.remote_children[(op, h)] = tuple(cs)
+                    others.setdefault(d, {}).setdefault(h, []).append(c)
+        self.at_end = [tuple(cs) if cs else () for cs in ends]
+        for d, cs in srcs.items():
+            self.at_src[d] = tuple(cs)
+        for d, by_host in others.items():
+            end = end_of[d]
+            self.remote[d] = tuple((h, path_delay_ps(end, h)) for h in by_host)
+            for h, cs in by_host.items():
+                self.remote_children[(d, h)] = tuple(cs)
         self.roots = [op for op in range(n) if not dag.deps[op]]
 
     def leads(self, model_fids) -> tuple[list[int], list[int], list[int]]:
@@ -87,13 +90,18 @@ class DagRuntime:
         arg = self.arg
         start = [0] * n
         end = [INF_PS] * n
+        at_end, at_src, remote = self.at_end, self.at_src, self.remote
         for op in range(n - 1, -1, -1):
-            here = self.at_end[op] + self.at_src[op]
-            e = 0 if self.remote[op] or not here else INF_PS
-            for c in here:
-                s = start[c] if c > op else 0
-                if s < e:
-                    e = s
+            ends, srcs = at_end[op], at_src[op]
+            if remote[op] or not (ends or srcs):
+                e = 0
+            else:
+                e = INF_PS
+                for here in (ends, srcs):
+                    for c in here:
+                        s = start[c] if c > op else 0
+                        if s < e:
+                            e = s
             end[op] = e
             k = kind[op]
             if k == OP_COMPUTE:

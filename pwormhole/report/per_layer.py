@@ -31,6 +31,7 @@ import numpy as np
 from ..workload import simai
 from ..workload.dag import OP_COMPUTE, OP_FLOW, OP_MARK, Dag
 from .summary import write_csv_atomic
+from .training import OpTimes
 
 PER_LAYER_NAME = "per_layer.csv"
 PER_LAYER_COLUMNS = ("stage", "layer", "name", "fwd_compute_us", "ig_compute_us", "wg_compute_us",
@@ -52,22 +53,14 @@ class _Run:
     """What the attribution needs of a finished run: op ends, and per collective and host the
     earliest of the host's own flows and marks in it (done marks aside): ``(start, op)``."""
 
-    def __init__(self, dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict):
+    def __init__(self, dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict, times: OpTimes | None = None):
         self.dag, self.op_times, self.flow_finish = dag, op_times, flow_finish
         self.coll_of = np.full(len(dag), -1, dtype=np.int64)
-        self.first_on: list[dict[int, tuple[int, int]]] = []
         for ci, c in enumerate(dag.collectives):
             self.coll_of[c.first_op:c.last_op] = ci
-            done = set(c.done_ops)
-            first: dict[int, tuple[int, int]] = {}
-            for op in range(c.first_op, c.last_op):
-                if op in done:
-                    continue
-                t = flow_start.get(dag.arg[op]) if dag.kind[op] == OP_FLOW else op_times.get(op, (None,))[0]
-                h = dag.host[op]
-                if t is not None and (h not in first or (t, op) < first[h]):
-                    first[h] = (t, op)
-            self.first_on.append(first)
+        done = [d for c in dag.collectives for d in c.done_ops]
+        times = times or OpTimes(dag, op_times, flow_start, flow_finish)
+        self.first_on = times.first_in_collectives(dag, False, done)
 
     def waits(self, host: int, deps, lo: int, hi: int) -> list[tuple[int, int]]:
         """``(collective, ps)``: what the idle span ``[lo, hi)`` of ``host``'s compute stream, ended by
@@ -105,12 +98,14 @@ class _Run:
         return out
 
 
-def per_layer_rows(dag: Dag, spec, op_times: dict, flow_start: dict, flow_finish: dict) -> list[dict]:
-    """The rows of ``per_layer.csv`` (columns :data:`PER_LAYER_COLUMNS`) of a run of ``spec``'s DAG."""
+def per_layer_rows(dag: Dag, spec, op_times: dict, flow_start: dict, flow_finish: dict,
+                   times: OpTimes | None = None) -> list[dict]:
+    """The rows of ``per_layer.csv`` (columns :data:`PER_LAYER_COLUMNS`) of a run of ``spec``'s DAG
+    (``times``: the run's :class:`~.training.OpTimes`, when made already)."""
     gpu_of = dag.gpu_of_host
     n_layers = len(spec.layers)
     stage_of = {h: simai.pp_stage_of(spec, g) for h, g in gpu_of.items() if g < spec.all_gpus}
-    run = _Run(dag, op_times, flow_start, flow_finish)
+    run = _Run(dag, op_times, flow_start, flow_finish, times)
 
     def key(ci: int) -> tuple[object, str]:
         c = dag.collectives[ci]
@@ -118,15 +113,14 @@ def per_layer_rows(dag: Dag, spec, op_times: dict, flow_start: dict, flow_finish
             return c.layer, c.phase
         return _EXTRA.get(c.phase, (None, ""))
 
-    compute = np.zeros((spec.pp, n_layers, 3), dtype=np.int64)  # ps, summed over the stage's GPUs
-    exposed = np.zeros((spec.pp, n_layers, 3), dtype=np.int64)
-    comm = np.zeros((spec.pp, n_layers, 3), dtype=np.int64)
+    # [stage][layer][phase] ps, summed over the stage's GPUs (lists: numpy's scalar updates cost more)
+    compute, exposed, comm = ([[[0, 0, 0] for _ in range(n_layers)] for _ in range(spec.pp)] for _ in range(3))
     extra: dict[tuple[int, object, str], list[int]] = {}  # (stage, row, column) -> [exposed, comm]
 
     def add(kind: int, stage: int, ci: int, ps: int) -> None:
         row, column = key(ci)
         if isinstance(row, int):
-            (exposed if kind == 0 else comm)[stage, row, _PHASES.index(column)] += ps
+            (exposed if kind == 0 else comm)[stage][row][_PHASES.index(column)] += ps
         elif row is not None:
             extra.setdefault((stage, row, column), [0, 0])[kind] += ps
 
@@ -140,7 +134,7 @@ def per_layer_rows(dag: Dag, spec, op_times: dict, flow_start: dict, flow_finish
             ops_of.setdefault(h, []).append((t0, t1, op))
             code = dag.compute_layer.get(op)
             if code is not None:
-                compute[stage_of[h], code // 3, code % 3] += t1 - t0
+                compute[stage_of[h]][code // 3][code % 3] += t1 - t0
         if (t1, op) > last_end.get(h, (-1, -1)):
             last_end[h] = (t1, op)
     for h, stage in stage_of.items():
@@ -172,9 +166,9 @@ def per_layer_rows(dag: Dag, spec, op_times: dict, flow_start: dict, flow_finish
         for li, layer in enumerate(spec.layers):
             row = {"stage": s, "layer": li, "name": layer.name}
             for k, ph in enumerate(_PHASES):
-                row[f"{ph}_compute_us"] = us(int(compute[s, li, k]), s)
-                row[f"{ph}_exposed_comm_us"] = us(int(exposed[s, li, k]), s)
-                row[f"{ph}_comm_us"] = us(int(comm[s, li, k]), s)
+                row[f"{ph}_compute_us"] = us(compute[s][li][k], s)
+                row[f"{ph}_exposed_comm_us"] = us(exposed[s][li][k], s)
+                row[f"{ph}_comm_us"] = us(comm[s][li][k], s)
             rows.append(row)
         for name in ("pipeline", "param_allgather"):
             if name not in present:

@@ -48,13 +48,15 @@ def fct_summary_by_link(nvlink: list[bool], fids: list[int], fcts_ns: list[int],
     """``nic`` and ``nvlink``: :func:`fct_summary` of the flows that cross the NICs' fabric and of those
     inside a server's NVSwitches (``nvlink[fid]``), apart; nothing when the run has no NVLink flow
     (a training run's FCT figures are otherwise those of its many NVLink flows)."""
-    if not any(nvlink):
+    on_nvlink = np.asarray(nvlink, dtype=bool)
+    if not on_nvlink.any():
         return {}
+    of_finished = on_nvlink[np.asarray(fids, dtype=np.int64)]
+    fcts, slowdowns_a = np.asarray(fcts_ns, dtype=np.int64), np.asarray(slowdowns, dtype=float)
     out = {}
     for name, want in (("nic", False), ("nvlink", True)):
-        sel = [i for i, f in enumerate(fids) if nvlink[f] == want]
-        out[name] = fct_summary(sum(1 for v in nvlink if v == want), [fcts_ns[i] for i in sel],
-                                [slowdowns[i] for i in sel])
+        sel = of_finished == want
+        out[name] = fct_summary(int(np.count_nonzero(on_nvlink == want)), fcts[sel], slowdowns_a[sel])
     return out
 
 
@@ -160,11 +162,12 @@ def write_json_atomic(path: str, data: dict) -> None:
 
 
 def write_csv_atomic(path: str, columns, rows: list[dict]) -> None:
-    """Rows as CSV with a header of ``columns``, written as ``PATH.part`` and renamed (OutputError on a write error)."""
+    """Rows as CSV with a header of ``columns`` (a key a row lacks: an empty cell; one it has beyond them:
+    left out), written as ``PATH.part`` and renamed (OutputError on a write error)."""
     with atomic(path) as fh:
-        w = csv.DictWriter(fh, fieldnames=columns)
-        w.writeheader()
-        w.writerows(rows)
+        w = csv.writer(fh)
+        w.writerow(columns)
+        w.writerows([[row.get(c, "") for c in columns] for row in rows])
 
 
 def approx(n: float) -> str:

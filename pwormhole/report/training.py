@@ -16,6 +16,8 @@ Definitions:
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..outfiles import save_figure
 from ..units import PS_PER_NS, axis_time_unit
 from ..workload.collectives import BUS_FACTOR
@@ -23,16 +25,54 @@ from ..workload.dag import OP_COMPUTE, OP_FLOW, Dag
 from .summary import write_csv_atomic
 
 
-def op_intervals(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict) -> list:
-    """Per op, ``(start_ps, end_ps)``, or None when it did not end."""
-    out: list = []
-    get = op_times.get
-    for op, (kind, arg) in enumerate(zip(dag.kind, dag.arg)):
-        if kind == OP_FLOW:
-            out.append((flow_start[arg], flow_finish[arg]) if arg in flow_finish else None)
-        else:
-            out.append(get(op))
-    return out
+class OpTimes:
+    """Per op of a run's DAG, as int64 arrays: ``start_ps`` (-1: not started; a flow from its start,
+    a compute op or mark from ``op_times``) and ``end_ps`` (-1: not ended)."""
+
+    def __init__(self, dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict):
+        n = len(dag)
+        self.start_ps = np.full(n, -1, dtype=np.int64)
+        self.end_ps = np.full(n, -1, dtype=np.int64)
+        kind = np.asarray(dag.kind, dtype=np.int8)
+        if op_times:
+            ops = np.fromiter(op_times, np.int64, len(op_times))
+            span = np.array(list(op_times.values()), dtype=np.int64).reshape(-1, 2)
+            mine = kind[ops] != OP_FLOW  # (a flow's times are its own)
+            self.start_ps[ops[mine]] = span[mine, 0]
+            self.end_ps[ops[mine]] = span[mine, 1]
+        flow_op = np.asarray(dag.flow_op, dtype=np.int64)
+        for of_flow, column in ((flow_start, self.start_ps), (flow_finish, self.end_ps)):
+            if of_flow:
+                n_flows = len(of_flow)
+                column[flow_op[np.fromiter(of_flow, np.int64, n_flows)]] = np.fromiter(of_flow.values(), np.int64,
+                                                                                        n_flows)
+
+    def first_in_collectives(self, dag: Dag, ended: bool, leave_out=()) -> list[dict[int, tuple[int, int]]]:
+        """Per collective, per host: ``(start_ps, op)`` of the earliest op of the collective on the host
+        (the lower op id among equal starts) among those that ``ended`` (else those that started),
+        ``leave_out`` (op ids) aside."""
+        n = len(dag)
+        coll_of = np.full(n, -1, dtype=np.int64)
+        for ci, c in enumerate(dag.collectives):
+            coll_of[c.first_op:c.last_op] = ci
+        take = (coll_of >= 0) & ((self.end_ps if ended else self.start_ps) >= 0)
+        if len(leave_out):
+            take[np.asarray(leave_out, dtype=np.int64)] = False
+        ops = np.nonzero(take)[0]
+        out: list[dict[int, tuple[int, int]]] = [{} for _ in dag.collectives]
+        if not len(ops):
+            return out
+        host = np.asarray(dag.host, dtype=np.int64)[ops]
+        coll = coll_of[ops]
+        start = self.start_ps[ops]
+        order = np.lexsort((ops, start, host, coll))
+        coll, host, start, ops = coll[order], host[order], start[order], ops[order]
+        first = np.ones(len(ops), dtype=bool)
+        first[1:] = (coll[1:] != coll[:-1]) | (host[1:] != host[:-1])
+        for ci, h, t, op in zip(coll[first].tolist(), host[first].tolist(), start[first].tolist(),
+                                ops[first].tolist()):
+            out[ci][h] = (t, op)
+        return out
 
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -65,8 +105,10 @@ def _overlap(a_iv, b_iv) -> int:
     return total
 
 
-def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict) -> dict:
-    """Iteration times, collective rows and per-GPU breakdown of a finished (or stopped) run.
+def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict,
+                    times: OpTimes | None = None) -> dict:
+    """Iteration times, collective rows and per-GPU breakdown of a finished (or stopped) run
+    (``times``: its :class:`OpTimes`, when made already).
 
     Returns a dict with ``iterations`` (list of ns), ``collectives`` (list of
     row dicts), ``gpus`` (list of per-GPU dicts) and ``intervals`` (per GPU:
@@ -76,15 +118,17 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
     gpu_of = dag.gpu_of_host
     n_gpus = len(gpu_of) or len(set(dag.host))
     compute_iv: dict[int, list] = {}
-    ivs = op_intervals(dag, op_times, flow_start, flow_finish)
-    for op, iv in enumerate(ivs):
-        if iv is None:
-            continue
-        it = dag.iteration_of[op]
-        if iv[1] > ends[it]:
-            ends[it] = iv[1]
-        if dag.kind[op] == OP_COMPUTE and iv[1] > iv[0]:
-            compute_iv.setdefault(dag.host[op], []).append(iv)
+    times = times or OpTimes(dag, op_times, flow_start, flow_finish)
+    ended = times.end_ps >= 0
+    iteration_of = np.asarray(dag.iteration_of, dtype=np.int64)
+    for it in range(dag.iterations):
+        last = times.end_ps[ended & (iteration_of == it)]
+        if len(last):
+            ends[it] = max(0, int(last.max()))
+    kind = np.asarray(dag.kind, dtype=np.int8)
+    busy = np.nonzero((kind == OP_COMPUTE) & ended & (times.end_ps > times.start_ps))[0]
+    for op, t0, t1 in zip(busy.tolist(), times.start_ps[busy].tolist(), times.end_ps[busy].tolist()):
+        compute_iv.setdefault(dag.host[op], []).append((t0, t1))
     iterations = []
     prev = 0
     for e in ends:
@@ -92,18 +136,10 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
         prev = max(prev, e)
     rows = []
     comm_iv: dict[int, list] = {}
-    for c in dag.collectives:
-        starts: dict[int, int] = {}
-        t0 = None
-        for op in range(c.first_op, c.last_op):
-            iv = ivs[op]
-            if iv is None:
-                continue
-            h = dag.host[op]
-            if h not in starts or iv[0] < starts[h]:
-                starts[h] = iv[0]
-            if t0 is None or iv[0] < t0:
-                t0 = iv[0]
+    firsts = times.first_in_collectives(dag, ended=True)
+    for c, first in zip(dag.collectives, firsts):
+        starts = {h: t for h, (t, _) in first.items()}
+        t0 = min(starts.values()) if starts else None
         got = [op_times.get(d) for d in c.done_ops]
         done = [d for d in got if d is not None]
         if t0 is None or len(done) < len(got):

@@ -100,25 +100,24 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
         sent: list[list[int]] = [[] for _ in hosts]
         got: list[list[int]] = [[] for _ in hosts]
         for i, h in enumerate(hosts):
-            for k in range(1, n):
-                j = (i + k) % n
-                f = dag.flow(h, hosts[j], chunk, start[i], f"{name}.a2a")
+            peers = [(i + k) % n for k in range(1, n)]
+            op = dag.flows_at_once([h] * (n - 1), [hosts[j] for j in peers], chunk, [start[i]] * (n - 1),
+                                   f"{name}.a2a")
+            for f, j in enumerate(peers, op):
                 sent[i].append(f)
                 got[j].append(f)
         done = [dag.mark(h, sent[i] + got[i], f"{name}.done") for i, h in enumerate(hosts)]
     else:
         steps = 2 * (n - 1) if kind == "allreduce" else n - 1
         chunk = -(-size_bytes // n)
-        prev: list = [None] * n  # prev[i]: member i's send of the previous step
-        for k in range(steps):
-            cur = [0] * n
-            label = f"{name}.s{k}"
-            for i, h in enumerate(hosts):
-                dep = start[i] if k == 0 else [prev[(i - 1) % n], *start[i]]
-                cur[i] = dag.flow(h, hosts[(i + 1) % n], chunk, dep, label,
-                                  fifo_after=-1 if k == 0 else dag.arg[prev[i]])
-            prev = cur
-        done = [dag.mark(h, [prev[(i - 1) % n], prev[i]], f"{name}.done") for i, h in enumerate(hosts)]
+        succ = hosts[1:] + hosts[:1]
+        step = dag.flows_at_once(hosts, succ, chunk, start, f"{name}.s0")  # member i's send: op step + i
+        start = dag.deps[step:step + n]  # (checked)
+        for k in range(1, steps):
+            fid = dag.arg[step]
+            deps = [[step + (i - 1) % n, *start[i]] for i in range(n)]
+            step = dag._append_flows(hosts, succ, chunk, deps, f"{name}.s{k}", list(range(fid, fid + n)))
+        done = [dag.mark(h, [step + (i - 1) % n, step + i], f"{name}.done") for i, h in enumerate(hosts)]
     dag.collectives.append(Collective(name, kind, list(gpus if gpus is not None else hosts), size_bytes, done,
                                       first, len(dag), dag.iteration))
     return done

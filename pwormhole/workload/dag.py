@@ -29,6 +29,8 @@ measured from the time their op starts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, eq
 
 from ..errors import InputError
 from ..units import MAX_TIME_PS
@@ -132,10 +134,10 @@ class Dag:
     # -- building ---------------------------------------------------------------
     def _add(self, kind: int, host: int, arg: int, deps, label: str, not_before_ps: int) -> int:
         op = len(self.kind)
-        deps = [d for d in deps if d is not None]
-        for d in deps:
-            if not 0 <= d < op:
-                raise ValueError(f"op {op}: dependency {d} is not an earlier op")
+        deps = [d for d in deps if d is not None] if None in deps else list(deps)
+        if deps and (min(deps) < 0 or max(deps) >= op):
+            bad = next(d for d in deps if not 0 <= d < op)
+            raise ValueError(f"op {op}: dependency {bad} is not an earlier op")
         self.kind.append(kind)
         self.host.append(host)
         self.arg.append(arg)
@@ -172,6 +174,58 @@ class Dag:
         self.fifo_after.append(fifo_after)
         return op
 
+    def flows_at_once(self, src: list[int], dst: list[int], size_bytes: int, deps: list[list], label: str,
+                      fifo_after: list[int] | None = None) -> int:
+        """Add one flow of ``size_bytes`` from ``src[i]`` to ``dst[i]`` per ``i``, waiting for ``deps[i]``
+        (earlier op ids; None items ignored) and queued behind flow ``fifo_after[i]`` (None: none
+        queued), as :meth:`flow` would one by one (same ops, flow ids and source ports, in this order;
+        its errors, raised before any flow is added); returns the first op id (the others follow it)."""
+        if not 0 < size_bytes <= MAX_FLOW_BYTES:
+            raise InputError(f"{label or 'flow'}: size must be 1..{MAX_FLOW_BYTES} bytes, got {size_bytes}")
+        if any(map(eq, src, dst)):
+            same = next(s for s, d in zip(src, dst) if s == d)
+            raise InputError(f"{label or 'flow'}: source and destination are the same host {same}")
+        op0 = len(self.kind)
+        fid0 = len(self.flows)
+        deps = [list(ds) if None not in ds else [d for d in ds if d is not None] for ds in deps]
+        for i, ds in enumerate(deps):
+            if ds and (min(ds) < 0 or max(ds) >= op0 + i):
+                bad = next(d for d in ds if not 0 <= d < op0 + i)
+                raise ValueError(f"op {op0 + i}: dependency {bad} is not an earlier op")
+        flows = self.flows
+        if fifo_after is not None:
+            for i, q in enumerate(fifo_after):
+                if q != -1 and not (0 <= q < fid0 + i and flows[q].src == src[i] and flows[q].dst == dst[i]):
+                    raise ValueError(f"flow {fid0 + i}: fifo_after {q} is not an earlier flow from {src[i]} to "
+                                     f"{dst[i]}")
+        return self._append_flows(src, dst, int(size_bytes), deps, label, fifo_after)
+
+    def _append_flows(self, src: list[int], dst: list[int], size_bytes: int, deps: list[list[int]], label: str,
+                      fifo_after: list[int] | None) -> int:
+        """:meth:`flows_at_once` of arguments known to be right (``deps``: lists of earlier op ids, taken
+        as they are: a collective's steps, made from checked ones)."""
+        n = len(src)
+        op0 = len(self.kind)
+        fid0 = len(self.flows)
+        sports = self._sport
+        ports = []
+        for s in src:  # (HPCC's third.cc: each source's flows numbered on)
+            p = sports.get(s, 10000)
+            sports[s] = p + 1
+            ports.append(p)
+        self.flows.extend(map(Flow._make, zip(range(fid0, fid0 + n), src, dst, repeat(self.pg), repeat(self.dport),
+                                              repeat(size_bytes), repeat(TRIGGERED), ports)))
+        self.kind.extend(repeat(OP_FLOW, n))
+        self.host.extend(src)
+        self.arg.extend(range(fid0, fid0 + n))
+        self.deps.extend(deps)
+        self.not_before_ps.extend(repeat(0, n))
+        self.label.extend(repeat(label, n))
+        self.iteration_of.extend(repeat(self.iteration, n))
+        self.flow_op.extend(range(op0, op0 + n))
+        self.fifo_after.extend(fifo_after if fifo_after is not None else repeat(-1, n))
+        return op0
+
     def mark(self, host: int, deps=(), label: str = "") -> int:
         """Add a zero-time join point on ``host``; returns its op id."""
         return self._add(OP_MARK, host, 0, deps, label, 0)
@@ -194,6 +248,8 @@ class Dag:
 
     def check_hosts(self, hosts: set[int], source: str | None = None) -> None:
         """Raise InputError naming the op when an op or flow endpoint is not a host."""
+        if hosts.issuperset(self.host) and hosts.issuperset(map(attrgetter("dst"), self.flows)):
+            return
         for op, h in enumerate(self.host):
             if h not in hosts:
                 raise InputError(f"op {op} ({self.label[op] or OP_KIND_NAMES[self.kind[op]]}): node {h} is not a host",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_FLOW_BYTES = 10**15  # 1 PB: a QP's byte counters and bytes x 8e12 stay within int64 arithmetic
 
 
-@dataclass(frozen=True, slots=True)
-class Flow:
+class Flow(NamedTuple):
     """One RDMA message (one queue pair) from ``src`` to ``dst``.
 
     Attributes:

@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from pwormhole.errors import InputError
 from pwormhole.inputs.tokens import head_tokens, open_text, to_int, token_lines
@@ -451,13 +451,13 @@ def _renumber_file_order(dag: Dag, flow_of_conn: list[int]) -> Dag:
     new_id = {old: new for new, old in enumerate(flow_of_conn)}
     flows: list = [None] * len(dag.flows)
     for f in dag.flows:
-        flows[new_id[f.flow_id]] = replace(f, flow_id=new_id[f.flow_id])
+        flows[new_id[f.flow_id]] = f._replace(flow_id=new_id[f.flow_id])
     # source ports: numbered per source host in (new) flow order, as third.cc numbers them
     nxt: dict[int, int] = {}
     for i, f in enumerate(flows):
         sp = nxt.get(f.src, 10000)
         nxt[f.src] = sp + 1
-        flows[i] = replace(f, sport=sp)
+        flows[i] = f._replace(sport=sp)
     flow_op = [0] * len(flows)
     for op, k in enumerate(dag.kind):
         if k == 1:  # OP_FLOW

@@ -209,6 +209,41 @@ def test_bad_dag_inputs():
         run_dag(dag)
 
 
+def _columns(dag):
+    return (dag.kind, dag.host, dag.arg, dag.deps, dag.not_before_ps, dag.label, dag.iteration_of, dag.flows,
+            dag.flow_op, dag.fifo_after)
+
+
+def test_flows_at_once_adds_what_flow_adds_one_by_one():
+    """Ops, flow ids, source ports (numbered per source, across calls), dependencies (None dropped)
+    and FIFO links as ``flow`` one by one; each bad input refused before anything is added."""
+    one, many = Dag(), Dag()
+    for dag in (one, many):
+        dag.compute(0, 5)
+        dag.flow(2, 0, 7)
+    src, dst, deps = [0, 1, 0, 2], [1, 2, 2, 0], [[0], [None, 1], [], [0, None, 1]]
+    for s, d, ds in zip(src, dst, deps):
+        one.flow(s, d, 300, ds, "x")
+    fifo = [1, -1, 3, 0]
+    for s, d, q in zip(src, dst, fifo):
+        one.flow(s, d, 300, [], "y", fifo_after=q)
+    assert many.flows_at_once(src, dst, 300, deps, "x") == 2
+    assert many.flows_at_once(src, dst, 300, [[]] * 4, "y", fifo) == 6
+    assert _columns(many) == _columns(one)
+    assert [f.sport for f in many.flows] == [10000, 10000, 10000, 10001, 10001, 10002, 10001, 10003, 10002]
+    assert many.deps[2:6] == [[0], [1], [], [0, 1]] and many.fifo_after == [-1] * 5 + fifo
+    before = _columns(many)
+    with pytest.raises(InputError, match="same host 2"):
+        many.flows_at_once([0, 2], [1, 2], 10, [[], []], "z")
+    with pytest.raises(ValueError, match="op 11: dependency 11 is not an earlier op"):
+        many.flows_at_once([0, 1], [1, 2], 10, [[], [11]], "z")
+    with pytest.raises(ValueError, match="flow 9: fifo_after 2 is not an earlier flow from 0 to 1"):
+        many.flows_at_once([0], [1], 10, [[]], "z", [2])
+    with pytest.raises(InputError, match="size must be"):
+        many.flows_at_once([0], [1], 0, [[]], "z")
+    assert _columns(many) == before
+
+
 @pytest.mark.slow
 def test_tp_group_of_24_gpus_over_three_servers():
     """A ring all-reduce on 24 GPUs of 3 servers (not a power of two; NVLink inside a
