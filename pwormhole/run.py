@@ -17,7 +17,6 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from .accel.wormhole import Wormhole
 from .engine.lp import INF_PS, LogicalProcess
@@ -67,6 +66,8 @@ class _Progress:
         if self.bar is None:
             if now - self.t0 < PROGRESS_AFTER_S:
                 return
+            from tqdm import tqdm  # (loaded only for a bar: most runs end before one shows)
+
             self.bar = tqdm(total=self.total_ps / 1e6, unit="us sim", dynamic_ncols=True,
                             disable=None if self.enabled is None else False, leave=False,
                             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim "

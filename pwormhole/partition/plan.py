@@ -28,6 +28,7 @@ import stat
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 
 from ..errors import InputError
 from ..net.packet import ACK_INT_BYTES, DATA_HEADER_BYTES
@@ -220,8 +221,10 @@ def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[l
     node_w = [float(len(adj[n])) for n in range(topo.n_nodes)]
     link_b = [0.0] * len(topo.links)
     by_pair: dict[tuple[int, int], int] = {}
-    for f in flows:
-        by_pair[(f.src, f.dst)] = by_pair.get((f.src, f.dst), 0) + f.size_bytes
+    got = by_pair.get
+    for pair, size in zip(zip(map(attrgetter("src"), flows), map(attrgetter("dst"), flows)),
+                          map(attrgetter("size_bytes"), flows)):
+        by_pair[pair] = got(pair, 0) + size
     routes: dict[int, dict[int, list[int]]] = {}
     for (src, dst), size in sorted(by_pair.items()):
         pkts = -(-size // payload_bytes)

@@ -10,6 +10,8 @@ CNPs add more (+19% on an 8-to-1 incast under PFC).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..partition.plan import traffic_weights
 from ..topology.routing import adjacency
 from ..workload import simai
@@ -30,7 +32,7 @@ def packet_events_estimate(scn) -> int:
     node_w, _ = traffic_weights(scn.topology, scn.flows, payload)
     adj = adjacency(scn.topology)
     ports = sum(len(adj[n]) for n in range(scn.topology.n_nodes))
-    packets = sum(-(-f.size_bytes // payload) for f in scn.flows)
+    packets = sum(-(-size // payload) for size in map(attrgetter("size_bytes"), scn.flows))
     packet_nodes = (sum(node_w) - ports) / 4  # traffic_weights counts 4 per packet and node crossed
     return round(EVENTS_PER_PACKET_HOP * (packet_nodes - packets))
 
