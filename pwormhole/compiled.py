@@ -23,7 +23,7 @@ from pathlib import Path
 COMPILED_MODULES = (
     "pwormhole.engine.events", "pwormhole.engine.lp", "pwormhole.net.packet", "pwormhole.net.device",
     "pwormhole.net.switch", "pwormhole.net.host", "pwormhole.net.cc", "pwormhole.net.freeze", "pwormhole.net.dispatch",
-    "pwormhole.sync.codec", "pwormhole.accel.fluid",
+    "pwormhole.sync.codec", "pwormhole.accel.fluid", "pwormhole.net.dagrun",
 )
 MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -45,29 +45,10 @@ class DagRuntime:
         self.at_src: list[tuple] = [()] * n
         self.remote: list[tuple] = [()] * n
         self.remote_children: dict[tuple[int, int], tuple] = {}
-        host = dag.host
-        end_of = list(host)  # where each op ends: its host, a flow's destination
+        end_of = list(dag.host)  # where each op ends: its host, a flow's destination
         for op, f in zip(dag.flow_op, dag.flows):
             end_of[op] = f.dst
-        ends: list[list[int]] = [[] for _ in range(n)]  # op -> its children at its end host (most of them)
-        srcs: dict[int, list[int]] = {}  # op -> its children at a flow's source
-        others: dict[int, dict[int, list[int]]] = {}  # op -> host elsewhere -> its children there
-        for c, ds in enumerate(dag.deps):  # (children in op order, as the hosts take them)
-            if not ds:
-                continue
-            h = host[c]
-            for d in ds:
-                if h == end_of[d]:
-                    ends[d].append(c)
-                elif h == host[d]:
-                    cs = srcs.get(d)
-                    if cs is None:
-                        srcs[d] = [c]
-                    else:
-                        cs.append(c)
-                else:
-                    others.setdefault(d, {}).setdefault(h, []).append(c)
-        self.at_end = [tuple(cs) if cs else () for cs in ends]
+        self.at_end, srcs, others = children_tables(dag.deps, dag.host, end_of)
         for d, cs in srcs.items():
             self.at_src[d] = tuple(cs)
         for d, by_host in others.items():
@@ -85,30 +66,66 @@ class DagRuntime:
         nothing depends on (0: the run ends when every op has). A compute op adds its duration;
         a carried flow and a wait for the GPU or ``not_before_ps`` add nothing (lower bounds).
         One pass from the last op (dependencies are earlier ops; a child that is not counts as 0)."""
-        n = len(self.kind)
-        kind = self.kind
-        arg = self.arg
-        start = [0] * n
-        end = [INF_PS] * n
-        at_end, at_src, remote = self.at_end, self.at_src, self.remote
-        for op in range(n - 1, -1, -1):
-            ends, srcs = at_end[op], at_src[op]
-            if remote[op] or not (ends or srcs):
-                e = 0
-            else:
-                e = INF_PS
-                for here in (ends, srcs):
-                    for c in here:
-                        s = start[c] if c > op else 0
-                        if s < e:
-                            e = s
-            end[op] = e
-            k = kind[op]
-            if k == OP_COMPUTE:
-                start[op] = min(arg[op] + e, INF_PS)
-            elif k == OP_FLOW and arg[op] not in model_fids:
-                start[op] = 0
-            else:
-                start[op] = e
+        start, end = op_leads(self.kind, self.arg, self.at_end, self.at_src, self.remote, model_fids)
         flow_end = [end[op] for op in self.flow_op]
         return start, end, flow_end
+
+
+def children_tables(deps: list, host: list, end_of: list) -> tuple[list, dict, dict]:
+    """``(at_end, at_src, elsewhere)`` of the ops whose dependencies are ``deps``: per op the tuple of
+    its children on ``end_of[op]``, the host where it ends; op -> the list of those on ``host[op]``, a
+    flow's source; op -> host -> the list of those on other hosts; children in op order."""
+    n = len(deps)
+    ends: list = [[] for _ in range(n)]
+    srcs: dict = {}
+    others: dict = {}
+    for c in range(n):
+        ds = deps[c]
+        if not ds:
+            continue
+        h = host[c]
+        for d in ds:
+            if h == end_of[d]:
+                ends[d].append(c)
+            elif h == host[d]:
+                cs = srcs.get(d)
+                if cs is None:
+                    srcs[d] = [c]
+                else:
+                    cs.append(c)
+            else:
+                others.setdefault(d, {}).setdefault(h, []).append(c)
+    return [tuple(cs) if cs else () for cs in ends], srcs, others
+
+
+def op_leads(kind: list, arg: list, at_end: list, at_src: list, remote: list, model_fids) -> tuple[list, list]:
+    """``(start_ps, end_ps)`` of :meth:`DagRuntime.leads`, one pass from the last op."""
+    n = len(kind)
+    inf, compute, flow = INF_PS, OP_COMPUTE, OP_FLOW
+    start = [0] * n
+    end = [inf] * n
+    for op in range(n - 1, -1, -1):
+        ends = at_end[op]
+        srcs = at_src[op]
+        if remote[op] or not (ends or srcs):
+            e = 0
+        else:
+            e = inf
+            for c in ends:
+                s = start[c] if c > op else 0
+                if s < e:
+                    e = s
+            for c in srcs:
+                s = start[c] if c > op else 0
+                if s < e:
+                    e = s
+        end[op] = e
+        k = kind[op]
+        if k == compute:
+            a = arg[op]
+            start[op] = inf if a >= inf - e else a + e  # (no sum past int64)
+        elif k == flow and arg[op] not in model_fids:
+            start[op] = 0
+        else:
+            start[op] = e
+    return start, end
