@@ -86,7 +86,8 @@ class Network:
         self.cfg = cfg
         self.seed = seed
         self.adj = adjacency(topo)
-        self._check_flows()
+        columns = list(zip(*flows)) if flows else [()] * len(Flow._fields)  # flow id, src, dst, ... (Flow's)
+        self._check_flows(columns)
         self.failures = self._check_link_down()
         self.down_links: set[int] = set()
         self.no_path: set[int] = set()
@@ -113,18 +114,18 @@ class Network:
                 node.lossy = self.lossy
                 node.rto_ps = DEFAULT_RTO_PS
         routed = self._routed
-        nodes = self.nodes
-        for fid, src, dst, _, dport, _, _, sport in flows:
-            nodes[src].flow_hash[fid] = ecmp_hash(src, dst, sport, dport)
-        first_of_pair: dict[tuple[int, int], int] = {}  # host pair -> its first flow, in flow order
-        for f in flows:
-            first_of_pair.setdefault((f.src, f.dst), f.flow_id)
-        for (src, dst), fid in first_of_pair.items():
+        _, srcs, dsts, _, dports, _, _, sports = columns
+        self.flow_hash = list(map(ecmp_hash, srcs, dsts, sports, dports))  # flow id -> its 5-tuple's hash
+        for node in self.nodes:
+            if not node.is_switch:
+                node.flow_hash = self.flow_hash
+        for src, dst in dict.fromkeys(zip(srcs, dsts)):  # host pairs, in flow order
             if dst not in routed:
                 self.route_to(dst)
             if src not in routed:
                 self.route_to(src)
             if not self._reaches(src, dst):
+                fid = next(f.flow_id for f in flows if f.src == src and f.dst == dst)
                 raise InputError(f"flow {fid}: host {dst} is unreachable from host {src} "
                                  f"(no path through switches in {topo.name})", topo.source)
         self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
@@ -138,12 +139,16 @@ class Network:
                     node.dag = self.dag_rt
 
     # -- construction ---------------------------------------------------------
-    def _check_flows(self) -> None:
+    def _check_flows(self, columns: list[tuple]) -> None:
+        """InputError naming the first flow with an unknown or switch endpoint, a size out of range or
+        a start past the limit; ValueError unless the flow ids are the flows' positions."""
         topo = self.topo
         n_nodes = topo.n_nodes
         switches = topo.switches
         if self.flows:  # at C speed over the columns; the loop below only to name the first bad flow
-            _, src, dst, _, _, size, start, _ = zip(*self.flows)
+            fids, src, dst, _, _, size, start, _ = columns
+            if fids != tuple(range(len(fids))):
+                raise ValueError("flow ids must be the flows' positions in the list, 0, 1, ...")
             ends = set(src) | set(dst)
             if (min(ends) >= 0 and max(ends) < n_nodes and switches.isdisjoint(ends) and min(size) > 0
                     and max(size) <= MAX_FLOW_BYTES and max(start) <= MAX_TIME_PS):

@@ -59,7 +59,8 @@ cdef class Host(Node):
     cdef public long long cnps_rx, nacks_tx, retx_bytes, bytes_delivered, bytes_sent, compute_free_ps
     cdef public double ewma_gain
     cdef public long long alpha_resume_interval_ps, rate_decrease_interval_ps
-    cdef public dict sqp, parked, rx, flow_hash, op_start, remote_boxes, fifo_parked, fifo_start, model_sending
+    cdef public dict sqp, parked, rx, op_start, remote_boxes, fifo_parked, fifo_start, model_sending
+    cdef public list flow_hash
     cdef public set fifo_waiting
     cdef public list finished, op_log, flow_start_log
 

@@ -330,7 +330,7 @@ class Host(Node):
         self.fifo_start = {}
         self.model_sending = {}
         self.rx = {}  # flow id -> [expected, milestone, nack_timer_ps, last_nack, size]
-        self.flow_hash = {}
+        self.flow_hash = []  # flow id -> the ECMP hash of its 5-tuple (the network's one list)
         self.finished = []  # (flow id, finish_ps, start_ps) appended on completion; drained at boundaries
         self.lossy = False
         self.rto_ps = 0
