@@ -26,8 +26,6 @@ cell is empty.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..workload import simai
 from ..workload.dag import OP_COMPUTE, OP_FLOW, OP_MARK, Dag
 from .summary import write_csv_atomic
@@ -55,11 +53,9 @@ class _Run:
 
     def __init__(self, dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict, times: OpTimes | None = None):
         self.dag, self.op_times, self.flow_finish = dag, op_times, flow_finish
-        self.coll_of = np.full(len(dag), -1, dtype=np.int64)
-        for ci, c in enumerate(dag.collectives):
-            self.coll_of[c.first_op:c.last_op] = ci
-        done = [d for c in dag.collectives for d in c.done_ops]
         times = times or OpTimes(dag, op_times, flow_start, flow_finish)
+        self.coll_of = times.collective.tolist()
+        done = [d for c in dag.collectives for d in c.done_ops]
         self.first_on = times.first_in_collectives(dag, False, done)
 
     def waits(self, host: int, deps, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -81,7 +77,7 @@ class _Run:
                     best, best_end = d, e
             if best < 0:
                 break
-            ci = int(self.coll_of[best])
+            ci = self.coll_of[best]
             if ci < 0:
                 if dag.kind[best] != OP_MARK:
                     break

@@ -27,20 +27,25 @@ from .summary import write_csv_atomic
 
 class OpTimes:
     """Per op of a run's DAG, as int64 arrays: ``start_ps`` (-1: not started; a flow from its start,
-    a compute op or mark from ``op_times``) and ``end_ps`` (-1: not ended)."""
+    a compute op or mark from ``op_times``) and ``end_ps`` (-1: not ended); and the DAG's ``kind``,
+    ``host`` and ``collective`` (the index of the collective whose ops it is in, -1: none) as arrays."""
 
     def __init__(self, dag: Dag, op_times: dict, flow_start: dict, flow_finish: dict):
         n = len(dag)
         self.start_ps = np.full(n, -1, dtype=np.int64)
         self.end_ps = np.full(n, -1, dtype=np.int64)
-        kind = np.asarray(dag.kind, dtype=np.int8)
+        self.kind = np.array(dag.kind, dtype=np.int8)
+        self.host = np.array(dag.host, dtype=np.int64)
+        self.collective = np.full(n, -1, dtype=np.int64)
+        for ci, c in enumerate(dag.collectives):
+            self.collective[c.first_op:c.last_op] = ci
         if op_times:
             ops = np.fromiter(op_times, np.int64, len(op_times))
             span = np.array(list(op_times.values()), dtype=np.int64).reshape(-1, 2)
-            mine = kind[ops] != OP_FLOW  # (a flow's times are its own)
+            mine = self.kind[ops] != OP_FLOW  # (a flow's times are its own)
             self.start_ps[ops[mine]] = span[mine, 0]
             self.end_ps[ops[mine]] = span[mine, 1]
-        flow_op = np.asarray(dag.flow_op, dtype=np.int64)
+        flow_op = np.array(dag.flow_op, dtype=np.int64)
         for of_flow, column in ((flow_start, self.start_ps), (flow_finish, self.end_ps)):
             if of_flow:
                 n_flows = len(of_flow)
@@ -51,19 +56,15 @@ class OpTimes:
         """Per collective, per host: ``(start_ps, op)`` of the earliest op of the collective on the host
         (the lower op id among equal starts) among those that ``ended`` (else those that started),
         ``leave_out`` (op ids) aside."""
-        n = len(dag)
-        coll_of = np.full(n, -1, dtype=np.int64)
-        for ci, c in enumerate(dag.collectives):
-            coll_of[c.first_op:c.last_op] = ci
-        take = (coll_of >= 0) & ((self.end_ps if ended else self.start_ps) >= 0)
+        take = (self.collective >= 0) & ((self.end_ps if ended else self.start_ps) >= 0)
         if len(leave_out):
             take[np.asarray(leave_out, dtype=np.int64)] = False
         ops = np.nonzero(take)[0]
         out: list[dict[int, tuple[int, int]]] = [{} for _ in dag.collectives]
         if not len(ops):
             return out
-        host = np.asarray(dag.host, dtype=np.int64)[ops]
-        coll = coll_of[ops]
+        host = self.host[ops]
+        coll = self.collective[ops]
         start = self.start_ps[ops]
         order = np.lexsort((ops, start, host, coll))
         coll, host, start, ops = coll[order], host[order], start[order], ops[order]
@@ -125,8 +126,7 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
         last = times.end_ps[ended & (iteration_of == it)]
         if len(last):
             ends[it] = max(0, int(last.max()))
-    kind = np.asarray(dag.kind, dtype=np.int8)
-    busy = np.nonzero((kind == OP_COMPUTE) & ended & (times.end_ps > times.start_ps))[0]
+    busy = np.nonzero((times.kind == OP_COMPUTE) & ended & (times.end_ps > times.start_ps))[0]
     for op, t0, t1 in zip(busy.tolist(), times.start_ps[busy].tolist(), times.end_ps[busy].tolist()):
         compute_iv.setdefault(dag.host[op], []).append((t0, t1))
     iterations = []

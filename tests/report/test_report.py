@@ -21,7 +21,7 @@ from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.report import analysis
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
-from pwormhole.report.outdir import Fcts, Pfc, read_fcts
+from pwormhole.report.outdir import Fcts, Pfc, read_csv, read_fcts
 from pwormhole.report.page import SECTIONS
 from pwormhole.report.summary import readable
 from pwormhole.report.writer import RunWriter
@@ -341,3 +341,12 @@ def test_console_gives_compute_exposed_communication_and_idle_adding_to_the_iter
     summary["iterations"] = [10_000_000, 12_000_000]
     assert ("per GPU (mean)   compute 4.000000 ms + exposed communication 3.000000 ms + idle 15.000000 ms = "
             "2 iterations  (communication in all 4.000000 ms)") in readable(summary).splitlines()
+
+
+@pytest.mark.parametrize("text", ["a,b,c\n1,2,3\n\n4,5\n6,7,8,9\n", "a,b\n", "", "\n1,2\n", 'x,y\n"1,2",3\r\n'])
+def test_read_csv_gives_what_dictreader_gives(tmp_path, text):
+    """Empty lines skipped, a short row's cells None, a long row's extras under None, quoted commas kept."""
+    path = tmp_path / "t.csv"
+    path.write_text(text, newline="")
+    with open(path, newline="") as fh:
+        assert read_csv(str(path)) == list(csv.DictReader(fh))
