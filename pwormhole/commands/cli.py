@@ -71,7 +71,6 @@ def _run(args) -> int:
     if comm is not None:
         return _run_mpi(comm, opts)
     interrupt.stop_recording(interrupt.raise_or_defer)  # one process (mpiexec -n 1): signals raise again
-    gc.disable()  # the process ends after the run: no collection walks its DAG and network (pwormhole.gcpause)
     prep = prepare_run(opts)
     _simulate(prep)
     out = prep.out
@@ -495,6 +494,8 @@ def entry() -> None:
     # numpy's OpenBLAS starts a thread per core that spins a while after loading, about 0.1 s of CPU
     # on the default run; pwormhole's numpy is vector arithmetic, which runs on the calling thread
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if command_of(sys.argv[1:]) == "run":  # one run, then the process ends: no collection walks its DAG
+        gc.disable()  # and network after it (pwormhole.gcpause; compare and scale keep collecting between runs)
     code = main()
     if "mpi4py" in sys.modules or any(t.is_alive() and not t.daemon for t in threading.enumerate()
                                       if t is not threading.main_thread()):

@@ -77,6 +77,7 @@ class Network:
         InputError: a flow endpoint is not a host, a switch port rate has no
             K-map entry while ECN is on, a flow's endpoints are disconnected, or
             ``cfg.link_down`` names two nodes no link joins.
+        ValueError: a flow's id is not its position in ``flows``.
     """
 
     def __init__(self, topo: Topology, flows: list[Flow], cfg: ModelConfig, seed: int = 1, dag: Dag | None = None):
@@ -148,7 +149,8 @@ class Network:
         if self.flows:  # at C speed over the columns; the loop below only to name the first bad flow
             fids, src, dst, _, _, size, start, _ = columns
             if fids != tuple(range(len(fids))):
-                raise ValueError("flow ids must be the flows' positions in the list, 0, 1, ...")
+                i = next(i for i, fid in enumerate(fids) if fid != i)
+                raise ValueError(f"flow ids must be the flows' positions in the list: flow {i} has id {fids[i]}")
             ends = set(src) | set(dst)
             if (min(ends) >= 0 and max(ends) < n_nodes and switches.isdisjoint(ends) and min(size) > 0
                     and max(size) <= MAX_FLOW_BYTES and max(start) <= MAX_TIME_PS):
@@ -397,14 +399,14 @@ class Network:
     # -- what a flow-level observer asks (acceleration reaches the model through these) --
     def ecmp_hash(self, fid: int) -> int:
         """The ECMP hash of flow ``fid``'s packets, data and ACKs (its 5-tuple's)."""
-        return self.nodes[self.flows[fid].src].flow_hash[fid]
+        return self.flow_hash[fid]
 
     def path_of(self, fid: int, acks: bool = False) -> list:
         """The egress ports flow ``fid``'s data (``acks``: its ACKs, from its destination) cross, as its
         packets take them now (ECMP choices and the routes after any link failure)."""
         f = self.flows[fid]
         a, b = (f.dst, f.src) if acks else (f.src, f.dst)
-        return route_path(self.nodes, a, b, self.nodes[f.src].flow_hash[fid])
+        return route_path(self.nodes, a, b, self.flow_hash[fid])
 
     def hop_choices(self, node_id: int, dst: int):
         """The egress ports a packet at ``node_id`` for ``dst`` may leave by, one per ECMP choice (None:
@@ -421,7 +423,7 @@ class Network:
         if not nvs:
             return [False] * len(self.flows)
         nodes = self.nodes
-        return [f.flow_id not in self.no_path and nodes[f.src].pick_port(f.dst, nodes[f.src].flow_hash[f.flow_id])
+        return [f.flow_id not in self.no_path and nodes[f.src].pick_port(f.dst, self.flow_hash[f.flow_id])
                 .peer.node_id in nvs for f in self.flows]
 
     def pfc_starved(self, fraction: float) -> list[tuple[int, int, int, int]]:

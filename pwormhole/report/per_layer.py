@@ -56,7 +56,7 @@ class _Run:
         times = times or OpTimes(dag, op_times, flow_start, flow_finish)
         self.coll_of = times.collective.tolist()
         done = [d for c in dag.collectives for d in c.done_ops]
-        self.first_on = times.first_in_collectives(dag, False, done)
+        self.first_on = times.first_in_collectives(dag, ended=False, leave_out=done)
 
     def waits(self, host: int, deps, lo: int, hi: int) -> list[tuple[int, int]]:
         """``(collective, ps)``: what the idle span ``[lo, hi)`` of ``host``'s compute stream, ended by

@@ -115,17 +115,14 @@ def training_report(dag: Dag, op_times: dict, flow_start: dict, flow_finish: dic
     row dicts), ``gpus`` (list of per-GPU dicts) and ``intervals`` (per GPU:
     ``compute`` and ``comm`` interval lists in ps, for plots).
     """
-    ends = [0] * dag.iterations
     gpu_of = dag.gpu_of_host
     n_gpus = len(gpu_of) or len(set(dag.host))
     compute_iv: dict[int, list] = {}
     times = times or OpTimes(dag, op_times, flow_start, flow_finish)
     ended = times.end_ps >= 0
-    iteration_of = np.asarray(dag.iteration_of, dtype=np.int64)
-    for it in range(dag.iterations):
-        last = times.end_ps[ended & (iteration_of == it)]
-        if len(last):
-            ends[it] = max(0, int(last.max()))
+    last = np.zeros(dag.iterations, dtype=np.int64)  # each iteration's last end (0: none ended)
+    np.maximum.at(last, np.asarray(dag.iteration_of, dtype=np.int64)[ended], times.end_ps[ended])
+    ends = last.tolist()
     busy = np.nonzero((times.kind == OP_COMPUTE) & ended & (times.end_ps > times.start_ps))[0]
     for op, t0, t1 in zip(busy.tolist(), times.start_ps[busy].tolist(), times.end_ps[busy].tolist()):
         compute_iv.setdefault(dag.host[op], []).append((t0, t1))

@@ -109,7 +109,7 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
         done = [dag.mark(h, sent[i] + got[i], f"{name}.done") for i, h in enumerate(hosts)]
     else:
         steps = 2 * (n - 1) if kind == "allreduce" else n - 1
-        chunk = -(-size_bytes // n)
+        chunk = int(-(-size_bytes // n))
         succ = hosts[1:] + hosts[:1]
         step = dag.flows_at_once(hosts, succ, chunk, start, f"{name}.s0")  # member i's send: op step + i
         start = dag.deps[step:step + n]  # (checked)

@@ -182,6 +182,8 @@ class Dag:
         its errors, raised before any flow is added); returns the first op id (the others follow it)."""
         if not 0 < size_bytes <= MAX_FLOW_BYTES:
             raise InputError(f"{label or 'flow'}: size must be 1..{MAX_FLOW_BYTES} bytes, got {size_bytes}")
+        if not len(src) == len(dst) == len(deps) == (len(src) if fifo_after is None else len(fifo_after)):
+            raise ValueError("flows_at_once: src, dst, deps and fifo_after must be as long as each other")
         if any(map(eq, src, dst)):
             same = next(s for s, d in zip(src, dst) if s == d)
             raise InputError(f"{label or 'flow'}: source and destination are the same host {same}")
@@ -195,7 +197,14 @@ class Dag:
         flows = self.flows
         if fifo_after is not None:
             for i, q in enumerate(fifo_after):
-                if q != -1 and not (0 <= q < fid0 + i and flows[q].src == src[i] and flows[q].dst == dst[i]):
+                if q == -1:
+                    continue
+                ends = None  # the source and destination of flow q when it is an earlier one
+                if 0 <= q < fid0:
+                    ends = (flows[q].src, flows[q].dst)
+                elif fid0 <= q < fid0 + i:  # (one of this call's own flows, before it)
+                    ends = (src[q - fid0], dst[q - fid0])
+                if ends != (src[i], dst[i]):
                     raise ValueError(f"flow {fid0 + i}: fifo_after {q} is not an earlier flow from {src[i]} to "
                                      f"{dst[i]}")
         return self._append_flows(src, dst, int(size_bytes), deps, label, fifo_after)

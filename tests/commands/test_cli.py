@@ -1,6 +1,7 @@
 """CLI behaviour: default run, outputs, user errors as one line with exit 2."""
 
 import dataclasses
+import gc
 import json
 import os
 import subprocess
@@ -267,3 +268,16 @@ def test_under_mpi_a_refused_run_leaves_its_folder_to_the_agreement(tmp_path):
         with pytest.raises(options.InputError):
             options.prepare_run(dataclasses.replace(opts, out=str(tmp_path / "p"), lps=0), comm)
         assert not (tmp_path / "p").exists()
+
+
+def test_run_in_process_leaves_the_garbage_collector_as_it_was(tmp_path):
+    """The set-up and the run pause Python's cyclic collector (pwormhole.gcpause); ``main`` called from
+    Python gives it back on and off as it found it (only the console script leaves it off, then exits)."""
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            assert cli_main(["run", "--scenario", "fat-tree-mix", "--out", str(tmp_path / str(enabled)),
+                             "--no-progress"]) == 0
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()

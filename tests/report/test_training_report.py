@@ -1,6 +1,7 @@
 """The training report's op times on hand-made runs: per collective and host, the first op (ended or
 started), iteration ends and compute spans; ops that did not end are left out."""
 
+from pwormhole.report.per_layer import _Run
 from pwormhole.report.training import OpTimes, training_report
 from pwormhole.workload.dag import Collective, Dag
 
@@ -16,6 +17,7 @@ def two_collectives():
     b = dag.flow(1, 0, 1000, [c1])
     d0, d1 = dag.mark(0, [a, b]), dag.mark(1, [a, b])
     dag.collectives.append(Collective("x", "allreduce", [0, 1], 2000, [d0, d1], first, len(dag)))
+    dag.iteration, dag.iterations = 1, 2  # (the second collective in a second iteration)
     first = len(dag)
     e = dag.flow(0, 1, 500, [d0])
     f = dag.flow(1, 0, 500, [d1])
@@ -55,9 +57,19 @@ def test_first_op_per_collective_and_host():
 def test_training_report_of_a_run_that_stopped():
     dag, op_times, flow_start, flow_finish, _ = two_collectives()
     rep = training_report(dag, op_times, flow_start, flow_finish)
-    assert rep["iterations"] == [1400]  # the last end: flow e's
+    assert rep["iterations"] == [950, 450]  # the last ends: d1's (and b's), then flow e's
     # the first collective from b's start to d1's end; the second never ended (its done marks did not)
     assert [(r["name"], r["start_ns"], r["end_ns"], r["time_ns"]) for r in rep["collectives"]] == [("x", 120, 950, 830)]
     # per GPU: compute, and the collective from its own first op in it to its done mark (no overlap)
     assert rep["gpus"] == [{"gpu": 0, "host": 0, "compute_ns": 100, "comm_ns": 770, "exposed_comm_ns": 770},
                            {"gpu": 1, "host": 1, "compute_ns": 120, "comm_ns": 830, "exposed_comm_ns": 830}]
+
+
+def test_per_layer_walk_takes_started_ops_and_leaves_done_marks_out():
+    """per_layer.csv's walk starts a collective on a host at its first flow or mark there that started
+    (flow f never finished), its done marks left out even when one starts first."""
+    dag, op_times, flow_start, flow_finish, (a, b, d0, d1, e, f) = two_collectives()
+    k = 1000
+    op_times[d1] = (100 * k, 100 * k)
+    assert _Run(dag, op_times, flow_start, flow_finish).first_on == [{0: (130 * k, a), 1: (120 * k, b)},
+                                                                     {0: (1000 * k, e), 1: (990 * k, f)}]

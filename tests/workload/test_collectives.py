@@ -241,7 +241,14 @@ def test_flows_at_once_adds_what_flow_adds_one_by_one():
         many.flows_at_once([0], [1], 10, [[]], "z", [2])
     with pytest.raises(InputError, match="size must be"):
         many.flows_at_once([0], [1], 0, [[]], "z")
+    with pytest.raises(ValueError, match="as long as each other"):
+        many.flows_at_once([0, 0], [1], 10, [[], []], "z")
+    with pytest.raises(ValueError, match="flow 10: fifo_after 9 is not an earlier flow from 0 to 1"):
+        many.flows_at_once([0, 0], [2, 1], 10, [[], []], "z", [-1, 9])  # flow 9 goes to 2
     assert _columns(many) == before
+    # queued behind a flow of the same call, as one by one
+    assert many.flows_at_once([0, 0], [1, 1], 10, [[], []], "z", [-1, 9]) == 10
+    assert many.fifo_after[-2:] == [-1, 9]
 
 
 @pytest.mark.slow
