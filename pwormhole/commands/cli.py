@@ -486,8 +486,9 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> None:
     """The console script and ``python -m pwormhole``: :func:`main`, then the exit handlers, and the
     process ends without freeing its objects one by one (about 0.1 s of CPU after a default run).
-    The interpreter exits as usual under MPI (MPI finalizes after the exit handlers) and while a
-    thread other than a daemon still runs (it is waited for)."""
+    The interpreter exits as usual under MPI (MPI finalizes after the exit handlers; ending ranks at
+    once after finalizing made MPICH kill one now and then) and while a thread other than a daemon
+    still runs (it is waited for)."""
     import signal
     import threading
 
@@ -499,6 +500,9 @@ def entry() -> None:
     code = main()
     if "mpi4py" in sys.modules or any(t.is_alive() and not t.daemon for t in threading.enumerate()
                                       if t is not threading.main_thread()):
+        # the interpreter's collection at exit then skips the objects a run leaves (~0.7 million, 0.3 s
+        # of each rank's exit after GPT-22B on 256 GPUs at 2 ranks)
+        gc.freeze()
         sys.exit(code)
     for sig in (signal.SIGTERM, signal.SIGINT):  # a signal now ends the process at once, as it would
         signal.signal(sig, signal.SIG_DFL)
