@@ -495,8 +495,10 @@ def entry() -> None:
     # numpy's OpenBLAS starts a thread per core that spins a while after loading, about 0.1 s of CPU
     # on the default run; pwormhole's numpy is vector arithmetic, which runs on the calling thread
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if command_of(sys.argv[1:]) == "run":  # one run, then the process ends: no collection walks its DAG
-        gc.disable()  # and network after it (pwormhole.gcpause; compare and scale keep collecting between runs)
+    # one run, then the process ends: no collection needs to walk its DAG and network (pwormhole.gcpause);
+    # compare and scale run several and collect between them
+    if command_of(sys.argv[1:]) == "run":
+        gc.disable()
     code = main()
     if "mpi4py" in sys.modules or any(t.is_alive() and not t.daemon for t in threading.enumerate()
                                       if t is not threading.main_thread()):

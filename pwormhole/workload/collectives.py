@@ -116,7 +116,7 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
         for k in range(1, steps):
             fid = dag.arg[step]
             deps = [[step + (i - 1) % n, *start[i]] for i in range(n)]
-            step = dag._append_flows(hosts, succ, chunk, deps, f"{name}.s{k}", list(range(fid, fid + n)))
+            step = dag.flows_at_once_unchecked(hosts, succ, chunk, deps, f"{name}.s{k}", list(range(fid, fid + n)))
         done = [dag.mark(h, [step + (i - 1) % n, step + i], f"{name}.done") for i, h in enumerate(hosts)]
     dag.collectives.append(Collective(name, kind, list(gpus if gpus is not None else hosts), size_bytes, done,
                                       first, len(dag), dag.iteration))

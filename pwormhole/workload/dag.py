@@ -207,10 +207,10 @@ class Dag:
                 if ends != (src[i], dst[i]):
                     raise ValueError(f"flow {fid0 + i}: fifo_after {q} is not an earlier flow from {src[i]} to "
                                      f"{dst[i]}")
-        return self._append_flows(src, dst, int(size_bytes), deps, label, fifo_after)
+        return self.flows_at_once_unchecked(src, dst, int(size_bytes), deps, label, fifo_after)
 
-    def _append_flows(self, src: list[int], dst: list[int], size_bytes: int, deps: list[list[int]], label: str,
-                      fifo_after: list[int] | None) -> int:
+    def flows_at_once_unchecked(self, src: list[int], dst: list[int], size_bytes: int, deps: list[list[int]],
+                                label: str, fifo_after: list[int] | None) -> int:
         """:meth:`flows_at_once` of arguments known to be right (``deps``: lists of earlier op ids, taken
         as they are: a collective's steps, made from checked ones)."""
         n = len(src)
@@ -240,14 +240,6 @@ class Dag:
         return self._add(OP_MARK, host, 0, deps, label, 0)
 
     # -- facts ------------------------------------------------------------------
-    def children(self) -> list[list[int]]:
-        """``children[op]`` = ops depending on ``op``, in op order."""
-        ch: list[list[int]] = [[] for _ in self.kind]
-        for op, ds in enumerate(self.deps):
-            for d in ds:
-                ch[d].append(op)
-        return ch
-
     def bytes_sent_by_host(self) -> dict[int, int]:
         """Total flow bytes each host sends (conservation checks, closed-form tests)."""
         out: dict[int, int] = {}
