@@ -46,14 +46,16 @@ def expected_end_ps(scn: Scenario, standalone_ns: list[int]) -> int:
 
 
 class _Progress:
-    """tqdm bar over simulated time up to ``total_ps`` (the expected end; raised to the time reached
-    when the run goes past it), shown only when the run lasts more than a few seconds."""
+    """tqdm bar over simulated time up to ``total_ps`` (the expected end, or a function giving it when
+    the bar is first shown; raised to the time reached when the run goes past it), shown only when
+    the run lasts more than a few seconds."""
 
-    def __init__(self, total_ps: int, enabled: bool | None):
+    def __init__(self, total_ps: int | Callable[[], int], enabled: bool | None):
         self.enabled = enabled
         self.bar: Any = None  # a tqdm bar once shown (tqdm ships no types)
         self.t0 = time.monotonic()
-        self.total_ps = max(1, total_ps)
+        self.total_of = total_ps if callable(total_ps) else None
+        self.total_ps = 1 if callable(total_ps) else max(1, total_ps)
         self.last = 0.0
 
     def update(self, t_ps: int, events: int) -> None:
@@ -68,6 +70,8 @@ class _Progress:
                 return
             from tqdm import tqdm  # (loaded only for a bar: most runs end before one shows)
 
+            if self.total_of is not None:
+                self.total_ps = max(1, self.total_of())
             self.bar = tqdm(total=self.total_ps / 1e6, unit="us sim", dynamic_ncols=True,
                             disable=None if self.enabled is None else False, leave=False,
                             bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} us sim "
@@ -277,16 +281,18 @@ class Run:
         return tracked
 
     def run(self, until_ps: int | None = None, on_flows=None, on_pfc=None, progress: bool | None = False,
-            expected_ps: int | None = None) -> Run:
+            expected_ps: int | Callable[[], int] | None = None) -> Run:
         """Run to the end or ``until_ps``; ``progress``: show a bar (None: on a terminal) up to
-        ``expected_ps`` (the expected end; default the stop time). At each boundary, in this order:
+        ``expected_ps`` (the expected end, or a function giving it, called only if the bar shows;
+        default the stop time). At each boundary, in this order:
         the records (:class:`_Records`), acceleration, link failures, progress, the end test, then
         the stall watchdog (:class:`_StallWatchdog`, in-process LPs)."""
         stop_ps = until_ps if until_ps is not None else self.scn.config.simulator_stop_ps
         if self.comm is not None and self.comm.rank != 0:
             on_flows = None  # the outputs are rank 0's; the others get every completion at the end
         records = _Records(self, on_flows, on_pfc)
-        bar = _Progress(min(stop_ps, expected_ps or stop_ps), progress)
+        bar = _Progress((lambda: min(stop_ps, expected_ps() or stop_ps)) if callable(expected_ps)
+                        else min(stop_ps, expected_ps or stop_ps), progress)
         accel = self.accel
         lps = self.lps
         failures = [f for f in self.net.failures if f[0] < stop_ps]  # (t_ps, a, b): boundaries of their own

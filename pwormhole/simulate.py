@@ -224,8 +224,8 @@ def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, f
         show = progress if rank0 else False
         sample_ps = accel.sample_ps if accel is not None else 0  # (--sample; 0: the window)
         sampled = sample_ps > 0
-        expected = (expected_end_ps(scn, standalone_ns)
-                    if show is not False or sim.monitor_window is not None or sampled else None)
+        # (the progress bar alone asks for it only if it shows: most runs end first)
+        expected = (expected_end_ps(scn, standalone_ns) if sim.monitor_window is not None or sampled else None)
         if sim.monitor_window is not None and expected is not None:
             _check_monitor_size(sim, expected)
         span_ps = (expected or 0) - traffic_start_ps(scn.flows, scn.dag)
@@ -254,7 +254,8 @@ def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, f
             if sim.accel is not None:  # Wormhole's seconds on the heaps apart: each rank has its own
                 wh = sim.accel
                 recorder.local_clock = lambda: wh.lp_work_s
-        sim.run(until_ps, writer.on_flows, writer.on_pfc, show, expected)
+        sim.run(until_ps, writer.on_flows, writer.on_pfc, show,
+                expected if expected is not None or show is False else lambda: expected_end_ps(scn, standalone_ns))
     except (KeyboardInterrupt, Terminated) as e:
         interrupted = e  # write what we have, then let the CLI exit 130 / 143
     except BaseException:

@@ -289,6 +289,16 @@ def test_expected_end_is_the_critical_path_or_last_flow(monkeypatch):
     bar.update(900_000_000, 20)
     assert bar.bar.total == 900.0 and bar.bar.n == 900.0
     bar.close()
+    # given as a function, the expected end is asked for once, when the bar first shows
+    asked = []
+    bar = run_mod._Progress(lambda: asked.append(1) or 700_000_000, True)
+    assert not asked
+    bar.last = -1.0
+    bar.update(350_000_000, 10)
+    bar.last = -1.0
+    bar.update(360_000_000, 11)
+    assert asked == [1] and bar.bar.total == 700.0 and bar.bar.n == 360.0
+    bar.close()
 
 
 def test_timeline_csv_matches_the_summary(tmp_path):
