@@ -80,6 +80,7 @@ cdef class Host(Node):
     cpdef flow_sent(self, long long fid, long long t)
     cpdef hold(self, long long before, long long fid, long long start_ps, long long t)
     cpdef model_sends_until(self, long long fid, long long sent_ps)
+    cpdef release_queued(self, long long fid, long long start_ps, long long at_ps)
     cpdef post(self, long long t, Node target, int kind, arg)
     @cython.locals(rem=list, c=cython.Py_ssize_t, n=cython.longlong)
     cpdef dag_satisfy(self, tuple children, long long t)

@@ -425,13 +425,9 @@ class Host(Node):
     def hold(self, before: int, fid: int, start_ps: int, t: int) -> None:
         """Flow ``fid`` (its FCT from ``start_ps``) waits for flow ``before``'s last byte: at the time a
         model gave for it (an event then), or until :meth:`flow_sent` says it left."""
-        rt = self.dag
-        assert rt is not None  # (only DAG flows queue)
         sent_ps = self.model_sending.get(before, -1)
         if sent_ps > t:
-            self.fifo_start[fid] = start_ps
-            self.heap.push(sent_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[fid])
-            self.seq += 1
+            self.release_queued(fid, start_ps, sent_ps)
         else:
             self.fifo_parked[before] = (fid, start_ps)
 
@@ -440,12 +436,8 @@ class Host(Node):
         (-1: it calls :meth:`flow_sent` then). A flow held for it waits until then."""
         self.model_sending[fid] = sent_ps
         if sent_ps >= 0 and fid in self.fifo_parked:
-            rt = self.dag
-            assert rt is not None  # (only DAG flows queue)
             nxt, start_ps = self.fifo_parked.pop(fid)
-            self.fifo_start[nxt] = start_ps
-            self.heap.push(sent_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[nxt])
-            self.seq += 1
+            self.release_queued(nxt, start_ps, sent_ps)
 
     def flow_sent(self, fid: int, t: int) -> None:
         """Flow ``fid`` put its last byte on the wire at ``t`` (its QP, or the model carrying it): a
@@ -453,11 +445,16 @@ class Host(Node):
         self.model_sending.pop(fid, None)
         parked = self.fifo_parked.pop(fid, None)
         if parked is not None:
-            assert self.dag is not None  # (only DAG flows queue)
-            nxt, start_ps = parked
-            self.fifo_start[nxt] = start_ps  # (it stays in fifo_waiting until it starts)
-            self.heap.push(t, self.kbase + self.seq, EV_OP_START, self, self.dag.flow_op[nxt])
-            self.seq += 1
+            self.release_queued(parked[0], parked[1], t)
+
+    def release_queued(self, fid: int, start_ps: int, at_ps: int) -> None:
+        """Flow ``fid``, queued on its connection (its FCT from ``start_ps``), starts at ``at_ps`` by an
+        event (it stays in ``fifo_waiting`` until it starts)."""
+        rt = self.dag
+        assert rt is not None  # (only DAG flows queue)
+        self.fifo_start[fid] = start_ps
+        self.heap.push(at_ps, self.kbase + self.seq, EV_OP_START, self, rt.flow_op[fid])
+        self.seq += 1
 
     def open_qp(self, fid: int, t: int, start_ps: int, done_bytes: int, send_from_ps: int = -1) -> None:
         """Start flow ``fid``'s QP at ``t``: its FCT counts from ``start_ps``, its first

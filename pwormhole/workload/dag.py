@@ -158,28 +158,16 @@ class Dag:
         """Add a flow of ``size_bytes`` (> 0) from host ``src`` to host ``dst``; returns its op id.
         ``fifo_after``: a flow id from ``src`` to ``dst`` on the same connection, whose last byte this
         flow's first byte leaves after (-1: none)."""
-        if not 0 < size_bytes <= MAX_FLOW_BYTES:
-            raise InputError(f"{label or 'flow'}: size must be 1..{MAX_FLOW_BYTES} bytes, got {size_bytes}")
-        if src == dst:
-            raise InputError(f"{label or 'flow'}: source and destination are the same host {src}")
-        fid = len(self.flows)
-        if fifo_after != -1 and not (0 <= fifo_after < fid and self.flows[fifo_after].src == src
-                                     and self.flows[fifo_after].dst == dst):
-            raise ValueError(f"flow {fid}: fifo_after {fifo_after} is not an earlier flow from {src} to {dst}")
-        sport = self._sport.get(src, 10000)
-        self._sport[src] = sport + 1
-        self.flows.append(Flow(fid, src, dst, self.pg, self.dport, int(size_bytes), TRIGGERED, sport))
-        op = self._add(OP_FLOW, src, fid, deps, label, not_before_ps)
-        self.flow_op.append(op)
-        self.fifo_after.append(fifo_after)
+        op = self.flows_at_once([src], [dst], size_bytes, [deps], label, [fifo_after])
+        self.not_before_ps[op] = not_before_ps
         return op
 
     def flows_at_once(self, src: list[int], dst: list[int], size_bytes: int, deps: list[list], label: str,
                       fifo_after: list[int] | None = None) -> int:
         """Add one flow of ``size_bytes`` from ``src[i]`` to ``dst[i]`` per ``i``, waiting for ``deps[i]``
         (earlier op ids; None items ignored) and queued behind flow ``fifo_after[i]`` (None: none
-        queued), as :meth:`flow` would one by one (same ops, flow ids and source ports, in this order;
-        its errors, raised before any flow is added); returns the first op id (the others follow it)."""
+        queued), in this order (each source's ports numbered on, as HPCC's ``third.cc`` does); every
+        error is raised before any flow is added; returns the first op id (the others follow it)."""
         if not 0 < size_bytes <= MAX_FLOW_BYTES:
             raise InputError(f"{label or 'flow'}: size must be 1..{MAX_FLOW_BYTES} bytes, got {size_bytes}")
         if not len(src) == len(dst) == len(deps) == (len(src) if fifo_after is None else len(fifo_after)):

@@ -7,6 +7,7 @@ from helpers import G100, US, config, flows_of, line_topo, run, star_topo
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pwormhole.net.build import Network
 from pwormhole.net.device import ns3_tx_ps
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
@@ -221,3 +222,11 @@ def test_switches_whose_pfc_headroom_leaves_little_shared_buffer_are_named():
     scn = Scenario("t", star_topo(64), flows_of([(0, 1, 1000, 0)]),
                    config(buffer_size_bytes=3 * 2**20, enable_pfc=False))
     assert Run(scn).net.pfc_starved(0.25) == []
+
+
+def test_flow_ids_must_be_their_positions():
+    """The network keeps one list of flow hashes indexed by flow id: a flow list whose ids are not its
+    positions is refused, naming the first flow out of place."""
+    flows = flows_of([(0, 1, 1000, 0), (1, 0, 1000, 0)])
+    with pytest.raises(ValueError, match="flow 1 has id 5"):
+        Network(star_topo(2), [flows[0], flows[1]._replace(flow_id=5)], config())
