@@ -9,11 +9,11 @@ HPCC a sixteenth for a flow under way), whether it is new (started as the
 group formed) or was already under way, its window
 and its priority, plus the
 congestion-control parameters of the run. Entries are grouped by the
-Weisfeiler-Lehman hash of that graph (networkx) and confirmed by an exact
-isomorphism test (networkx VF2 ``GraphMatcher``), which also maps the flows
-of a new group onto the recorded ones. This is richer than the paper's flow
-conflict graph, so that fabrics with different link rates never share an
-entry.
+Weisfeiler-Lehman hash of that graph (:func:`wl_hash`) and confirmed by the
+graph itself when the two are numbered alike, else by an exact isomorphism
+test (networkx VF2 ``GraphMatcher``), which also maps the flows of a new
+group onto the recorded ones. This is richer than the paper's flow conflict
+graph, so that fabrics with different link rates never share an entry.
 
 An entry holds the convergence time (group formed -> steady), and per
 recorded flow the acknowledged bytes over the transient, the steady goodput
@@ -37,10 +37,7 @@ import math
 import os
 import re
 import stat
-from typing import TypeGuard
-
-import networkx as nx
-from networkx.algorithms.isomorphism import GraphMatcher
+from typing import NamedTuple, TypeGuard
 
 from ..config import CC_HPCC
 from ..net.switch import SwitchPort
@@ -54,7 +51,7 @@ from .config import (
     SETTLE_RTTS,
 )
 
-FORMAT = "pwormhole-memo-9"  # bumped whenever what a recording means changes (history: git log)
+FORMAT = "pwormhole-memo-10"  # bumped whenever what a recording means changes (history: git log)
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -97,6 +94,14 @@ def _q_rate(bps: int, per_octave: int = 4) -> int:
     return round(per_octave * math.log2(max(1, bps)))
 
 
+class GroupGraph(NamedTuple):
+    """A group graph (:func:`group_parts`) in its own vertex numbering, hashable: two groups with
+    the same GroupGraph match the same entry with the same mapping."""
+
+    labels: tuple[str, ...]  # by vertex: flows first, then ports
+    edges: tuple[tuple[int, int, str], ...]  # (flow vertex, port vertex, role), sorted
+
+
 def group_key(wh, g):
     """``(wl_hash, graph, order)`` of group ``g`` of Wormhole ``wh`` (see :func:`group_graph`)."""
     graph, order = group_graph(wh, g)
@@ -136,55 +141,78 @@ def group_parts(g, flows: dict, new: set, *, hpcc: bool):
     return order, labels, edges
 
 
-def parts_signature(labels, edges) -> tuple:
-    """:func:`signature` of the graph :func:`group_parts` describes, without building it."""
-    return tuple(labels), tuple(sorted((u, v, r) for (u, v), r in edges.items()))
+def parts_graph(labels, edges) -> GroupGraph:
+    """The :class:`GroupGraph` of :func:`group_parts`' ``labels`` and ``edges``."""
+    return GroupGraph(tuple(labels), tuple(sorted((u, v, r) for (u, v), r in edges.items())))
 
 
 def group_graph(wh, g):
-    """``(graph, order)`` of group ``g`` of Wormhole ``wh`` (:func:`group_parts`).
-
-    Vertices are ints, never strings, so that graph matching does not depend on Python's
-    per-process string hashing (the same run must make the same memo decisions in every
-    process).
-    """
+    """``(graph, order)`` of group ``g`` of Wormhole ``wh`` (:func:`group_parts`)."""
     order, labels, edges = group_parts(g, wh.flows, {f for f in g.flows if wh.is_new(f, g)}, hpcc=wh.hpcc)
     return parts_graph(labels, edges), order
 
 
-def parts_graph(labels, edges):
-    """The networkx graph of :func:`group_parts`' ``labels`` and ``edges``."""
-    graph = nx.Graph()
-    for v, label in enumerate(labels):
-        graph.add_node(v, label=label)
-    for (u, v), role in edges.items():
-        graph.add_edge(u, v, role=role)
-    return graph
+WL_ROUNDS = 3  # rounds of colour refinement in a key
 
 
-def wl_hash(graph) -> str:
-    """The entry key of a group graph (Weisfeiler-Lehman hash over labels and roles)."""
-    return nx.weisfeiler_lehman_graph_hash(graph, node_attr="label", edge_attr="role", iterations=3)
+def wl_hash(graph: GroupGraph) -> str:
+    """The entry key of a group graph: Weisfeiler-Lehman colour refinement (Shervashidze et al.,
+    JMLR 2011) from the vertex labels, :data:`WL_ROUNDS` rounds, each vertex's colour the digest of
+    its colour and its neighbours' ``role:colour`` sorted; the key the digest of every round's
+    colours sorted. Isomorphic graphs get the same key, in any numbering and any process."""
+    nbrs: list[list[tuple[str, int]]] = [[] for _ in graph.labels]
+    for u, v, role in graph.edges:
+        nbrs[u].append((role, v))
+        nbrs[v].append((role, u))
+    colours = list(graph.labels)
+    rounds = []
+    for _ in range(WL_ROUNDS):
+        colours = [_digest(c + "|" + ",".join(sorted(r + ":" + colours[u] for r, u in vs)))
+                   for c, vs in zip(colours, nbrs)]
+        rounds.append(" ".join(sorted(colours)))
+    return _digest("\n".join(rounds))
 
 
-def signature(graph) -> tuple:
-    """The group graph itself, as a hashable value in its own vertex numbering: two groups
-    with the same signature are the same graph, so they match the same entry with the
-    same mapping (what VF2 would find again, at a fraction of the cost)."""
-    labels = tuple(d["label"] for _, d in sorted(graph.nodes(data=True)))
-    edges = tuple(sorted((min(u, v), max(u, v), d["role"]) for u, v, d in graph.edges(data=True)))
-    return labels, edges
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def flow_match(graph, other):
+def flow_match(graph: GroupGraph, other: GroupGraph):
     """``{flow vertex of graph: flow vertex of other}`` of an isomorphism of two group graphs
-    (labels and roles kept), or None."""
-    gm = GraphMatcher(graph, other, node_match=lambda a, b: a["label"] == b["label"],
-                      edge_match=lambda a, b: a["role"] == b["role"])
+    (labels and roles kept), or None: the identity where they are numbered alike, else VF2."""
+    if graph == other:
+        return {v: v for v, label in enumerate(graph.labels) if label[0] == "f"}
+    if sorted(graph.labels) != sorted(other.labels) or len(graph.edges) != len(other.edges):
+        return None
+    # networkx takes ~70 ms to load: only for groups that meet an entry numbered otherwise
+    import networkx as nx
+
+    gm = nx.isomorphism.GraphMatcher(_nx_graph(nx, graph), _nx_graph(nx, other),
+                                     node_match=lambda a, b: a["label"] == b["label"],
+                                     edge_match=lambda a, b: a["role"] == b["role"])
     if not gm.is_isomorphic():
         return None
     m = gm.mapping
-    return {n: m[n] for n, d in graph.nodes(data=True) if d["label"][0] == "f"}
+    return {v: m[v] for v, label in enumerate(graph.labels) if label[0] == "f"}
+
+
+def _nx_graph(nx, graph: GroupGraph):
+    """The networkx graph of a :class:`GroupGraph` (int vertices, never strings: matching must not
+    depend on Python's per-process string hashing)."""
+    nxg = nx.Graph()
+    for v, label in enumerate(graph.labels):
+        nxg.add_node(v, label=label)
+    for u, v, role in graph.edges:
+        nxg.add_edge(u, v, role=role)
+    return nxg
+
+
+def node_link(graph: GroupGraph) -> dict:
+    """A group graph as saved: node-link JSON (networkx's ``node_link_data`` layout, links named
+    ``links``), vertices by ``id`` with their ``label``, edges by ``source``, ``target``, ``role``."""
+    return {"directed": False, "multigraph": False, "graph": {},
+            "nodes": [{"label": label, "id": v} for v, label in enumerate(graph.labels)],
+            "links": [{"role": role, "source": u, "target": v} for u, v, role in graph.edges]}
 
 
 MEMO_SETTLE_RTTS = 32
@@ -344,7 +372,7 @@ def _parse_entry(item, limits: MemoLimits):
 class Entry:
     __slots__ = ("graph", "convergence_ps", "flows")
 
-    def __init__(self, graph, convergence_ps: int, flows: dict):
+    def __init__(self, graph: GroupGraph, convergence_ps: int, flows: dict):
         self.graph = graph
         self.convergence_ps = convergence_ps
         self.flows = flows  # recorded flow index -> {"bytes", "goodput", "rate_bps", "inflight_growth"}
@@ -356,14 +384,15 @@ class MemoCache:
     def __init__(self, fingerprint: str = ""):
         self.fingerprint = fingerprint
         self.entries: dict[str, list[Entry]] = {}
-        self.matched: dict[tuple, tuple] = {}  # signature -> (entry, mapping) of earlier hits (not saved)
-        self.held: set[tuple] = set()  # signatures of graphs known to match an entry (not saved)
-        self.keyed: dict[tuple, tuple] = {}  # signature -> (key, graph) of graphs looked up before (not saved)
+        # not saved: what earlier lookups and insertions found, by group graph
+        self.matched: dict[GroupGraph, tuple] = {}  # -> (entry, mapping) of a hit
+        self.held: set[GroupGraph] = set()  # known to match an entry
+        self.keyed: dict[GroupGraph, str] = {}  # -> its key
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
 
-    def find(self, key: str, graph):
+    def find(self, key: str, graph: GroupGraph):
         """``(entry, mapping)`` where ``mapping[i]`` is the recorded flow index of
         this group's flow index ``i``, or None."""
         for e in self.entries.get(key, ()):
@@ -374,31 +403,28 @@ class MemoCache:
 
     def lookup(self, labels, edges):
         """``(hit, key, graph)`` for a group described by :func:`group_parts`: ``hit`` is
-        :meth:`find`'s answer. A graph that hit before (same :func:`parts_signature`) is
-        answered from that hit without building it (``key`` and ``graph`` are then None); one that
-        missed before is not hashed again (identical rails miss together)."""
-        sig = parts_signature(labels, edges)
-        hit = self.matched.get(sig)
+        :meth:`find`'s answer. A graph that hit before is answered from that hit (``key`` and
+        ``graph`` are then None); one that missed before is not hashed again (identical rails miss
+        together)."""
+        graph = parts_graph(labels, edges)
+        hit = self.matched.get(graph)
         if hit is not None:
             return hit, None, None
-        known = self.keyed.get(sig)
-        if known is None:
-            graph = parts_graph(labels, edges)
-            known = self.keyed[sig] = (wl_hash(graph), graph)
-        key, graph = known
+        key = self.keyed.get(graph)
+        if key is None:
+            key = self.keyed[graph] = wl_hash(graph)
         hit = self.find(key, graph)
         if hit is not None:
-            self.matched[sig] = hit
+            self.matched[graph] = hit
         return hit, key, graph
 
-    def insert(self, key: str, graph, convergence_ps: int, flows: dict) -> None:
-        """Add a recording unless an entry matches its graph (a graph of a known signature does)."""
-        sig = signature(graph)
-        if sig in self.held:
+    def insert(self, key: str, graph: GroupGraph, convergence_ps: int, flows: dict) -> None:
+        """Add a recording unless an entry matches its graph (a graph inserted before does)."""
+        if graph in self.held:
             return
         if self.find(key, graph) is None:
             self.entries.setdefault(key, []).append(Entry(graph, convergence_ps, flows))
-        self.held.add(sig)
+        self.held.add(graph)
 
     def size_bytes(self) -> int:
         """Size of the cache as saved (JSON bytes)."""
@@ -412,7 +438,7 @@ class MemoCache:
         size = len(head) + 2
         for key, es in self.entries.items():
             for e in es:
-                text = json.dumps({"key": key, "graph": nx.node_link_data(e.graph, edges="links"),
+                text = json.dumps({"key": key, "graph": node_link(e.graph),
                                    "convergence_ps": e.convergence_ps,
                                    "flows": {str(i): f for i, f in e.flows.items()}})
                 if len(parts) >= MAX_ENTRIES or size + len(text) + 2 > MAX_FILE_BYTES:
@@ -477,12 +503,12 @@ class MemoCache:
                 bad += 1
                 continue
             key, labels, edges, conv, flows = parsed
-            sig = parts_signature(labels, edges)
-            if sig in seen:
+            graph = parts_graph(labels, edges)
+            if graph in seen:
                 dup += 1
                 continue
-            seen.add(sig)
-            cache.entries.setdefault(key, []).append(Entry(parts_graph(labels, edges), conv, flows))
+            seen.add(graph)
+            cache.entries.setdefault(key, []).append(Entry(graph, conv, flows))
         over = max(0, len(items) - MAX_ENTRIES)
         if bad or dup or over:
             why = [f"{bad} malformed or outside this scenario's bounds"] if bad else []

@@ -9,7 +9,7 @@ import pytest
 from helpers import G100, ROOT, US, both, config, flows_of, pattern, star_topo
 
 from pwormhole.accel import memo as memo_mod
-from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, group_key, wl_hash
+from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, flow_match, group_key, parts_graph, wl_hash
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
@@ -38,6 +38,51 @@ def test_memo_entries_never_shared_across_link_rates():
     # and a graph with the same hash is still checked for isomorphism with its attributes
     cache.entries[k40] = cache.entries[k100]
     assert cache.find(k40, g40) is None
+
+
+# three flows over three ports: flows 0 and 1 alike but for flow 2's ACKs on flow 0's first port
+LABELS = ["f3n/w0/g3", "f3n/w0/g3", "f5o/w0/g3", "p100/1000", "p100/1000", "p40/1000"]
+EDGES = {(0, 3): "d0", (0, 5): "d1", (1, 4): "d0", (1, 5): "d1", (2, 5): "d0", (2, 3): "a"}
+
+
+def _renumbered(labels, edges, perm):
+    """The group parts with vertex ``v`` numbered ``perm[v]``."""
+    out = [""] * len(labels)
+    for v, label in enumerate(labels):
+        out[perm[v]] = label
+    return out, {(perm[u], perm[v]): role for (u, v), role in edges.items()}
+
+
+def test_keys_and_matches_follow_the_graph_not_its_numbering():
+    g = parts_graph(LABELS, EDGES)
+    perm = [2, 0, 1, 4, 5, 3]  # flows among flows, ports among ports
+    h = parts_graph(*_renumbered(LABELS, EDGES, perm))
+    assert h != g and wl_hash(h) == wl_hash(g)
+    assert wl_hash(g) == "29a2dedf645abfb29498eb86044873a3"  # a new key needs a new FORMAT
+    assert flow_match(g, g) == {0: 0, 1: 1, 2: 2}
+    assert flow_match(h, g) == {perm[v]: v for v in range(3)}  # the one isomorphism (VF2)
+    # a role or a port's rate changed: another graph, another key, no match
+    for labels, edges in ((LABELS, {**EDGES, (2, 3): "d1"}), (LABELS[:5] + ["p100/1000"], EDGES)):
+        other = parts_graph(labels, edges)
+        assert wl_hash(other) != wl_hash(g) and flow_match(other, g) is None and flow_match(g, other) is None
+
+
+def test_memo_lookups_load_no_networkx():
+    """networkx (VF2, ~70 ms to import) is loaded only to match graphs numbered otherwise: not by
+    importing the CLI, nor by lookups of groups numbered as their entry."""
+    script = ("import sys\n"
+              "import pwormhole.commands.cli, pwormhole.simulate\n"
+              "from pwormhole.accel.memo import MemoCache\n"
+              f"labels, edges = {LABELS!r}, {EDGES!r}\n"
+              "cache = MemoCache('t')\n"
+              "hit, key, graph = cache.lookup(labels, edges)\n"
+              "cache.insert(key, graph, 1000, {i: {'bytes': 1} for i in range(3)})\n"
+              "(entry, mapping), _, _ = cache.lookup(list(labels), dict(edges))\n"
+              "assert hit is None and mapping == {0: 0, 1: 1, 2: 2}\n"
+              "print('networkx' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False"]
 
 
 @pytest.mark.slow

@@ -173,7 +173,7 @@ def test_memo_cache_loader_keeps_only_entries_within_the_bounds(recorded, tmp_pa
         assert len(warnings) == 1 and f"of {len(cache['entries'])} entries" in warnings[0]
     for e in entries:
         assert 0 < e.convergence_ps <= lim.max_convergence_ps
-        flow_vertices = [v for v, a in e.graph.nodes(data=True) if a["label"][0] == "f"]
+        flow_vertices = [v for v, label in enumerate(e.graph.labels) if label[0] == "f"]
         assert sorted(e.flows) == flow_vertices
         for rec in e.flows.values():
             assert 0 <= rec["bytes"] <= lim.max_flow_bytes
