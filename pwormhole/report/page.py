@@ -214,13 +214,17 @@ def fct_section(d: OutDir) -> str:
             + "<h3>NVLink flows</h3>" + _fct_part(f.select(mask), "NVLink "))
 
 
+def _rank(values, q: float) -> float:
+    """The nearest-rank percentile ``q`` (as ``summary.json`` and the console give them)."""
+    return float(np.quantile(values, q, method="inverted_cdf"))
+
+
 def _fct_part(f, what: str) -> str:
     """Cards, the slowdown by size and the FCT CDF of the flows ``f`` (``what``: their kind, in captions)."""
     sd = analysis.slowdowns(f)
-    out = [cards([(f"{what}flows finished", f"{len(f.fct_ns):,}"), ("FCT p50", _ns(np.median(f.fct_ns))),
-                  ("FCT p99", _ns(np.quantile(f.fct_ns, 0.99, method="inverted_cdf"))),
-                  ("slowdown p50", f"{np.median(sd):.3f}"),
-                  ("slowdown p99", f"{np.quantile(sd, 0.99, method='inverted_cdf'):.3f}")])]
+    out = [cards([(f"{what}flows finished", f"{len(f.fct_ns):,}"), ("FCT p50", _ns(_rank(f.fct_ns, 0.5))),
+                  ("FCT p99", _ns(_rank(f.fct_ns, 0.99))), ("slowdown p50", f"{_rank(sd, 0.5):.3f}"),
+                  ("slowdown p99", f"{_rank(sd, 0.99):.3f}")])]
     buckets = analysis.slowdown_by_size(f)
     out.append(f"<h4>Slowdown of the {what}flows by size (as HPCC's fct_analysis.py)</h4>")
     out.append(figure(charts.slowdown_by_size(buckets), f"FCT / standalone FCT per 5% bucket of {what}flows sorted "

@@ -26,6 +26,7 @@ from pwormhole.report.page import SECTIONS
 from pwormhole.report.summary import readable
 from pwormhole.report.writer import RunWriter
 from pwormhole.scenario import Scenario
+from pwormhole.units import format_time
 from pwormhole.workload.dag import Dag
 from pwormhole.workload.flows import Flow
 
@@ -145,6 +146,11 @@ def test_report_of_a_flow_run_has_every_section_and_fetches_nothing(tmp_path):
     text = (out / "report.html").read_text()
     assert "Content-Security-Policy\" content=\"default-src 'none';" in text
     assert "not a training run" in text and "no link_util.csv here" in text and "no queue-length monitor" in text
+    # the cards give summary.json's nearest-rank percentiles (of 8 flows, p50 is the 4th, not a mean of two)
+    for card, want in (("FCT p50", format_time(int(s["fct_ns"]["p50"]) * 1000)),
+                       ("FCT p99", format_time(int(s["fct_ns"]["p99"]) * 1000)),
+                       ("slowdown p50", f"{s['slowdown']['p50']:.3f}"), ("slowdown p99", f"{s['slowdown']['p99']:.3f}")):
+        assert f"<b>{want}</b><span>{card}</span>" in text, card
     pauses = sum(1 for ln in (out / "pfc.txt").read_text().splitlines() if ln.split()[4] == "1")
     assert pauses > 0
     per_node = [int(x) for x in _table_after(text, "pause frames received")]
