@@ -13,6 +13,8 @@ import signal
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import compiled
 from .accel.config import HPCC_CROWDED_NIC, AccelConfig
 from .accel.memo import MemoCache, MemoLimits, config_fingerprint
@@ -213,7 +215,7 @@ def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, f
     try:
         memo = _load_memo(scn, accel, memo_cache)
         sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
-        standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows)
+        standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows, scn.flow_columns())
         nvlink = sim.net.nvlink_flags()  # (the routes before any link failure)
         starved = sim.net.pfc_starved(PFC_STARVED_FRACTION)
         if starved and rank0:
@@ -419,10 +421,10 @@ def _summarize(sim: Run, writer: RunWriter, head: dict, accel, plan, interrupted
             summary["nvlink_by_packets_from_ns"] = min(handed_at) // 1000
         if wh.cc_limits:
             summary["accel_cc_limits"] = wh.cc_limits
-        sizes = [f.size_bytes for f in scn.flows]
-        rated_bytes = sum(map(sizes.__getitem__, rated)) - handed_bytes
+        sizes = scn.flow_columns().size_bytes
+        rated_bytes = int(sizes[np.fromiter(rated, np.int64, len(rated))].sum()) - handed_bytes
         summary.update(packet_events_estimate(summary, st["skipped_bytes"] + rated_bytes + st["ring_steps_bytes"],
-                                              scenario_packet_events(scn), sum(sizes)))
+                                              scenario_packet_events(scn), int(sizes.sum())))
     training = None
     if scn.dag is not None and (scn.dag.collectives or scn.dag.gpu_of_host):  # a training job or a Chakra trace
         times = OpTimes(scn.dag, sim.op_times, sim.start_ps, sim.finish_ps)

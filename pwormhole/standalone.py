@@ -22,12 +22,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from .config import CC_DCQCN
 from .engine.lp import LogicalProcess
 from .net.build import Network
 from .net.dispatch import handler_table
 from .topology.model import Link, Topology
-from .workload.flows import Flow
+from .workload.flows import Flow, FlowColumns, flow_columns
 
 TAIL_PACKETS = 16
 REFERENCE_PACKETS = 4096
@@ -92,43 +94,50 @@ class StandaloneFct:
         self._gaps: dict = {}  # route key -> delivery times of a lone long flow's packets
         self._longest: dict = {}  # route key -> packets of its longest flow
 
-    def all_ns(self, flows) -> list[int]:
-        """Standalone FCT (ns, rounded) of each flow, in order."""
+    def all_ns(self, flows, cols: FlowColumns | None = None) -> list[int]:
+        """Standalone FCT (ns, rounded) of each flow, in order (``cols``: their columns, when made)."""
+        if not flows:
+            return []
         net = self.net
-        mtu = self.mtu
-        index_of: dict = {}  # route key (links, QP window) -> its index in keys
+        cols = cols if cols is not None else flow_columns(flows)
+        # the route key (links, QP window) of each host pair, from its first flow; flow by flow for
+        # a pair whose flows do not all take one route's links
+        pairs, first, inverse = np.unique(cols.src * net.topo.n_nodes + cols.dst, return_index=True,
+                                          return_inverse=True)
+        index_of: dict = {}  # route key -> its index in keys
         keys: list = []
-        of_pair: dict = {}  # (src, dst) -> index of the route key every flow of the pair has (-1: flow by flow)
         links_of: dict = {}
         by_pair: dict = {}
-        longest: list = []  # per route key, packets of its longest flow
-        at: list = []  # per flow, the index of its route key
-        for f in flows:
-            pair = (f.src, f.dst)
-            i = of_pair.get(pair)
-            if i is None or i < 0:
-                key = (route_links(net, f, links_of, by_pair), net.qp_window(f))
-                i = index_of.get(key)
-                if i is None:
-                    i = index_of[key] = len(keys)
-                    keys.append(key)
-                    longest.append(0)
-                if pair not in of_pair:
-                    of_pair[pair] = i if by_pair[pair] is not None else -1
-            at.append(i)
-            n = -(-f.size_bytes // mtu)
-            if n > longest[i]:
-                longest[i] = n
-        for key, n in zip(keys, longest):
+
+        def index(f) -> int:
+            key = (route_links(net, f, links_of, by_pair), net.qp_window(f))
+            i = index_of.get(key)
+            if i is None:
+                i = index_of[key] = len(keys)
+                keys.append(key)
+            return i
+
+        pair_index = np.fromiter(map(index, map(flows.__getitem__, first.tolist())), np.int64, len(pairs))
+        at = pair_index[inverse]
+        flow_by_flow = [p for p, f0 in enumerate(first.tolist()) if by_pair[(flows[f0].src, flows[f0].dst)] is None]
+        if flow_by_flow:
+            for fid in np.flatnonzero(np.isin(inverse, flow_by_flow)).tolist():
+                at[fid] = index(flows[fid])
+        longest = np.zeros(len(keys), np.int64)  # per route key, packets of its longest flow
+        np.maximum.at(longest, at, -(-cols.size_bytes // self.mtu))
+        for key, n in zip(keys, longest.tolist()):
             self._longest[key] = max(self._longest.get(key, 0), n)
-        fct_ns_of: dict = {}  # (route key index, size) -> ns: flows alike (a collective's steps) are one lone flow
-        out = []
-        for i, f in zip(at, flows):
-            ns = fct_ns_of.get((i, f.size_bytes))
-            if ns is None:
-                ns = fct_ns_of[(i, f.size_bytes)] = (self.fct_ps(keys[i], f.size_bytes) + 500) // 1000
-            out.append(ns)
-        return out
+        # flows alike (a collective's steps: one route key, one size) are one lone flow
+        order = np.lexsort((cols.size_bytes, at))
+        at_sorted, size_sorted = at[order], cols.size_bytes[order]
+        new = np.concatenate(([True], (at_sorted[1:] != at_sorted[:-1]) | (size_sorted[1:] != size_sorted[:-1])))
+        starts = np.flatnonzero(new)
+        fct_ns = np.fromiter(((self.fct_ps(keys[i], size) + 500) // 1000
+                              for i, size in zip(at_sorted[starts].tolist(), size_sorted[starts].tolist())),
+                             np.int64, len(starts))
+        out = np.empty(len(flows), np.int64)
+        out[order] = fct_ns[np.cumsum(new) - 1]
+        return out.tolist()
 
     def fct_ps(self, key, size_bytes: int) -> int:
         n = -(-size_bytes // self.mtu)

@@ -10,10 +10,9 @@ CNPs add more (+19% on an 8-to-1 incast under PFC).
 
 from __future__ import annotations
 
-from operator import attrgetter
+import numpy as np
 
-from ..partition.plan import traffic_weights
-from ..topology.routing import adjacency
+from ..topology.routing import adjacency, hop_distances
 from ..workload import simai
 from ..workload.training import micro_batch_layout
 from .summary import approx
@@ -27,14 +26,29 @@ _GROUPS = (("tp", "TP groups", simai.tp_groups), ("dp", "DP groups", simai.dp_gr
 
 def packet_events_estimate(scn) -> int:
     """Events a packet-level run of ``scn``'s flows would take: :data:`EVENTS_PER_PACKET_HOP` per
-    packet and hop of its (ECMP-averaged) path."""
+    packet and hop of its path (every ECMP path of a pair has its hop count), the packets counted per
+    host pair as the partition's weights count them (:func:`~..partition.plan.traffic_weights`)."""
     payload = scn.config.packet_payload_bytes
-    node_w, _ = traffic_weights(scn.topology, scn.flows, payload)
-    adj = adjacency(scn.topology)
-    ports = sum(len(adj[n]) for n in range(scn.topology.n_nodes))
-    packets = sum(-(-size // payload) for size in map(attrgetter("size_bytes"), scn.flows))
-    packet_nodes = (sum(node_w) - ports) / 4  # traffic_weights counts 4 per packet and node crossed
-    return round(EVENTS_PER_PACKET_HOP * (packet_nodes - packets))
+    topo = scn.topology
+    if not scn.flows:
+        return 0
+    cols = scn.flow_columns()
+    sizes = cols.size_bytes
+    pairs = cols.dst * topo.n_nodes + cols.src
+    order = np.argsort(pairs, kind="stable")
+    pairs = pairs[order]
+    starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
+    pair_packets = -(-np.add.reduceat(sizes[order], starts) // payload)
+    adj = adjacency(topo)
+    dist: dict = {}
+    packet_nodes = 0  # packets times the nodes they cross, ends included
+    for pair, packets in zip(pairs[starts].tolist(), pair_packets.tolist()):
+        dst, src = divmod(pair, topo.n_nodes)
+        to_dst = dist.get(dst)
+        if to_dst is None:
+            to_dst = dist[dst] = hop_distances(topo, adj, dst)
+        packet_nodes += packets * (to_dst.get(src, 0) + 1)
+    return EVENTS_PER_PACKET_HOP * (packet_nodes - int((-(-sizes // payload)).sum()))
 
 
 def _members(gpus: list[int], limit: int = 8) -> str:

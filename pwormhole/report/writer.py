@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from operator import attrgetter
 
 import numpy as np
 
@@ -205,9 +204,8 @@ class RunWriter:
     def fcts(self) -> Fcts:
         """The columns of the ``fct.txt`` written so far, as :func:`~.outdir.read_fcts` reads them back."""
         fids = np.asarray(self.fids, dtype=np.int64)
-        finished = list(map(self.scn.flows.__getitem__, self.fids))
-        size, src, dst = (np.fromiter(map(attrgetter(name), finished), np.int64, len(finished))
-                          for name in ("size_bytes", "src", "dst"))
+        cols = self.scn.flow_columns()
+        size, src, dst = cols.size_bytes[fids], cols.src[fids], cols.dst[fids]
         standalone = np.asarray(self.standalone_ns, dtype=np.int64)[fids] if len(fids) else np.zeros(0, np.int64)
         return Fcts(size, np.asarray(self.starts_ns, dtype=np.int64), np.asarray(self.fcts_ns, dtype=np.int64),
                     standalone, src, dst)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import NamedTuple
+
+import numpy as np
 
 MAX_FLOW_BYTES = 10**15  # 1 PB: a QP's byte counters and bytes x 8e12 stay within int64 arithmetic
 
@@ -29,6 +32,21 @@ class Flow(NamedTuple):
     size_bytes: int
     start_ps: int
     sport: int = 10000
+
+
+class FlowColumns(NamedTuple):
+    """A flow list's ``src``, ``dst`` and ``size_bytes`` as int64 arrays indexed by flow id: sums,
+    gathers and groupings over the flows without a Python pass each."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    size_bytes: np.ndarray
+
+
+def flow_columns(flows) -> FlowColumns:
+    """The :class:`FlowColumns` of ``flows``."""
+    return FlowColumns(*(np.fromiter(map(attrgetter(name), flows), np.int64, len(flows))
+                         for name in FlowColumns._fields))
 
 
 def traffic_start_ps(flows, dag=None) -> int:

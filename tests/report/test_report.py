@@ -28,7 +28,7 @@ from pwormhole.report.writer import RunWriter
 from pwormhole.scenario import Scenario
 from pwormhole.units import format_time
 from pwormhole.workload.dag import Dag
-from pwormhole.workload.flows import Flow
+from pwormhole.workload.flows import Flow, flow_columns
 
 INCAST = ROOT / "tests" / "data" / "incast"
 # 8 hosts send 1 MB each to host 0 through one switch with a 1 MB buffer: PFC pauses (about 0.3 s)
@@ -149,7 +149,8 @@ def test_report_of_a_flow_run_has_every_section_and_fetches_nothing(tmp_path):
     # the cards give summary.json's nearest-rank percentiles (of 8 flows, p50 is the 4th, not a mean of two)
     for card, want in (("FCT p50", format_time(int(s["fct_ns"]["p50"]) * 1000)),
                        ("FCT p99", format_time(int(s["fct_ns"]["p99"]) * 1000)),
-                       ("slowdown p50", f"{s['slowdown']['p50']:.3f}"), ("slowdown p99", f"{s['slowdown']['p99']:.3f}")):
+                       ("slowdown p50", f"{s['slowdown']['p50']:.3f}"),
+                       ("slowdown p99", f"{s['slowdown']['p99']:.3f}")):
         assert f"<b>{want}</b><span>{card}</span>" in text, card
     pauses = sum(1 for ln in (out / "pfc.txt").read_text().splitlines() if ln.split()[4] == "1")
     assert pauses > 0
@@ -168,7 +169,8 @@ def test_the_run_holds_the_fct_columns_it_writes(tmp_path):
     back, for completions of this process (tuples) and of other ranks (int64 rows), node 300 too."""
     flows = [Flow(0, 1, 2, 3, 100, 1000, -1, 10000), Flow(1, 300, 2, 3, 100, 2500, -1, 10001),
              Flow(2, 2, 1, 3, 100, 7, -1, 10002)]
-    writer = RunWriter(SimpleNamespace(flows=flows, config=ModelConfig()), str(tmp_path), [900, 2000, 5], True)
+    scn = SimpleNamespace(flows=flows, config=ModelConfig(), flow_columns=lambda: flow_columns(flows))
+    writer = RunWriter(scn, str(tmp_path), [900, 2000, 5], True)
     writer.on_flows([(1, 9_876_543, 1_234_567)])
     writer.on_flows(np.array([[0, 5_000_499, 2_000], [2, 70_000, 69_999]], dtype=np.int64))
     writer.commit()
