@@ -5,9 +5,11 @@ from helpers import DATA
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.commands.cli import main
+from pwormhole.partition.plan import traffic_weights
 from pwormhole.report.dryrun import packet_events_estimate
 from pwormhole.scenario import EMBEDDED, topology_from_arg, training_scenario
 from pwormhole.simulate import simulate
+from pwormhole.topology.routing import adjacency
 from pwormhole.workload.models import build_model
 
 INCAST = DATA / "incast"
@@ -63,6 +65,19 @@ def test_estimate_is_within_a_percent_of_a_packet_run(tmp_path):
     est = packet_events_estimate(scn)
     s = simulate(scn, str(tmp_path), quiet=True)
     assert abs(est / s["events"] - 1) < 0.01, (est, s["events"])
+
+
+def test_estimate_counts_what_the_ecmp_walk_counts():
+    """Each host pair's packets times its hop count: what walking its ECMP shares hop by hop (the
+    partition's ``traffic_weights``, 4 per packet and node crossed) counts, on a k=4 fat tree and on
+    servers with NVSwitches."""
+    gpt = training_scenario(build_model("gpt-350m", 16, tp=8, layers=1), topology_from_arg("rail-optimized:gpus=16"))
+    for scn in (EMBEDDED["fat-tree-mix"](), gpt):
+        payload = scn.config.packet_payload_bytes
+        node_w, _ = traffic_weights(scn.topology, scn.flows, payload)
+        ports = sum(map(len, adjacency(scn.topology)))
+        packets = sum(-(-f.size_bytes // payload) for f in scn.flows)
+        assert packet_events_estimate(scn) == round(4 * ((sum(node_w) - ports) / 4 - packets)) > 0
 
 
 def test_compare_dry_run_and_option_mistakes(tmp_path, capsys):
