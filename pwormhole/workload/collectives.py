@@ -34,6 +34,8 @@ JPDC 2009); bus-bandwidth factors as in nccl-tests ``doc/PERFORMANCE.md``.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from .dag import Collective, Dag
 
 KINDS = ("allreduce", "allgather", "reducescatter", "alltoall", "p2p")
@@ -112,11 +114,14 @@ def collective(dag: Dag, kind: str, hosts: list[int], size_bytes: int, deps=None
         chunk = int(-(-size_bytes // n))
         succ = hosts[1:] + hosts[:1]
         step = dag.flows_at_once(hosts, succ, chunk, start, f"{name}.s0")  # member i's send: op step + i
-        start = dag.deps[step:step + n]  # (checked)
-        for k in range(1, steps):
+        if steps > 1:  # the later steps at once: step k's sends are ops step + k * n + i, flows fid + k * n + i
+            start = dag.deps[step:step + n]  # (checked)
             fid = dag.arg[step]
-            deps = [[step + (i - 1) % n, *start[i]] for i in range(n)]
-            step = dag.flows_at_once_unchecked(hosts, succ, chunk, deps, f"{name}.s{k}", list(range(fid, fid + n)))
+            later = range(1, steps)
+            deps = [[step + (k - 1) * n + (i - 1) % n, *start[i]] for k in later for i in range(n)]
+            labels = [label for k in later for label in repeat(f"{name}.s{k}", n)]
+            step = dag.flows_at_once_unchecked(hosts * (steps - 1), succ * (steps - 1), chunk, deps, labels,
+                                               list(range(fid, fid + (steps - 1) * n))) + (steps - 2) * n
         done = [dag.mark(h, [step + (i - 1) % n, step + i], f"{name}.done") for i, h in enumerate(hosts)]
     dag.collectives.append(Collective(name, kind, list(gpus if gpus is not None else hosts), size_bytes, done,
                                       first, len(dag), dag.iteration))

@@ -198,9 +198,10 @@ class Dag:
         return self.flows_at_once_unchecked(src, dst, int(size_bytes), deps, label, fifo_after)
 
     def flows_at_once_unchecked(self, src: list[int], dst: list[int], size_bytes: int, deps: list[list[int]],
-                                label: str, fifo_after: list[int] | None) -> int:
+                                label: str | list[str], fifo_after: list[int] | None) -> int:
         """:meth:`flows_at_once` of arguments known to be right (``deps``: lists of earlier op ids, taken
-        as they are: a collective's steps, made from checked ones)."""
+        as they are: a collective's steps, made from checked ones; ``label``: one for all or one
+        per flow)."""
         n = len(src)
         op0 = len(self.kind)
         fid0 = len(self.flows)
@@ -217,7 +218,7 @@ class Dag:
         self.arg.extend(range(fid0, fid0 + n))
         self.deps.extend(deps)
         self.not_before_ps.extend(repeat(0, n))
-        self.label.extend(repeat(label, n))
+        self.label.extend(repeat(label, n) if isinstance(label, str) else label)
         self.iteration_of.extend(repeat(self.iteration, n))
         self.flow_op.extend(range(op0, op0 + n))
         self.fifo_after.extend(fifo_after if fifo_after is not None else repeat(-1, n))
