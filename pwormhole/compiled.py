@@ -13,7 +13,6 @@ is imported), and :func:`engine` says why.
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -69,8 +68,9 @@ def _why_pure() -> str | None:
     return None
 
 
-class _PureFinder(importlib.abc.MetaPathFinder):
-    """Imports the ``.py`` source of the compiled modules, never their extension."""
+class _PureFinder:
+    """Imports the ``.py`` source of the compiled modules, never their extension (a meta path finder:
+    any object with ``find_spec``; importlib.abc's base class would load importlib.resources)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in COMPILED_MODULES:

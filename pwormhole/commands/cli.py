@@ -16,7 +16,6 @@ import atexit
 import dataclasses
 import gc
 import os
-import subprocess
 import sys
 
 from .. import __version__
@@ -347,6 +346,8 @@ def version_text() -> str:
     checkout the package runs from (``unknown`` outside a git checkout)."""
     version = __version__  # pyproject.toml's too; importlib.metadata would cost 20 ms at every start
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import subprocess  # (loaded for --version only: 6 ms of every start otherwise)
+
     try:
         sha = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                              timeout=5).stdout.strip()

@@ -144,7 +144,7 @@ def cdf_points(values, max_points: int = MAX_CDF_POINTS) -> tuple[np.ndarray, np
     else:
         k = np.arange(1, max_points + 1)
         pts = x[-(-k * n // max_points) - 1]
-    pts = np.unique(pts)
+    pts = pts[np.concatenate(([True], pts[1:] != pts[:-1]))]  # distinct (sorted; np.unique loads numpy.ma)
     return pts, np.searchsorted(x, pts, side="right") / n
 
 
