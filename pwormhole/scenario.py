@@ -29,7 +29,7 @@ from .topology.hpcc import read_hpcc_topology
 from .topology.model import Topology
 from .units import PS_PER_US, parse_rate_bps, parse_time_ps
 from .workload.dag import Dag
-from .workload.flows import Flow, FlowColumns, flow_columns
+from .workload.flows import Flow, FlowColumns, HostPairs, flow_columns, host_pairs
 from .workload.hpcc_flows import FIRST_SPORT, read_hpcc_flows, read_hpcc_trace
 from .workload.models import build_model
 from .workload.simai import TrainingSpec, tp_groups
@@ -49,13 +49,22 @@ class Scenario:
     command: str | None = None  # the command line that asked for it (reports)
     spec: TrainingSpec | None = None  # the training workload of ``dag`` (its layers and parallel groups)
     _columns: FlowColumns | None = field(default=None, init=False, repr=False, compare=False)
+    _pairs: HostPairs | None = field(default=None, init=False, repr=False, compare=False)
 
     def flow_columns(self) -> FlowColumns:
         """:func:`~.workload.flows.flow_columns` of ``flows``, made at the first call (and again
         should the list have grown)."""
         if self._columns is None or len(self._columns.src) != len(self.flows):
             self._columns = flow_columns(self.flows)
+            self._pairs = None
         return self._columns
+
+    def host_pairs(self) -> HostPairs:
+        """:func:`~.workload.flows.host_pairs` of ``flows``, made at the first call (as :meth:`flow_columns`)."""
+        cols = self.flow_columns()
+        if self._pairs is None:
+            self._pairs = host_pairs(cols, self.topology.n_nodes)
+        return self._pairs
 
 
 def from_dag(name: str, topology: Topology, dag: Dag, config: ModelConfig, warnings=None) -> Scenario:

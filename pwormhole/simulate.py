@@ -215,8 +215,8 @@ def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, f
     try:
         memo = _load_memo(scn, accel, memo_cache)
         sim = Run(scn, seed, n_lps, owner, comm, accel, memo, grid, recorder)
-        standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows, scn.flow_columns())
-        nvlink = sim.net.nvlink_flags()  # (the routes before any link failure)
+        standalone_ns = StandaloneFct(sim.net).all_ns(scn.flows, scn.flow_columns(), scn.host_pairs())
+        nvlink = sim.net.nvlink_flags(scn.host_pairs())  # (the routes before any link failure)
         starved = sim.net.pfc_starved(PFC_STARVED_FRACTION)
         if starved and rank0:
             node, ports, held, buf = starved[0]

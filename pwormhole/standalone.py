@@ -29,7 +29,7 @@ from .engine.lp import LogicalProcess
 from .net.build import Network
 from .net.dispatch import handler_table
 from .topology.model import Link, Topology
-from .workload.flows import Flow, FlowColumns, flow_columns
+from .workload.flows import Flow, FlowColumns, HostPairs, flow_columns, host_pairs
 
 TAIL_PACKETS = 16
 REFERENCE_PACKETS = 4096
@@ -94,16 +94,16 @@ class StandaloneFct:
         self._gaps: dict = {}  # route key -> delivery times of a lone long flow's packets
         self._longest: dict = {}  # route key -> packets of its longest flow
 
-    def all_ns(self, flows, cols: FlowColumns | None = None) -> list[int]:
-        """Standalone FCT (ns, rounded) of each flow, in order (``cols``: their columns, when made)."""
+    def all_ns(self, flows, cols: FlowColumns | None = None, pairs: HostPairs | None = None) -> list[int]:
+        """Standalone FCT (ns, rounded) of each flow, in order (``cols``, ``pairs``: their columns and
+        host pairs, when made)."""
         if not flows:
             return []
         net = self.net
         cols = cols if cols is not None else flow_columns(flows)
         # the route key (links, QP window) of each host pair, from its first flow; flow by flow for
         # a pair whose flows do not all take one route's links
-        pairs, first, inverse = np.unique(cols.src * net.topo.n_nodes + cols.dst, return_index=True,
-                                          return_inverse=True)
+        first, inverse = pairs if pairs is not None else host_pairs(cols, net.topo.n_nodes)
         index_of: dict = {}  # route key -> its index in keys
         keys: list = []
         links_of: dict = {}
@@ -117,7 +117,7 @@ class StandaloneFct:
                 keys.append(key)
             return i
 
-        pair_index = np.fromiter(map(index, map(flows.__getitem__, first.tolist())), np.int64, len(pairs))
+        pair_index = np.fromiter(map(index, map(flows.__getitem__, first.tolist())), np.int64, len(first))
         at = pair_index[inverse]
         flow_by_flow = [p for p, f0 in enumerate(first.tolist()) if by_pair[(flows[f0].src, flows[f0].dst)] is None]
         if flow_by_flow:

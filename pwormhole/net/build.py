@@ -19,7 +19,7 @@ from ..topology.model import Topology
 from ..topology.routing import adjacency, next_hops, path_facts
 from ..units import MAX_TIME_PS
 from ..workload.dag import Dag
-from ..workload.flows import MAX_FLOW_BYTES, Flow, traffic_start_ps
+from ..workload.flows import MAX_FLOW_BYTES, Flow, HostPairs, traffic_start_ps
 from .dagrun import DagRuntime
 from .device import RouteTable
 from .dispatch import DagLead
@@ -416,15 +416,22 @@ class Network:
             return (node.sole_port,)
         return node.routes.get(dst) or None
 
-    def nvlink_flags(self) -> list[bool]:
+    def nvlink_flags(self, pairs: HostPairs | None = None) -> list[bool]:
         """Per flow id, whether its data leaves its source by an NVSwitch: a flow inside a server, on
-        NVLink, as against one that crosses the NICs' fabric (by the routes at the call)."""
+        NVLink, as against one that crosses the NICs' fabric (by the routes at the call). ``pairs``:
+        the flows' host pairs, whose flows all leave alike (a source's ECMP choices toward a host are
+        all NVSwitches or none, :func:`~..topology.routing.next_hops`): one answer per pair."""
         nvs = self.topo.nvswitches
         if not nvs:
             return [False] * len(self.flows)
-        nodes = self.nodes
-        return [f.flow_id not in self.no_path and nodes[f.src].pick_port(f.dst, self.flow_hash[f.flow_id])
-                .peer.node_id in nvs for f in self.flows]
+        nodes, flows = self.nodes, self.flows
+        if pairs is not None and not self.no_path:
+            first = [flows[f] for f in pairs.first.tolist()]
+        else:
+            first, pairs = flows, None
+        flags = [f.flow_id not in self.no_path and nodes[f.src].pick_port(f.dst, self.flow_hash[f.flow_id])
+                 .peer.node_id in nvs for f in first]
+        return flags if pairs is None else list(map(flags.__getitem__, pairs.of_flow.tolist()))
 
     def pfc_starved(self, fraction: float) -> list[tuple[int, int, int, int]]:
         """Switches (not NVSwitches) whose PFC headroom and reserve leave less than ``fraction`` of

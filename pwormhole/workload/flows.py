@@ -49,6 +49,19 @@ def flow_columns(flows) -> FlowColumns:
                          for name in FlowColumns._fields))
 
 
+class HostPairs(NamedTuple):
+    """A flow list grouped by (source, destination) host pair, pairs in order of their ids."""
+
+    first: np.ndarray  # pair -> its first flow's id
+    of_flow: np.ndarray  # flow id -> its pair
+
+
+def host_pairs(cols: FlowColumns, n_nodes: int) -> HostPairs:
+    """The :class:`HostPairs` of the flows of ``cols`` (hosts are node ids below ``n_nodes``)."""
+    _, first, of_flow = np.unique(cols.src * n_nodes + cols.dst, return_index=True, return_inverse=True)
+    return HostPairs(first, of_flow)
+
+
 def traffic_start_ps(flows, dag=None) -> int:
     """When the traffic starts: 0 for a workload DAG (its first ops start at 0), else the first flow's
     start (0 without flows); the origin of link failure times (:class:`~pwormhole.config.LinkDown`)."""

@@ -6,8 +6,10 @@ from helpers import config, flows_of
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.config import LinkDown
+from pwormhole.net.build import Network
 from pwormhole.run import Run
-from pwormhole.scenario import Scenario, topology_from_arg
+from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.workload.models import build_model
 
 NVLINK_BPS = 2_880_000_000_000  # the rail-optimized server's default NVLink rate
 DELAY_PS = 25_000  # its NVLink delay (host -> NVSwitch and NVSwitch -> host)
@@ -104,3 +106,16 @@ def test_nvlink_down_moves_its_flows_to_the_nic_cc(cc):
     assert ref.complete and fast.complete
     a, b = ref.finish_ps[0] - ref.start_ps[0], fast.finish_ps[0] - fast.start_ps[0]
     assert abs(b - a) / a < 0.01
+
+
+def test_nvlink_flags_one_answer_per_host_pair():
+    """A flow is on NVLink when both its hosts are in one server (gpt-350m, TP 8 x DP 2 on two
+    servers of 8 GPUs: the TP rings inside them, the DP rings across); decided per host pair, the
+    same as flow by flow."""
+    scn = training_scenario(build_model("gpt-350m", 16, tp=8, layers=1), topology_from_arg("rail-optimized:gpus=16"))
+    net = Network(scn.topology, scn.flows, scn.config, dag=scn.dag)
+    flags = net.nvlink_flags()
+    server = {h: g // 8 for h, g in scn.dag.gpu_of_host.items()}
+    assert flags == [server[f.src] == server[f.dst] for f in scn.flows]
+    assert 0 < sum(flags) < len(flags)
+    assert net.nvlink_flags(scn.host_pairs()) == flags
