@@ -456,7 +456,7 @@ class MemoCache:
     def load(cls, path: str, fingerprint: str, warn, limits: MemoLimits | None = None) -> MemoCache:
         """The cache saved in ``path``; an empty one (and ``warn(message)``) when the
         file is missing, not a regular file, over :data:`MAX_FILE_BYTES`, unreadable,
-        corrupt or from another configuration. Entries that are malformed or outside
+        corrupt, of another :data:`FORMAT` or from another configuration. Entries that are malformed or outside
         ``limits`` (the scenario's bounds, :class:`MemoLimits`), duplicates of an earlier
         entry and entries past :data:`MAX_ENTRIES` are dropped with one warning."""
         cache = cls(fingerprint)
@@ -483,7 +483,12 @@ class MemoCache:
                 warn(too_big)
                 return cache
             data = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), list):
+            made_by = data.get("format") if isinstance(data, dict) else None
+            if isinstance(made_by, str) and made_by.startswith("pwormhole-memo-") and made_by != FORMAT:
+                warn(f"memo cache {path} was made by another version of pwormhole ({made_by}, this one reads "
+                     f"{FORMAT}); ignored")
+                return cache
+            if not isinstance(data, dict) or made_by != FORMAT or not isinstance(data.get("entries"), list):
                 raise ValueError("not a pwormhole memo cache")
         except (OSError, ValueError, RecursionError) as e:
             warn(f"memo cache {path} is unreadable ({type(e).__name__}: {e}); ignored")

@@ -101,6 +101,11 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     loaded = MemoCache.load(str(path), fp, warnings.append)
     assert len(loaded) == len(memo) and not warnings
     assert len(MemoCache.load(str(path), "other", warnings.append)) == 0 and "another configuration" in warnings[-1]
+    older = json.loads(path.read_text()) | {"format": "pwormhole-memo-9"}  # keys of another version
+    path.write_text(json.dumps(older))
+    assert len(MemoCache.load(str(path), fp, warnings.append)) == 0
+    assert warnings[-1] == (f"memo cache {path} was made by another version of pwormhole (pwormhole-memo-9, this one "
+                            f"reads {FORMAT}); ignored")
     path.write_text("{not json")
     assert len(MemoCache.load(str(path), fp, warnings.append)) == 0 and "unreadable" in warnings[-1]
     out = tmp_path / "out"
