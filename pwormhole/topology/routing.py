@@ -18,6 +18,7 @@ With several NVSwitches shared by the pair, the next hops are all of them
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 
 from ..errors import InputError
 from .model import Topology
@@ -131,6 +132,28 @@ def next_hops(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, list
     return out
 
 
+def sole_switch(topo: Topology, adj, host: int) -> int | None:
+    """The switch every link of ``host`` leads to, when it is one switch and not an NVSwitch (a
+    single-homed host), else None."""
+    ends = {v for v, _ in adj[host]}
+    if len(ends) != 1:
+        return None
+    (switch,) = ends
+    return switch if switch in topo.switches and switch not in topo.nvswitches else None
+
+
+def next_hops_past(adj, dst: int, switch: int, to_switch) -> Iterator[tuple[int, list[int]]]:
+    """:func:`next_hops` toward host ``dst`` as ``(node, next hops)`` pairs, the switch's first, from
+    the pairs toward its :func:`sole_switch` ``switch`` (``to_switch``: :func:`next_hops`' items, all or
+    some, in a topology without NVSwitches and without failed links): ``dst`` is one hop past the
+    switch and hosts do not forward, so every other node's distance is one more and its next hops
+    are the same; the switch's are its links to ``dst``. The lists are ``to_switch``'s own."""
+    yield switch, [k for k, (v, _) in enumerate(adj[switch]) if v == dst]
+    for u, ks in to_switch:
+        if u != dst:
+            yield u, ks
+
+
 def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, tuple[int, int, int]]:
     """BFS from host ``src`` along the first-found shortest paths (``third.cc``'s
     pair delay computation): for every reachable host ``h``, ``(delay_ps,
@@ -237,4 +260,5 @@ def path_delay_ps(topo: Topology, adj, src: int, dst: int) -> int:
     return d
 
 
-__all__ = ["adjacency", "hop_distances", "next_hops", "path_facts", "path_delays_ps", "path_delay_ps"]
+__all__ = ["adjacency", "hop_distances", "next_hops", "next_hops_past", "path_facts", "path_delays_ps", "path_delay_ps",
+           "sole_switch"]

@@ -18,7 +18,16 @@ from pwormhole.scenario import topology_from_arg
 from pwormhole.topology.builders import fat_tree, leaf_spine, rail_optimized, star
 from pwormhole.topology.hpcc import read_hpcc_topology
 from pwormhole.topology.model import Link, Topology
-from pwormhole.topology.routing import adjacency, hop_distances, next_hops, path_delay_ps, path_delays_ps, path_facts
+from pwormhole.topology.routing import (
+    adjacency,
+    hop_distances,
+    next_hops,
+    next_hops_past,
+    path_delay_ps,
+    path_delays_ps,
+    path_facts,
+    sole_switch,
+)
 from pwormhole.topology.simai import read_simai_topology
 
 SIMAI = DATA / "simai_topo"
@@ -413,6 +422,28 @@ def test_routing_unchanged_without_nvswitches(topo):
         assert hop_distances(topo, adj, dst) == _old_hop_distances(topo, adj, dst)
         assert next_hops(topo, adj, dst) == _old_next_hops(topo, adj, dst)
         assert path_facts(topo, adj, dst, 1000) == _old_path_facts(topo, adj, dst, 1000)
+
+
+@pytest.mark.parametrize("topo, single_homed", [
+    (fat_tree(4), 16), (leaf_spine(8, 2, 3, oversubscription=2.0), 8), (star(5), 5), (single_tor(nv=False), 0),
+    (read_hpcc_topology(DATA / "hpcc" / "mix" / "ali_32host_10rack.txt"), 0),
+    (read_hpcc_topology(DATA / "hpcc" / "mix" / "fat.txt"), 320),
+], ids=["fattree4", "leafspine", "star", "singletor-plain", "ali-dual-homed", "hpcc-fat"])
+def test_a_single_homed_hosts_routes_are_its_switchs(topo, single_homed):
+    """A host whose links all lead to one switch: the next hops toward it are those toward the
+    switch, and the switch's own are its links to the host (the network builds them so, one BFS
+    per switch); a dual-homed host has no such switch."""
+    adj = adjacency(topo)
+    derived = 0
+    for dst in topo.hosts:
+        switch = sole_switch(topo, adj, dst)
+        if switch is None:
+            assert len({v for v, _ in adj[dst]}) > 1
+            continue
+        derived += 1
+        assert dict(next_hops_past(adj, dst, switch, next_hops(topo, adj, switch).items())) == next_hops(topo, adj,
+                                                                                                        dst)
+    assert derived == single_homed
 
 
 # --------------------------------------------------------------------------- builders
