@@ -50,12 +50,14 @@ class Scenario:
     spec: TrainingSpec | None = None  # the training workload of ``dag`` (its layers and parallel groups)
     _columns: FlowColumns | None = field(default=None, init=False, repr=False, compare=False)
     _pairs: HostPairs | None = field(default=None, init=False, repr=False, compare=False)
+    _columns_of: list | None = field(default=None, init=False, repr=False, compare=False)  # (the list they are of)
 
     def flow_columns(self) -> FlowColumns:
-        """:func:`~.workload.flows.flow_columns` of ``flows``, made at the first call (and again
-        should the list have grown)."""
-        if self._columns is None or len(self._columns.src) != len(self.flows):
+        """:func:`~.workload.flows.flow_columns` of ``flows``, made at the first call and again for
+        another list or one that has grown (a flow replaced in place is not seen: replace the list)."""
+        if self._columns is None or self._columns_of is not self.flows or len(self._columns.src) != len(self.flows):
             self._columns = flow_columns(self.flows)
+            self._columns_of = self.flows
             self._pairs = None
         return self._columns
 

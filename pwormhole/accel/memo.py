@@ -179,7 +179,8 @@ def _digest(text: str) -> str:
 
 def flow_match(graph: GroupGraph, other: GroupGraph):
     """``{flow vertex of graph: flow vertex of other}`` of an isomorphism of two group graphs
-    (labels and roles kept), or None: the identity where they are numbered alike, else VF2."""
+    (labels and roles kept), or None: the identity where they are numbered alike (VF2 might map
+    alike flows onto each other instead: flows of the same labels and edges), else VF2's."""
     if graph == other:
         return {v: v for v, label in enumerate(graph.labels) if label[0] == "f"}
     if sorted(graph.labels) != sorted(other.labels) or len(graph.edges) != len(other.edges):

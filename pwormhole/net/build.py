@@ -437,6 +437,8 @@ class Network:
         if not nvs:
             return [False] * len(self.flows)
         nodes, flows = self.nodes, self.flows
+        if pairs is not None and len(pairs.of_flow) != len(flows):
+            raise ValueError(f"nvlink_flags: host pairs of {len(pairs.of_flow)} flows for {len(flows)}")
         if pairs is not None and not self.no_path:
             first = [flows[f] for f in pairs.first.tolist()]
         else:

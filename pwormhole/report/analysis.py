@@ -31,11 +31,12 @@ def _pctl(a: np.ndarray, p: float) -> float:
     return float(a[min(len(a) - 1, int(len(a) * p))])
 
 
-def slowdowns(f: Fcts) -> np.ndarray:
-    """FCT / standalone FCT per flow, at least 1 (1 when the standalone FCT is 0)."""
+def slowdowns(f: Fcts, at_least_one: bool = True) -> np.ndarray:
+    """FCT / standalone FCT per flow (1 when the standalone FCT is 0), at least 1 as HPCC's
+    ``fct_analysis.py`` takes it unless ``at_least_one`` is false (as ``summary.json`` does)."""
     ref = np.where(f.standalone_ns > 0, f.standalone_ns, 1)
     s = np.where(f.standalone_ns > 0, f.fct_ns / ref, 1.0)
-    return np.maximum(s, 1.0)
+    return np.maximum(s, 1.0) if at_least_one else s
 
 
 def slowdown_by_size(f: Fcts, step_pct: int = 5) -> list[SizeBucket]:

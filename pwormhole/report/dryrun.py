@@ -26,29 +26,24 @@ _GROUPS = (("tp", "TP groups", simai.tp_groups), ("dp", "DP groups", simai.dp_gr
 
 def packet_events_estimate(scn) -> int:
     """Events a packet-level run of ``scn``'s flows would take: :data:`EVENTS_PER_PACKET_HOP` per
-    packet and hop of its path (every ECMP path of a pair has its hop count), the packets counted per
-    host pair as the partition's weights count them (:func:`~..partition.plan.traffic_weights`)."""
+    packet and hop of its path (every ECMP path of a host pair has its hop count)."""
     payload = scn.config.packet_payload_bytes
     topo = scn.topology
     if not scn.flows:
         return 0
     cols = scn.flow_columns()
-    sizes = cols.size_bytes
-    pairs = cols.dst * topo.n_nodes + cols.src
-    order = np.argsort(pairs, kind="stable")
-    pairs = pairs[order]
-    starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
-    pair_packets = -(-np.add.reduceat(sizes[order], starts) // payload)
+    first, of_flow = scn.host_pairs()
+    pair_packets = np.zeros(len(first), np.int64)
+    np.add.at(pair_packets, of_flow, -(-cols.size_bytes // payload))
     adj = adjacency(topo)
     dist: dict = {}
-    packet_nodes = 0  # packets times the nodes they cross, ends included
-    for pair, packets in zip(pairs[starts].tolist(), pair_packets.tolist()):
-        dst, src = divmod(pair, topo.n_nodes)
+    packet_hops = 0
+    for src, dst, packets in zip(cols.src[first].tolist(), cols.dst[first].tolist(), pair_packets.tolist()):
         to_dst = dist.get(dst)
         if to_dst is None:
             to_dst = dist[dst] = hop_distances(topo, adj, dst)
-        packet_nodes += packets * (to_dst.get(src, 0) + 1)
-    return EVENTS_PER_PACKET_HOP * (packet_nodes - int((-(-sizes // payload)).sum()))
+        packet_hops += packets * to_dst.get(src, 0)
+    return EVENTS_PER_PACKET_HOP * packet_hops
 
 
 def _members(gpus: list[int], limit: int = 8) -> str:

@@ -221,7 +221,7 @@ def _rank(values, q: float) -> float:
 
 def _fct_part(f, what: str) -> str:
     """Cards, the slowdown by size and the FCT CDF of the flows ``f`` (``what``: their kind, in captions)."""
-    sd = analysis.slowdowns(f)
+    sd = analysis.slowdowns(f, at_least_one=False)
     out = [cards([(f"{what}flows finished", f"{len(f.fct_ns):,}"), ("FCT p50", _ns(_rank(f.fct_ns, 0.5))),
                   ("FCT p99", _ns(_rank(f.fct_ns, 0.99))), ("slowdown p50", f"{_rank(sd, 0.5):.3f}"),
                   ("slowdown p99", f"{_rank(sd, 0.99):.3f}")])]

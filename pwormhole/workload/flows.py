@@ -50,14 +50,18 @@ def flow_columns(flows) -> FlowColumns:
 
 
 class HostPairs(NamedTuple):
-    """A flow list grouped by (source, destination) host pair, pairs in order of their ids."""
+    """A flow list grouped by (source, destination) host pair, the pairs sorted by source, then
+    destination."""
 
     first: np.ndarray  # pair -> its first flow's id
     of_flow: np.ndarray  # flow id -> its pair
 
 
 def host_pairs(cols: FlowColumns, n_nodes: int) -> HostPairs:
-    """The :class:`HostPairs` of the flows of ``cols`` (hosts are node ids below ``n_nodes``)."""
+    """The :class:`HostPairs` of the flows of ``cols``, whose hosts are node ids in ``0..n_nodes-1``
+    (as the readers and ``Network`` check them): ValueError otherwise."""
+    if len(cols.src) and (min(cols.src.min(), cols.dst.min()) < 0 or max(cols.src.max(), cols.dst.max()) >= n_nodes):
+        raise ValueError(f"host_pairs: a flow's host is outside 0..{n_nodes - 1}")
     _, first, of_flow = np.unique(cols.src * n_nodes + cols.dst, return_index=True, return_inverse=True)
     return HostPairs(first, of_flow)
 

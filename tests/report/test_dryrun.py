@@ -5,11 +5,14 @@ from helpers import DATA
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.commands.cli import main
+from pwormhole.config import ModelConfig
 from pwormhole.partition.plan import traffic_weights
 from pwormhole.report.dryrun import packet_events_estimate
-from pwormhole.scenario import EMBEDDED, topology_from_arg, training_scenario
+from pwormhole.scenario import EMBEDDED, Scenario, topology_from_arg, training_scenario
 from pwormhole.simulate import simulate
+from pwormhole.topology.builders import star
 from pwormhole.topology.routing import adjacency
+from pwormhole.workload.flows import Flow
 from pwormhole.workload.models import build_model
 
 INCAST = DATA / "incast"
@@ -67,17 +70,24 @@ def test_estimate_is_within_a_percent_of_a_packet_run(tmp_path):
     assert abs(est / s["events"] - 1) < 0.01, (est, s["events"])
 
 
-def test_estimate_counts_what_the_ecmp_walk_counts():
-    """Each host pair's packets times its hop count: what walking its ECMP shares hop by hop (the
-    partition's ``traffic_weights``, 4 per packet and node crossed) counts, on a k=4 fat tree and on
-    servers with NVSwitches."""
+def test_estimate_counts_each_flows_packets_times_its_hops():
+    """4 events per packet and hop: each flow's packets times its host pair's hop count, as walking
+    the pair's ECMP shares hop by hop (the partition's ``traffic_weights``: 4 per packet and node
+    crossed) counts it, on a k=4 fat tree and on servers with NVSwitches; 100 one-byte flows across
+    one switch are 100 packets of 2 hops (the pair's bytes in one packet counted -388 before)."""
     gpt = training_scenario(build_model("gpt-350m", 16, tp=8, layers=1), topology_from_arg("rail-optimized:gpus=16"))
-    for scn in (EMBEDDED["fat-tree-mix"](), gpt):
+    tiny = Scenario("tiny", star(3), [Flow(i, 0, 1, 3, 100, 1, 0) for i in range(100)], ModelConfig())
+    for scn in (EMBEDDED["fat-tree-mix"](), gpt, tiny):
         payload = scn.config.packet_payload_bytes
-        node_w, _ = traffic_weights(scn.topology, scn.flows, payload)
         ports = sum(map(len, adjacency(scn.topology)))
-        packets = sum(-(-f.size_bytes // payload) for f in scn.flows)
-        assert packet_events_estimate(scn) == round(4 * ((sum(node_w) - ports) / 4 - packets)) > 0
+        hops = {}
+        for f in scn.flows:
+            if (f.src, f.dst) not in hops:
+                node_w, _ = traffic_weights(scn.topology, [f._replace(size_bytes=payload)], payload)
+                hops[(f.src, f.dst)] = round((sum(node_w) - ports) / 4) - 1  # one packet: its nodes crossed
+        want = 4 * sum(-(-f.size_bytes // payload) * hops[(f.src, f.dst)] for f in scn.flows)
+        assert packet_events_estimate(scn) == want > 0
+    assert packet_events_estimate(tiny) == 800
 
 
 def test_compare_dry_run_and_option_mistakes(tmp_path, capsys):

@@ -20,10 +20,11 @@ from pwormhole.commands import scale
 from pwormhole.config import ModelConfig
 from pwormhole.errors import InputError
 from pwormhole.report import analysis
+from pwormhole.report import page as page_mod
 from pwormhole.report.compare import fct_errors, fct_quantile_shifts
 from pwormhole.report.outdir import Fcts, Pfc, read_csv, read_fcts
 from pwormhole.report.page import SECTIONS
-from pwormhole.report.summary import readable
+from pwormhole.report.summary import percentiles, readable
 from pwormhole.report.writer import RunWriter
 from pwormhole.scenario import Scenario
 from pwormhole.units import format_time
@@ -178,6 +179,16 @@ def test_the_run_holds_the_fct_columns_it_writes(tmp_path):
     assert [a.tolist() for a in held] == [a.tolist() for a in read]
     assert held.start_ns.tolist() == [1234, 2, 69] and held.fct_ns.tolist() == [8642, 4998, 0]
     assert held.src.tolist() == [300, 1, 2]
+
+
+def test_the_slowdown_cards_are_the_summarys_below_one_too():
+    """Flows faster than their standalone FCT: the cards give the slowdowns ``summary.json`` gives
+    (0.600 at p50 of 0.5, 0.6, 9), not floored at 1 as the by-size chart takes them."""
+    f = Fcts(np.array([1000, 2000, 3000]), np.zeros(3, np.int64), np.array([50, 60, 900]), np.array([100, 100, 100]))
+    html = page_mod._fct_part(f, "")
+    want = percentiles([0.5, 0.6, 9.0])
+    assert f"<b>{want['p50']:.3f}</b><span>slowdown p50</span>" in html and want["p50"] == 0.6
+    assert f"<b>{want['p99']:.3f}</b><span>slowdown p99</span>" in html
 
 
 def _table_after(text: str, header: str) -> list[str]:
