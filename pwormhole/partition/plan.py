@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..net.packet import ACK_INT_BYTES, DATA_HEADER_BYTES
 from ..outfiles import atomic
 from ..topology.model import Topology
-from ..topology.routing import adjacency, next_hops
+from ..topology.routing import adjacency, next_hops_via_switches
 from .grid import WindowGrid, units_of
 from .record import WindowRecord, refine
 
@@ -226,12 +226,13 @@ def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[l
                           map(attrgetter("size_bytes"), flows)):
         by_pair[pair] = got(pair, 0) + size
     routes: dict[int, dict[int, list[int]]] = {}
+    by_switch: dict = {}
     for (src, dst), size in sorted(by_pair.items()):
         pkts = -(-size // payload_bytes)
         wire = size + pkts * DATA_HEADER_BYTES + pkts * ACK_INT_BYTES
         nh = routes.get(dst)
         if nh is None:
-            nh = routes[dst] = next_hops(topo, adj, dst)
+            nh = routes[dst] = next_hops_via_switches(topo, adj, dst, by_switch)
         share = {src: 1.0}
         frontier = [src]
         while frontier:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..topology.routing import adjacency, hop_distances
+from ..topology.routing import adjacency, hop_distances, sole_switch
 from ..workload import simai
 from ..workload.training import micro_batch_layout
 from .summary import approx
@@ -36,13 +36,16 @@ def packet_events_estimate(scn) -> int:
     pair_packets = np.zeros(len(first), np.int64)
     np.add.at(pair_packets, of_flow, -(-cols.size_bytes // payload))
     adj = adjacency(topo)
-    dist: dict = {}
+    dist: dict = {}  # node -> hop counts toward it
     packet_hops = 0
     for src, dst, packets in zip(cols.src[first].tolist(), cols.dst[first].tolist(), pair_packets.tolist()):
-        to_dst = dist.get(dst)
+        # a single-homed host is one hop past its switch (hosts do not forward): one BFS per switch
+        via = None if topo.nvswitches else sole_switch(topo, adj, dst)
+        to = dst if via is None else via
+        to_dst = dist.get(to)
         if to_dst is None:
-            to_dst = dist[dst] = hop_distances(topo, adj, dst)
-        packet_hops += packets * to_dst.get(src, 0)
+            to_dst = dist[to] = hop_distances(topo, adj, to)
+        packet_hops += packets * (to_dst.get(src, -1) + 1 if via is not None else to_dst.get(src, 0))
     return EVENTS_PER_PACKET_HOP * packet_hops
 
 

@@ -154,6 +154,19 @@ def next_hops_past(adj, dst: int, switch: int, to_switch) -> Iterator[tuple[int,
             yield u, ks
 
 
+def next_hops_via_switches(topo: Topology, adj, dst: int, by_switch: dict) -> dict[int, list[int]]:
+    """:func:`next_hops` toward ``dst`` (no failed links), those of a single-homed host made from its
+    switch's (:func:`next_hops_past`), kept in ``by_switch`` (switch -> next hops toward it): one
+    BFS per switch, not per host, for a caller asking for many destinations."""
+    switch = None if topo.nvswitches else sole_switch(topo, adj, dst)
+    if switch is None:
+        return next_hops(topo, adj, dst)
+    to_switch = by_switch.get(switch)
+    if to_switch is None:
+        to_switch = by_switch[switch] = next_hops(topo, adj, switch)
+    return dict(next_hops_past(adj, dst, switch, to_switch.items()))
+
+
 def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, tuple[int, int, int]]:
     """BFS from host ``src`` along the first-found shortest paths (``third.cc``'s
     pair delay computation): for every reachable host ``h``, ``(delay_ps,
@@ -260,5 +273,5 @@ def path_delay_ps(topo: Topology, adj, src: int, dst: int) -> int:
     return d
 
 
-__all__ = ["adjacency", "hop_distances", "next_hops", "next_hops_past", "path_facts", "path_delays_ps", "path_delay_ps",
-           "sole_switch"]
+__all__ = ["adjacency", "hop_distances", "next_hops", "next_hops_past", "next_hops_via_switches", "path_facts",
+           "path_delays_ps", "path_delay_ps", "sole_switch"]
