@@ -27,6 +27,7 @@ import re
 import stat
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from operator import attrgetter
 
@@ -225,7 +226,7 @@ def traffic_weights(topo: Topology, flows, payload_bytes: int = 1000) -> tuple[l
     for pair, size in zip(zip(map(attrgetter("src"), flows), map(attrgetter("dst"), flows)),
                           map(attrgetter("size_bytes"), flows)):
         by_pair[pair] = got(pair, 0) + size
-    routes: dict[int, dict[int, list[int]]] = {}
+    routes: dict[int, Mapping[int, list[int]]] = {}
     by_switch: dict = {}
     for (src, dst), size in sorted(by_pair.items()):
         pkts = -(-size // payload_bytes)

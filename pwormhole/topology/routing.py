@@ -18,7 +18,7 @@ With several NVSwitches shared by the pair, the next hops are all of them
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..errors import InputError
 from .model import Topology
@@ -154,17 +154,39 @@ def next_hops_past(adj, dst: int, switch: int, to_switch) -> Iterator[tuple[int,
             yield u, ks
 
 
-def next_hops_via_switches(topo: Topology, adj, dst: int, by_switch: dict) -> dict[int, list[int]]:
-    """:func:`next_hops` toward ``dst`` (no failed links), those of a single-homed host made from its
-    switch's (:func:`next_hops_past`), kept in ``by_switch`` (switch -> next hops toward it): one
-    BFS per switch, not per host, for a caller asking for many destinations."""
+class _HopsPast(Mapping):
+    """:func:`next_hops_past` as a read-only mapping over the switch's own, made in O(1)."""
+
+    def __init__(self, adj, dst: int, switch: int, to_switch: dict[int, list[int]]):
+        self.dst, self.switch, self.to_switch = dst, switch, to_switch
+        self.own = [k for k, (v, _) in enumerate(adj[switch]) if v == dst]
+
+    def __getitem__(self, u: int) -> list[int]:
+        if u == self.switch:
+            return self.own
+        if u == self.dst:
+            raise KeyError(u)
+        return self.to_switch[u]
+
+    def __iter__(self):
+        yield self.switch
+        yield from (u for u in self.to_switch if u != self.dst)
+
+    def __len__(self) -> int:
+        return len(self.to_switch)  # less dst (one hop from the switch, so in it), plus the switch
+
+
+def next_hops_via_switches(topo: Topology, adj, dst: int, by_switch: dict) -> Mapping[int, list[int]]:
+    """:func:`next_hops` toward ``dst`` (no failed links) as a mapping, those of a single-homed host
+    read through its switch's (:func:`next_hops_past`), kept in ``by_switch`` (switch -> next hops
+    toward it): one BFS per switch, not per host, for a caller asking for many destinations."""
     switch = None if topo.nvswitches else sole_switch(topo, adj, dst)
     if switch is None:
         return next_hops(topo, adj, dst)
     to_switch = by_switch.get(switch)
     if to_switch is None:
         to_switch = by_switch[switch] = next_hops(topo, adj, switch)
-    return dict(next_hops_past(adj, dst, switch, to_switch.items()))
+    return _HopsPast(adj, dst, switch, to_switch)
 
 
 def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, tuple[int, int, int]]:
