@@ -11,6 +11,9 @@ Rows (``--rows``; all but ``perm1024-hpcc`` by default):
 * ``s3-dcqcn``, ``s3-hpcc``: HPCC's S3 (100-flow incast, ``tests/data/hpcc/reference/s3_dcqcn``),
   under its own DCQCN config and under that config with ``CC_MODE 3``;
 * ``perm16-hpcc``: htsim's ``perm_16n_16c_2MB.cm`` on a k=4 fat tree, HPCC;
+* ``incast64-hpcc``, ``incast64-dcqcn``: 64 flows of 1 GB from hosts 0-63 into host 64 of
+  ``leaf-spine:hosts=72,leaves=4,spines=2`` at t = 0, first 2 ms: long flows that never finish there,
+  one port's group whose flows' rates keep cycling (only the aggregate is steady);
 * ``perm1024-hpcc`` (slow): a permutation of 1024 x 2 MB flows at t = 0 (htsim's connection-matrix
   format, drawn as htsim's ``gen_permutation.py`` draws one, seed 1) on htsim's
   ``fat_tree_1024.topo``, HPCC, first 200 us.
@@ -60,6 +63,7 @@ HTSIM = DATA / "htsim"
 CLI = [sys.executable, "-m", "pwormhole"]
 SEED = "1"
 PERM1024_HOSTS, PERM1024_FLOW_BYTES = 1024, 2_000_000
+INCAST64_FLOW_BYTES = 10**9
 
 
 def gen_flows(out: Path, cdf: str, load: str) -> list[str]:
@@ -77,6 +81,16 @@ def s3_hpcc(out: Path) -> list[str]:
     cfg = out / "s3-hpcc-config.txt"
     cfg.write_text(re.sub(r"^CC_MODE \d+", "CC_MODE 3", (S3 / "config.txt").read_text(), flags=re.M))
     return ["--topology", str(S3 / "topology.txt"), "--flows", str(S3 / "flow.txt"), "--config", str(cfg)]
+
+
+def incast64(cc: str) -> Callable[[Path], list[str]]:
+    """The 64-to-1 incast of 1 GB flows (HPCC's flow-file format), first 2 ms, under ``cc``."""
+    def args(out: Path) -> list[str]:
+        flows = out / "incast64.txt"
+        flows.write_text("64\n" + "".join(f"{h} 64 3 100 {INCAST64_FLOW_BYTES} 0\n" for h in range(64)))
+        return ["--topology", "leaf-spine:hosts=72,leaves=4,spines=2", "--flows", str(flows), "--cc", cc,
+                "--until", "2ms"]
+    return args
 
 
 def perm1024(out: Path) -> list[str]:
@@ -106,6 +120,8 @@ ROWS: dict[str, Callable[[Path], list[str]]] = {
     "s3-hpcc": s3_hpcc,
     "perm16-hpcc": lambda out: ["--topology", "fat-tree:k=4", "--flows",
                                 str(HTSIM / "connection_matrices" / "perm_16n_16c_2MB.cm"), "--cc", "hpcc"],
+    "incast64-hpcc": incast64("hpcc"),
+    "incast64-dcqcn": incast64("dcqcn"),
     "perm1024-hpcc": perm1024,
 }
 SLOW = {"perm1024-hpcc"}
