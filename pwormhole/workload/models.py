@@ -25,6 +25,9 @@ Model configurations (:data:`MODELS`):
   Table 1): 32 layers, dim 4096, 32 heads, 8 KV heads (head dim 128), SwiGLU
   experts of hidden 14336, 8 experts, top-2 routing, vocabulary 32000,
   RMSNorm, no biases. Same as AICB's ``Mistral_8*7B`` row.
+* ``moe-8x22b``: Mixtral 8x22B (Mistral AI, 2024; ``config.json`` of ``Mixtral-8x22B-v0.1``): 56
+  layers, dim 6144, 48 heads, 8 KV heads (head dim 128), SwiGLU experts of hidden 16384, 8
+  experts, top-2 routing, vocabulary 32000, RMSNorm, no biases (141B parameters, 39B active).
 
 Layer list (what every GPU runs, one pipeline stage's view, as in AICB files;
 forward in list order, backward in reverse list order)::
@@ -147,6 +150,8 @@ MODELS: dict[str, TransformerConfig] = {
     "gpt-175b": TransformerConfig("gpt-175b", 96, 12288, 96, 49152, 96, 50257),
     "moe-8x7b": TransformerConfig("moe-8x7b", 32, 4096, 32, 14336, 8, 32000, experts=8, top_k=2,
                                   gated=True, biases=False),
+    "moe-8x22b": TransformerConfig("moe-8x22b", 56, 6144, 48, 16384, 8, 32000, experts=8, top_k=2,
+                                   gated=True, biases=False),
 }
 
 

@@ -490,10 +490,23 @@ def test_moe_layers_and_groups():
     assert abs(32 * (p["attn"] + p["router"] + 8 * p["expert"]) + 2 * 32000 * 4096 - 46.7e9) < 0.05e9
 
 
+def test_mixtral_8x22b_has_its_published_size():
+    """Mixtral 8x22B: 141B parameters, 39B active per token (two experts), embeddings included;
+    its all-to-all carries the two experts' copies of each token (top-2) at dim 6144."""
+    p = layer_params(MODELS["moe-8x22b"])
+    assert p == {"attn": 2 * 6144 * 6144 + 2 * 6144 * 1024 + 2 * 6144, "router": 6144 * 8, "expert": 3 * 6144 * 16384}
+    embeddings = 2 * 32000 * 6144
+    assert abs(56 * (p["attn"] + p["router"] + 8 * p["expert"]) + embeddings - 141e9) < 0.5e9
+    assert abs(56 * (p["attn"] + p["router"] + 2 * p["expert"]) + embeddings - 39e9) < 0.5e9
+    s = build_model("moe-8x22b", 64, tp=8, ep=4, pp=2, layers=4)
+    assert (s.dp, s.ep, len(s.layers)) == (4, 4, 2 * 4) and s.group_size("dp_ep") == 1
+    assert s.layers[1].forward == Phase(s.layers[1].forward.compute_ns, "ALLTOALL", "ep", 2048 * 2 * 6144 * 2)
+
+
 def test_build_model_errors():
     cases = [
         (("gpt-9b", 8), {},
-         "unknown model 'gpt-9b'; known models: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b"),
+         "unknown model 'gpt-9b'; known models: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b, moe-8x22b"),
         (("gpt-7b", 10), {"tp": 4}, "--gpus 10 is not divisible by tp*pp = 4*1 = 4"),
         (("gpt-7b", 16), {"tp": 2, "dp": 4}, "tp*dp*pp = 2*4*1 = 8 differs from --gpus 16"),
         (("moe-8x7b", 16), {"tp": 2, "ep": 3}, "ep 3 does not divide dp 8"),
