@@ -255,7 +255,8 @@ def add_run_arguments(r) -> None:
     t.add_argument("--workload", metavar="FILE|DIR",
                    help="SimAI/AICB workload file, or a Chakra trace (folder or NAME prefix of NAME.<rank>.et files)")
     t.add_argument("--model", metavar="NAME",
-                   help="built-in model: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b, moe-8x22b")
+                   help="built-in model: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b, moe-8x22b, "
+                        "deepseek-moe-16b")
     t.add_argument("--gpus", type=int, help="GPU count (default: the workload's or the topology's)")
     for flag, what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline"), ("ep", "expert")):
         t.add_argument(f"--{flag}", type=int, help=f"{what}-parallel size (--model only)")

@@ -28,6 +28,13 @@ Model configurations (:data:`MODELS`):
 * ``moe-8x22b``: Mixtral 8x22B (Mistral AI, 2024; ``config.json`` of ``Mixtral-8x22B-v0.1``): 56
   layers, dim 6144, 48 heads, 8 KV heads (head dim 128), SwiGLU experts of hidden 16384, 8
   experts, top-2 routing, vocabulary 32000, RMSNorm, no biases (141B parameters, 39B active).
+* ``deepseek-moe-16b``: DeepSeekMoE 16B, fine-grained experts (Dai et al., "DeepSeekMoE: Towards
+  Ultimate Expert Specialization in Mixture-of-Experts Language Models", 2024; ``config.json`` of
+  ``deepseek-moe-16b-base``): 28 layers, dim 2048, 16 heads (head dim 128, no grouped KV), SwiGLU
+  experts of hidden 1408, 64 routed experts with top-6 routing plus 2 shared experts every token
+  goes through, vocabulary 102400, RMSNorm, no biases. Its first layer has a dense FFN (hidden
+  10944) instead: here every layer is an MoE layer (every pipeline stage runs one layer list), 16.9B
+  parameters against the model's 16.4B.
 
 Layer list (what every GPU runs, one pipeline stage's view, as in AICB files;
 forward in list order, backward in reverse list order)::
@@ -36,7 +43,8 @@ forward in list order, backward in reverse list order)::
       for each of the stage's n_layers/pp transformer layers:
         "mb{m}.layer{i}.attention"
         dense:  "mb{m}.layer{i}.mlp"
-        MoE:    "mb{m}.layer{i}.moe_dispatch", ".moe_experts", ".moe_combine"
+        MoE:    "mb{m}.layer{i}.moe_dispatch", ".moe_experts", ".moe_combine",
+                and with shared experts ".moe_shared"
 
 with b = micro_batch, s = seq_len, h = hidden, T = b*s tokens, d = dtype_bytes,
 ``S_act = b*s*h*d`` and ``S_moe = b*s*top_k*h*d``:
@@ -49,7 +57,11 @@ mlp                ALLREDUCE tp S_act      ALLREDUCE tp S_act      ALLREDUCE dp 
 moe_dispatch       ALLTOALL ep S_moe       ALLTOALL ep S_moe       ALLREDUCE dp P_router*d
 moe_experts        ALLREDUCE tp S_moe      ALLREDUCE tp S_moe      ALLREDUCE dp_ep (E/ep)*ceil(P_exp/tp)*d
 moe_combine        ALLTOALL ep S_moe       ALLTOALL ep S_moe       NONE
+moe_shared         ALLREDUCE tp S_act      ALLREDUCE tp S_act      ALLREDUCE dp n_sh*ceil(P_exp/tp)*d
 =================  ======================  ======================  ===========================
+
+(``n_sh`` shared experts: a dense FFN of ``n_sh`` experts' size on every token, replicated over
+EP, so its gradients are all-reduced over all of DP.)
 
 With ``dist_opt`` (Megatron's distributed optimizer, as SimAI's
 ``workload_gpt7b_64g.txt`` has it on its ``grad_norm`` line) no layer all-reduces
@@ -138,6 +150,7 @@ class TransformerConfig:
     vocab: int
     experts: int = 0  # 0: dense
     top_k: int = 0
+    shared_experts: int = 0  # experts every token also goes through (DeepSeekMoE), of the routed ones' size
     gated: bool = False  # SwiGLU (3 matrices) instead of GELU (2)
     biases: bool = True
 
@@ -152,6 +165,8 @@ MODELS: dict[str, TransformerConfig] = {
                                   gated=True, biases=False),
     "moe-8x22b": TransformerConfig("moe-8x22b", 56, 6144, 48, 16384, 8, 32000, experts=8, top_k=2,
                                    gated=True, biases=False),
+    "deepseek-moe-16b": TransformerConfig("deepseek-moe-16b", 28, 2048, 16, 1408, 16, 102400, experts=64,
+                                          top_k=6, shared_experts=2, gated=True, biases=False),
 }
 
 
@@ -273,7 +288,7 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         return Phase(ns(comp), "NONE", "none", 0)
 
     lps = n_layers // pp
-    blocks = (2 if not cfg.experts else 4) + (2 if zero else 0)  # layer lines per transformer layer
+    blocks = (2 if not cfg.experts else 4 + (cfg.shared_experts > 0)) + (2 if zero else 0)  # lines per layer
     # each line's compute ops and its TP all-reduces (forward, input gradient): a lower bound, before the layers
     # are made (training.iteration_ops counts them all once they are)
     per_line = 3 * n_gpus + 2 * (n_gpus // tp) * collective_ops("allreduce", tp)
@@ -311,6 +326,10 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
             out.append(Layer(f"{tag}.moe_experts", -1, tp_phase(exp_w, s_moe), tp_phase(exp_w, s_moe),
                              wg(exp_w, "dp_ep", exp_bytes, first), 0, 0))
             out.append(Layer(f"{tag}.moe_combine", -1, a2a, a2a, Phase(0, "NONE", "none", 0), 0, 0))
+            if cfg.shared_experts:
+                shared = cfg.shared_experts * -(-prm["expert"] // tp)
+                out.append(Layer(f"{tag}.moe_shared", -1, tp_phase(2 * T * shared, s_act),
+                                 tp_phase(2 * T * shared, s_act), wg(2 * T * shared, "dp", shared * d, first), 0, 0))
     param_allgather = NO_PHASE
     if dist_opt:  # the stage's parameters, sharded over TP: reduce-scatter last in the backward pass
         stage_bytes = lps * (-(-prm["attn"] // tp) + -(-prm["mlp"] // tp)) * d

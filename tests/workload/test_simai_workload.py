@@ -503,10 +503,34 @@ def test_mixtral_8x22b_has_its_published_size():
     assert s.layers[1].forward == Phase(s.layers[1].forward.compute_ns, "ALLTOALL", "ep", 2048 * 2 * 6144 * 2)
 
 
+def test_deepseek_moe_16b_fine_grained_experts_with_shared_ones():
+    """DeepSeekMoE 16B: 64 routed experts of hidden 1408 (top-6) and 2 shared ones every token goes
+    through: 16.4B parameters (2.8B active) with its dense first layer, 16.9B as modelled (every
+    layer MoE); the shared experts are a fifth layer line, a dense FFN whose gradients are
+    all-reduced over all of DP."""
+    p = layer_params(MODELS["deepseek-moe-16b"])
+    assert p == {"attn": 4 * 2048 * 2048 + 2 * 2048, "router": 2048 * 64, "expert": 3 * 2048 * 1408}
+    moe_layer = p["attn"] + p["router"] + (64 + 2) * p["expert"]
+    dense_first = p["attn"] + 3 * 2048 * 10944
+    embeddings = 2 * 102400 * 2048
+    assert abs(27 * moe_layer + dense_first + embeddings - 16.4e9) < 0.05e9
+    assert abs(28 * moe_layer + embeddings - 16.9e9) < 0.05e9
+    assert abs(28 * (p["attn"] + p["router"] + (6 + 2) * p["expert"]) + embeddings - 2.8e9) < 0.05e9
+    s = build_model("deepseek-moe-16b", 32, tp=2, ep=8, layers=1)
+    assert [ly.name.split(".")[-1] for ly in s.layers] == ["attention", "moe_dispatch", "moe_experts",
+                                                            "moe_combine", "moe_shared"]
+    dispatch, shared = s.layers[1], s.layers[4]
+    assert dispatch.forward.size_bytes == 2048 * 6 * 2048 * 2  # each token to its 6 experts
+    assert shared.forward == Phase(shared.forward.compute_ns, "ALLREDUCE", "tp", 2048 * 2048 * 2)
+    assert shared.weight_grad == Phase(shared.weight_grad.compute_ns, "ALLREDUCE", "dp", 2 * (p["expert"] // 2) * 2)
+    assert shared.forward.compute_ns == s.layers[2].forward.compute_ns * 2 // 6  # 2 shared vs 6 routed, per token
+
+
 def test_build_model_errors():
     cases = [
         (("gpt-9b", 8), {},
-         "unknown model 'gpt-9b'; known models: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b, moe-8x22b"),
+         "unknown model 'gpt-9b'; known models: gpt-350m, gpt-7b, gpt-13b, gpt-22b, gpt-175b, moe-8x7b, moe-8x22b, "
+         "deepseek-moe-16b"),
         (("gpt-7b", 10), {"tp": 4}, "--gpus 10 is not divisible by tp*pp = 4*1 = 4"),
         (("gpt-7b", 16), {"tp": 2, "dp": 4}, "tp*dp*pp = 2*4*1 = 8 differs from --gpus 16"),
         (("moe-8x7b", 16), {"tp": 2, "ep": 3}, "ep 3 does not divide dp 8"),
