@@ -365,6 +365,8 @@ def _monitor_settings(opts, cfg) -> None:
             cfg.monitor_limit_bytes = parse_size_bytes(opts.monitor_limit)
         except ValueError as e:
             raise InputError(f"--monitor-limit: {e}") from None
+        if cfg.monitor_limit_bytes <= 0:
+            raise InputError(f"--monitor-limit must be more than 0 bytes, got {opts.monitor_limit!r}")
     iv = cfg.monitor_interval_ps
     if cfg.link_interval_ps % iv:
         if opts.link_interval is not None:
@@ -383,6 +385,8 @@ def _read_scenario(opts):
             raise InputError("give either --hpcc-config or --topology/--flows, not both")
         if opts.cc:
             raise InputError("--cc and --hpcc-config both set the congestion control (its CC_MODE); give one")
+        if opts.config:
+            raise InputError("--config and --hpcc-config are both a run's configuration; give one")
         return from_hpcc_config(opts.hpcc_config, strict=opts.strict)
     if opts.topology or opts.flows:
         if not (opts.topology and opts.flows):

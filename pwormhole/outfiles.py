@@ -196,11 +196,29 @@ def earlier_outputs(folder: str, names_of_summary=()) -> list[str]:
     return found
 
 
+# files that mark a folder as pwormhole's: a run's, compare's, scale's (or their unfinished .part)
+OUT_DIR_MARKS = ("summary.json", "compare.json", "scaling.csv", "prediction.csv")
+
+
+def check_claimable(folder: str, names_of_summary=()) -> None:
+    """InputError when ``folder`` holds files of pwormhole's output names (:func:`earlier_outputs`) but
+    nothing that marks it as an output folder of pwormhole (:data:`OUT_DIR_MARKS`): they are someone
+    else's, and a run would replace or remove them."""
+    found = earlier_outputs(folder, names_of_summary)
+    marks = {m for m in OUT_DIR_MARKS} | {m + PART_SUFFIX for m in OUT_DIR_MARKS}
+    if found and not marks.intersection(found):
+        raise InputError(f"{folder} holds {', '.join(found)} but no summary.json, compare.json or scaling.csv: "
+                         "not an output folder of pwormhole, and a run would write over them; give a new or "
+                         "empty folder (--out), or remove them")
+
+
 def claim_out_dir(folder: str, writes, names_of_summary=(), keep: str | None = None) -> None:
     """Make ``folder`` hold one run's outputs only: the earlier outputs there (:func:`earlier_outputs`)
     that the new run does not write (``writes``; their ``.part`` files it makes afresh) are removed,
     ``keep`` (a path: the memo cache the run reads) excepted; one warning line names what is replaced
-    and what is removed. OutputError when a file cannot be removed."""
+    and what is removed. OutputError when a file cannot be removed; InputError when the folder is not
+    pwormhole's (:func:`check_claimable`)."""
+    check_claimable(folder, names_of_summary)
     writes = set(writes)
     found = earlier_outputs(folder, names_of_summary)
     kept = {os.path.abspath(keep)} if keep else set()
@@ -239,7 +257,8 @@ def discard_out_dir(made: tuple[str, str] | None) -> None:
         p = os.path.dirname(p)
 
 
-__all__ = ["REPORT_NAME", "RECORD_NAME", "OWN_OUTPUT_NAMES", "OWN_FILE_NAMES", "earlier_outputs", "claim_out_dir",
+__all__ = ["REPORT_NAME", "RECORD_NAME", "OWN_OUTPUT_NAMES", "OWN_FILE_NAMES", "OUT_DIR_MARKS", "check_claimable",
+           "earlier_outputs", "claim_out_dir",
            "PartFile", "atomic", "write_text", "PLOT_INSTALL", "matplotlib_installed", "save_figure", "create_fresh",
            "write_error", "check_folder_writable", "check_file_writable", "check_output_name", "existing",
            "discard_out_dir"]

@@ -61,6 +61,13 @@ class Scenario:
             self._pairs = None
         return self._columns
 
+    def input_files(self) -> list[str]:
+        """The files the scenario was read from (topology, config, flow list, workload) that exist as
+        files (a builder, a Chakra folder and an embedded scenario name none)."""
+        paths = [self.topology.source, self.config.source, self.config.flow_file,
+                 self.spec.source if self.spec is not None else None]
+        return [p for p in dict.fromkeys(paths) if isinstance(p, str) and os.path.isfile(p)]
+
     def host_pairs(self) -> HostPairs:
         """:func:`~.workload.flows.host_pairs` of ``flows``, made at the first call (as :meth:`flow_columns`)."""
         cols = self.flow_columns()

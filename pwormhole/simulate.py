@@ -193,7 +193,7 @@ def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, f
     if rank0:
         try:
             prepare_out_dir(out_dir)
-            check_outputs(out_dir, names, scn.config.source, memo_cache)
+            check_outputs(out_dir, names, scn.config.source, memo_cache, scn.input_files())
             if settings.trace:
                 check_trace_size(scn, settings.trace_limit_bytes)
         except InputError as e:

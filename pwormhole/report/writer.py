@@ -21,6 +21,7 @@ from ..outfiles import (
     OWN_OUTPUT_NAMES,
     RECORD_NAME,
     REPORT_NAME,
+    check_claimable,
     check_file_writable,
     check_output_name,
     claim_out_dir,
@@ -106,11 +107,16 @@ def summary_output_names(out_dir: str) -> list[str]:
     return [n for n in names if isinstance(n, str)]
 
 
-def check_outputs(out_dir: str, names: list[str], source: str | None = None, memo_cache: str | None = None) -> None:
+MEMO_FILE_HEAD = '{"format": "pwormhole-memo-'  # how every memo cache file pwormhole writes begins
+
+
+def check_outputs(out_dir: str, names: list[str], source: str | None = None, memo_cache: str | None = None,
+                  inputs=()) -> None:
     """Before simulating: the output ``names`` of :func:`output_names` (the config's, from ``source``, first)
     are plain distinct names, none of them pwormhole's own but where pwormhole names it, none is a folder
-    in ``out_dir``; a ``memo_cache`` can be written and is no output of this run nor of an earlier run
-    in ``out_dir`` (InputError otherwise)."""
+    in ``out_dir``, none is one of the run's ``inputs`` (files); a ``memo_cache`` can be written, is no
+    output of this run nor of an earlier run in ``out_dir``, no input, and no file but a memo cache
+    (it is written over; InputError otherwise)."""
     own = [i for i, n in enumerate(names) if n in OWN_FILE_NAMES]
     configured = names[:own[0]] if own else names
     for name in configured:
@@ -123,8 +129,28 @@ def check_outputs(out_dir: str, names: list[str], source: str | None = None, mem
     for name in names:
         if os.path.isdir(os.path.join(out_dir, name)):
             raise InputError(f"cannot write {os.path.join(out_dir, name)}: it is a folder")
+    check_claimable(out_dir, summary_output_names(out_dir))
+    written = set(names) | set(earlier_outputs(out_dir, summary_output_names(out_dir))) | OWN_FILE_NAMES
+    for path in inputs:
+        for name in sorted(written):
+            if _same_file(path, os.path.join(out_dir, name)) or _same_file(path, os.path.join(out_dir, name + ".part")):
+                raise InputError(f"{path!r}, an input of the run, is where it writes its output {name} in {out_dir}: "
+                                 "write the outputs to another folder (--out)")
     if memo_cache:
         check_file_writable(memo_cache, "--memo-cache")
+        for path in inputs:
+            if _same_file(memo_cache, path):
+                raise InputError(f"--memo-cache {memo_cache!r} is an input of the run (it would be written over); "
+                                 "give another file")
+        if os.path.isfile(memo_cache) and os.path.getsize(memo_cache):
+            try:
+                with open(memo_cache, "rb") as fh:
+                    head = fh.read(len(MEMO_FILE_HEAD))
+            except OSError as e:
+                raise InputError(f"cannot read --memo-cache {memo_cache!r}: {e.strerror or e}") from None
+            if head != MEMO_FILE_HEAD.encode():
+                raise InputError(f"--memo-cache {memo_cache!r} is a file but not a memo cache of pwormhole (it "
+                                 "would be written over); give another file, or remove it")
         taken = set(names) | set(earlier_outputs(out_dir, summary_output_names(out_dir)))
         for name in sorted(taken | OWN_OUTPUT_NAMES):
             for p in (os.path.join(out_dir, name), os.path.join(out_dir, name + ".part")):

@@ -325,6 +325,8 @@ def main(args) -> int:
         topo = Topology(args.hosts + 1, frozenset({args.hosts}), name=f"{args.hosts}-hosts")
     else:
         raise InputError("gen-flows needs --topology FILE or --hosts N --rate RATE")
+    if args.seed < 0:
+        raise InputError(f"--seed must be >= 0, got {args.seed}")
     cdf = read_cdf(args.cdf)
     flows = generate_flows(topo, cdf, args.load, duration, args.seed, rate, start)
     write_hpcc_flows(args.out, flows)

@@ -11,6 +11,7 @@ from helpers import G100, ROOT, US, both, config, flows_of, pattern, star_topo
 from pwormhole.accel import memo as memo_mod
 from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, flow_match, group_key, parts_graph, wl_hash
 from pwormhole.accel.wormhole import AccelConfig
+from pwormhole.report.writer import MEMO_FILE_HEAD
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 
@@ -108,11 +109,19 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
                             f"reads {FORMAT}); ignored")
     path.write_text("{not json")
     assert len(MemoCache.load(str(path), fp, warnings.append)) == 0 and "unreadable" in warnings[-1]
-    out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache", path,
-                        "--out", out, "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    def run():
+        return subprocess.run([sys.executable, "-m", "pwormhole", "run", "--scenario", "fat-tree-mix", "--memo-cache",
+                               path, "--out", tmp_path / "out", "--no-progress"], capture_output=True, text=True,
+                              cwd=ROOT, timeout=300)
+    # a file that is no memo cache is refused, untouched (the run would write over it) ...
+    r = run()
+    assert r.returncode == 2 and "is a file but not a memo cache of pwormhole" in r.stderr
+    assert path.read_text() == "{not json" and not (tmp_path / "out").exists()
+    # ... a memo cache cut short is unreadable: ignored, and replaced by a good cache
+    path.write_text(MEMO_FILE_HEAD + '10", "fingerprint"')
+    r = run()
     assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
-    assert json.loads(path.read_text())["format"] == FORMAT  # replaced by a good cache
+    assert json.loads(path.read_text())["format"] == FORMAT
 
 
 @pytest.mark.slow

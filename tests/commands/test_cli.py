@@ -179,6 +179,25 @@ def test_cc_applies_to_the_embedded_scenarios_and_conflicts_with_hpcc_config(tmp
     assert r.returncode == 2 and "--cc and --hpcc-config both set the congestion control" in r.stderr
 
 
+def test_options_that_were_taken_silently_or_with_a_traceback(tmp_path):
+    """--config beside --hpcc-config (it was ignored), --monitor-limit 0 (a division by zero) and
+    gen-flows with a negative seed (numpy's error): one line each, exit 2, nothing written."""
+    mix = ROOT / "tests" / "data" / "hpcc" / "mix"
+    cases = [
+        (("run", "--hpcc-config", mix / "config.txt", "--config", mix / "config.txt", "--out", tmp_path / "a"),
+         "--config and --hpcc-config are both a run's configuration; give one"),
+        (("run", "--scenario", "fat-tree-mix", "--monitor", "--monitor-limit", "0", "--out", tmp_path / "b"),
+         "--monitor-limit must be more than 0 bytes, got '0'"),
+        (("gen-flows", "--cdf", ROOT / "tests" / "data" / "traffic_gen" / "WebSearch_distribution.txt", "--load",
+          "0.3", "--duration", "100us", "--hosts", "4", "--rate", "100Gbps", "--seed", "-5", "--out",
+          tmp_path / "g.txt"), "--seed must be >= 0, got -5"),
+    ]
+    for args, message in cases:
+        r = cli(*args)
+        assert r.returncode == 2 and r.stderr.strip() == f"pwormhole: error: {message}", r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_version_prints_the_version_and_the_commit():
     for flag in ("--version", "-V"):
         r = cli(flag)

@@ -341,3 +341,38 @@ def test_replacing_existing_outputs_is_said_in_one_line(tmp_path, capsys):
     assert cli.main(RUN + ["--out", str(tmp_path)]) == 0
     warning = f"pwormhole: warning: {tmp_path} held an earlier run's outputs: replacing fct.txt, summary.json"
     assert _stderr_lines(capsys) == [warning]
+
+
+def test_inputs_are_never_written_over(tmp_path, capsys):
+    """A run refuses, before simulating and writing nothing, a memo cache that is one of its inputs or
+    a file that is no memo cache, and inputs where it writes its outputs; all stay as they were."""
+    wormhole_run = [a for a in RUN if a not in ("--mode", "packet")]
+    flows = tmp_path / "flows.txt"
+    shutil.copy(INCAST / "incast8_flows.txt", flows)
+    args = [a if a != str(INCAST / "incast8_flows.txt") else str(flows) for a in wormhole_run]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    for memo, why in ((flows, "is an input of the run"), (notes, "is a file but not a memo cache of pwormhole")):
+        assert cli.main(args + ["--out", str(tmp_path / "o"), "--memo-cache", str(memo)]) == 2
+        assert why in _stderr_lines(capsys)[0]
+    # the flow list where the run writes its summary
+    inside = tmp_path / "o2"
+    inside.mkdir()
+    shutil.copy(flows, inside / "summary.json")
+    moved = [a if a != str(flows) else str(inside / "summary.json") for a in args]
+    assert cli.main(moved + ["--out", str(inside)]) == 2
+    assert "an input of the run, is where it writes its output summary.json" in _stderr_lines(capsys)[0]
+    assert flows.read_bytes() == (inside / "summary.json").read_bytes() == (INCAST / "incast8_flows.txt").read_bytes()
+    assert notes.read_text() == "my notes\n" and not (tmp_path / "o").exists()
+
+
+def test_a_folder_of_someone_elses_files_is_not_claimed(tmp_path, capsys):
+    """Files with the names of pwormhole's outputs in a folder no run of pwormhole wrote (no
+    summary.json) are not replaced nor removed: the run is refused."""
+    (tmp_path / "timeline.csv").write_text("mine\n")
+    (tmp_path / "report.html").write_text("mine\n")
+    assert cli.main(RUN + ["--out", str(tmp_path)]) == 2
+    err = _stderr_lines(capsys)
+    assert len(err) == 1 and "holds report.html, timeline.csv but no summary.json" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "timeline.csv"]
+    assert (tmp_path / "timeline.csv").read_text() == "mine\n"
