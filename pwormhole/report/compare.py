@@ -5,7 +5,7 @@ keys (docs/fidelity.md, "Measuring"):
 
 * ``mean_fct_error``, ``p99_fct_error``, ``max_fct_error``: per-flow
   relative FCT error ``|wormhole - packet| / packet``, flows matched by
-  ``(sip, dip, sport, dport)``;
+  ``(sip, dip, sport, dport)`` (null when no flow finished in both runs);
 * ``fct_p50_shift``, ``fct_p99_shift``: signed relative shift of the median and the 99th
   percentile of the FCTs themselves (the FCT CDF, flows not paired); where one flow's FCT
   depends on the exact phase of its NIC's other flows (HPCC, several rings on one NIC:
@@ -96,9 +96,9 @@ def comparison(ps: dict, ws: dict, err: np.ndarray, pc: dict[str, int], wc: dict
         "scenario": ps["scenario"],
         "flows": ps["flows"],
         "flows_compared": int(err.size),
-        "mean_fct_error": float(err.mean()) if err.size else 0.0,
-        "p99_fct_error": float(np.quantile(err, 0.99, method="inverted_cdf")) if err.size else 0.0,
-        "max_fct_error": float(err.max()) if err.size else 0.0,
+        "mean_fct_error": float(err.mean()) if err.size else None,
+        "p99_fct_error": float(np.quantile(err, 0.99, method="inverted_cdf")) if err.size else None,
+        "max_fct_error": float(err.max()) if err.size else None,
         "fct_p50_shift": shifts.get(0.5),
         "fct_p99_shift": shifts.get(0.99),
         "iteration_time_error": it_err,
@@ -147,7 +147,8 @@ def table(r: dict) -> str:
     def spct(v):
         return "-" if v is None else f"{v * 100:+.3f}%"
     rows = [
-        ("flows compared", f"{r['flows_compared']} / {r['flows']}"),
+        ("flows compared", f"{r['flows_compared']} / {r['flows']}"
+         + ("" if r["complete"] else "  (INCOMPLETE: a run stopped before every flow finished)")),
         ("FCT error mean / p99 / max",
          f"{pct(r['mean_fct_error'])} / {pct(r['p99_fct_error'])} / {pct(r['max_fct_error'])}"),
         ("FCT distribution shift p50 / p99", f"{spct(r.get('fct_p50_shift'))} / {spct(r.get('fct_p99_shift'))}"),

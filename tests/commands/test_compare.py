@@ -40,3 +40,20 @@ def test_compare_says_which_run_is_going(tmp_path):
     r = subprocess.run([*args, "--out", tmp_path / "b", "--no-progress"], capture_output=True, text=True, cwd=ROOT,
                        timeout=300)
     assert r.returncode == 0 and "compare: " not in r.stderr, r.stderr
+
+
+def test_a_compare_of_no_finished_flow_gives_no_error_figure(tmp_path):
+    """Runs stopped before any flow finished (--until 0): no FCT error is measured, so none is
+    given as 0% (null in compare.json, '-' in the table), and the table says the runs are
+    incomplete."""
+    inc = ROOT / "tests" / "data" / "incast"
+    r = subprocess.run([sys.executable, "-m", "pwormhole", "compare", "--topology", inc / "star9_topology.txt",
+                        "--flows", inc / "incast8_flows.txt", "--until", "0", "--out", tmp_path, "--no-progress"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    c = json.loads((tmp_path / "compare.json").read_text())
+    assert c["flows_compared"] == 0 and not c["complete"]
+    assert c["mean_fct_error"] is c["p99_fct_error"] is c["max_fct_error"] is None
+    lines = r.stdout.splitlines()
+    assert "flows compared                    0 / 8  (INCOMPLETE: a run stopped before every flow finished)" in lines
+    assert "FCT error mean / p99 / max        - / - / -" in lines
