@@ -260,6 +260,8 @@ def build_model(name: str, n_gpus: int, tp: int = 1, dp: int | None = None, pp: 
         raise InputError(f"tp {tp} must divide the {cfg.heads} attention heads and {cfg.kv_heads} "
                          f"KV heads of {cfg.name}")
     n_layers = cfg.n_layers if layers is None else _pos_int(layers, "layers")
+    if n_layers > cfg.n_layers:
+        raise InputError(f"--layers {n_layers} is more than the {cfg.n_layers} layers of {cfg.name}")
     if n_layers % pp:
         raise InputError(f"{n_layers} layers cannot be split into pp = {pp} equal stages")
     if isinstance(gpu_tflops, bool) or not isinstance(gpu_tflops, (int, float)) or not gpu_tflops > 0 \

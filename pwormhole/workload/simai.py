@@ -392,6 +392,8 @@ def read_simai_workload(path: str | os.PathLike, n_layers: int | None = None,
         warnings.append(f"{spath}:{extra[0]}: {len(extra)} non-blank line(s) after the {declared} "
                         f"declared layers ignored")
     if n_layers is not None:
+        if n_layers > len(layers):
+            warnings.append(f"{spath}: --layers {n_layers} is more than its {len(layers)} layer lines: all are run")
         layers = layers[:n_layers]
     name = os.path.splitext(os.path.basename(spath))[0]
     return TrainingSpec(name=name, policy=policy, tp=tp, dp=dp, pp=pp, ep=ep, vpp=vpp, ga=ga,

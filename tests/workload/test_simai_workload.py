@@ -209,7 +209,9 @@ def test_oxc_dependency_column_kept():
 
 def test_n_layers_and_all_gpus_override():
     assert len(read_simai_workload(GPT7B, n_layers=5).layers) == 5
-    assert len(read_simai_workload(MICRO, n_layers=50).layers) == 2
+    short = read_simai_workload(MICRO, n_layers=50)
+    assert len(short.layers) == 2 and short.warnings == [f"{MICRO}: --layers 50 is more than its 2 layer lines: all "
+                                                         "are run"]
     for bad in (0, -1):
         with pytest.raises(InputError, match="n_layers"):
             read_simai_workload(MICRO, n_layers=bad)
@@ -542,6 +544,7 @@ def test_build_model_errors():
         (("gpt-7b", 0), {}, "--gpus 0 must be an integer >= 1"),
         (("gpt-7b", 8), {"ga": 0}, "ga 0 must be an integer >= 1"),
         (("gpt-7b", 8), {"layers": 0}, "layers 0 must be an integer >= 1"),
+        (("gpt-350m", 8), {"layers": 48}, "--layers 48 is more than the 24 layers of gpt-350m"),
         (("gpt-7b", 8), {"gpu_tflops": 0}, "gpu_tflops 0 must be a positive number"),
         (("gpt-7b", 8), {"efficiency": 1.5}, "efficiency 1.5 must be in (0, 1]"),
     ]
