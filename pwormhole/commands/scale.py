@@ -44,6 +44,8 @@ every ``identical`` holds, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -54,6 +56,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from ..config import RUN_MODES
 from ..errors import InputError
 from ..outfiles import PLOT_INSTALL, atomic, matplotlib_installed, save_figure
 from ..partition.plan import make_plan_from_record
@@ -131,6 +134,9 @@ def _parse_list(text: str, what: str) -> list[str]:
 
 def _plan(args) -> tuple[list[str], list[int], list[str]]:
     modes = list(dict.fromkeys(_parse_list(args.modes, "modes")))
+    for m in modes:
+        if m not in RUN_MODES:
+            raise InputError(f"--modes: {m!r} is not a mode of 'pwormhole run' ({', '.join(RUN_MODES)})")
     if REFERENCE_MODE not in modes:
         modes.insert(0, REFERENCE_MODE)
     ranks = []
@@ -149,6 +155,8 @@ def _plan(args) -> tuple[list[str], list[int], list[str]]:
     for a in run_args:
         if a.split("=", 1)[0] in OWN_FLAGS:
             raise InputError(f"{a.split('=', 1)[0]} is set by 'scale' for each run; leave it out of the run arguments")
+        if a == "--dry-run":
+            raise InputError("scale runs the scenario: leave --dry-run out of the run arguments")
     if args.timeout <= 0:
         raise InputError(f"--timeout must be > 0, got {args.timeout}")
     return modes, ranks, run_args
@@ -415,11 +423,11 @@ def predict_main(args) -> int:
         raise InputError(f"--exchange-us must be >= 0, got {args.exchange_us:g}")
     ranks = sorted({_rank_count(x) for x in _parse_list(args.predict, "predict")} | {1})
     out = os.path.abspath(args.out)
-    prepare_out_dir(out)
     rec = load_of_run(args.from_run)
     if ranks[-1] > rec.n_units:
         raise InputError(f"--predict: {ranks[-1]} ranks for a run of {rec.n_units} indivisible units: "
                          f"use at most {rec.n_units}")
+    prepare_out_dir(out)
     rows = []
     base = None
     for r in ranks:
@@ -459,6 +467,14 @@ def main(args) -> int:
     modes, ranks, run_args = _plan(args)
     out = os.path.abspath(args.out)
     args.out = out
+    for mode in modes:  # the run arguments, checked by a dry run in each mode before anything
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = cli_main(["run", *run_args, "--mode", mode, "--dry-run", "--out", out])
+        except SystemExit as e:  # (argparse's way out for an unknown option)
+            code = e.code if isinstance(e.code, int) else 2
+        if code:
+            return code  # (its one-line error said why)
     prepare_out_dir(out)
     claim(out, ["scaling.csv", "scaling.png"])
     os.makedirs(os.path.join(out, "slurm" if args.slurm else "logs"), exist_ok=True)

@@ -175,16 +175,31 @@ def test_scale_packet_1_2_ranks(tmp_path, capsys):
         assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 1000
 
 
-def test_scale_reports_a_failed_run(tmp_path, capsys):
-    """A mode that 'run' refuses is a failed row with run's error line, not a crash; packet@1 is added."""
-    rc, text = _scale("--ranks", "1", "--modes", "no-such-mode", "--out", tmp_path / "s", "--", *SCENARIO,
+def test_scale_reports_a_failed_run(tmp_path, capsys, monkeypatch):
+    """A run that fails once under way (here the Wormhole run's command, made to fail as a run
+    does) is a failed row with run's error line, not a crash; packet@1 is added."""
+    real = scale._run_command
+    fail = [sys.executable, "-c", "import sys; sys.stderr.write('pwormhole: error: boom\\n'); sys.exit(2)"]
+    monkeypatch.setattr(scale, "_run_command", lambda run, args: fail if run.mode == "wormhole" else real(run, args))
+    rc, text = _scale("--ranks", "1", "--modes", "wormhole", "--out", tmp_path / "s", "--", *SCENARIO,
                       capsys=capsys)
     assert rc == 1
-    assert "no-such-mode ranks 1: FAILED" in text
+    assert "wormhole ranks 1: FAILED" in text
     rows = list(csv.DictReader(open(tmp_path / "s" / "scaling.csv", newline="")))
-    assert [(r["mode"], r["status"]) for r in rows] == [("packet", "ok"), ("no-such-mode", "failed")]
-    assert "no-such-mode" in rows[1]["error"] and "error" in rows[1]["error"] and rows[1]["speedup"] == ""
-    assert (tmp_path / "s" / "logs" / "no-such-mode-ranks1.log").exists()
+    assert [(r["mode"], r["status"]) for r in rows] == [("packet", "ok"), ("wormhole", "failed")]
+    assert "boom" in rows[1]["error"] and "error" in rows[1]["error"] and rows[1]["speedup"] == ""
+    assert (tmp_path / "s" / "logs" / "wormhole-ranks1.log").exists()
+
+
+def test_scale_refuses_a_study_that_cannot_run_before_running(tmp_path, capsys):
+    """An unknown mode, a run argument 'run' refuses (checked by a dry run) and --dry-run itself: one
+    line, exit 2, no folder."""
+    for args, said in ((("--modes", "no-such-mode", "--", *SCENARIO), "--modes: 'no-such-mode' is not a mode"),
+                       (("--", *SCENARIO, "--bogus"), "unrecognized arguments: --bogus"),
+                       (("--", *SCENARIO, "--dry-run"), "leave --dry-run out of the run arguments")):
+        rc, text = _scale("--ranks", "1", "--out", tmp_path / "s", *args, capsys=capsys)
+        assert rc == 2 and said in text
+        assert not (tmp_path / "s").exists()
 
 
 def test_scale_rejects_flags_it_sets(tmp_path, capsys):
