@@ -390,7 +390,8 @@ def _read_scenario(opts):
         return from_hpcc_config(opts.hpcc_config, strict=opts.strict)
     if opts.topology or opts.flows:
         if not (opts.topology and opts.flows):
-            raise InputError("--topology needs --flows (or a training workload: --workload or --model)")
+            raise InputError("--topology needs --flows (or a training workload: --workload or --model)" if opts.topology
+                             else "--flows needs --topology")
         if opts.cc and opts.config:
             raise InputError("--cc and --config both set the congestion control; give one")
         return from_files(opts.topology, opts.flows, opts.config, opts.format, cc=opts.cc, strict=opts.strict)
@@ -442,7 +443,7 @@ def _prepare(opts: RunOptions, comm, made: list) -> Prepared:
         if compiled.warning():
             print(f"pwormhole: {compiled.warning()}", file=sys.stderr)
     until_ps = _until_ps(opts)
-    out = opts.out or os.path.join("pwormhole-out", scn.name)
+    out = _out_dir(opts.out) or os.path.join("pwormhole-out", scn.name)
     if comm is not None and opts.lps != 1:
         raise InputError("--lps is for in-process LPs; under mpirun the rank count sets the LPs")
     if opts.record_windows and (comm is not None or opts.lps != 1 or opts.plan):
@@ -475,6 +476,13 @@ def _trace_limit(opts) -> int:
         return parse_size_bytes(opts.trace_limit)
     except ValueError as e:
         raise InputError(f"--trace-limit: {e}") from None
+
+
+def _out_dir(out: str | None) -> str | None:
+    """``--out`` as given (None: not given); InputError for an empty one (it is no folder)."""
+    if out is not None and not out.strip():
+        raise InputError("--out is empty: give a folder")
+    return out
 
 
 def _check_memo_cache(opts) -> None:
@@ -546,7 +554,7 @@ def prepare_compare(opts: RunOptions) -> tuple[Prepared, typing.Callable[[], Sce
     except InputError:
         discard_out_dir(made[0])
         raise
-    out = opts.out or os.path.join("pwormhole-out", scn.name + "-compare")
+    out = _out_dir(opts.out) or os.path.join("pwormhole-out", scn.name + "-compare")
     settings = RunSettings(until_ps, opts.seed, opts.lps, None, accel, opts.memo_cache, report=opts.report)
     return Prepared(scn, out, settings, made[0]), lambda: _load_scenario(opts)
 

@@ -132,6 +132,8 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
         k, eq, v = item.partition("=")
         if not eq:
             raise InputError(f"--topology {text}: expected key=value, got {item!r}")
+        if k.strip() in kv:
+            raise InputError(f"--topology {text}: {k.strip()} is given twice")
         kv[k.strip()] = v.strip()
 
     def take(key, conv, default=None):
@@ -147,18 +149,23 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
         except ValueError as e:
             raise InputError(f"--topology {text}: bad {key}={v!r}: {e}") from None
 
+    def count(v: str) -> int:  # a builder's count of things (GPUs, switches, ports)
+        if not v.isdigit() or int(v) < 1:
+            raise ValueError("not a whole number >= 1")
+        return int(v)
+
     us = parse_time_ps("1us")
     if name in RAIL_PRESETS:
-        gpus = take("gpus", int)
-        gps = take("gpus_per_server", int, 8)
+        gpus = take("gpus", count)
+        gps = take("gpus_per_server", count, 8)
         if gpus < 1 or gps < 1 or gpus % gps:
             raise InputError(f"--topology {text}: gpus ({gpus}) must be a positive multiple of gpus_per_server ({gps})")
         kw: dict[str, typing.Any] = {"nic_rate_bps": 200 * 10**9, "delay_ps": us, **RAIL_PRESETS[name]}
         for key, arg, conv in (("nic", "nic_rate_bps", parse_rate_bps), ("delay", "delay_ps", parse_time_ps),
                                ("oversub", "oversubscription", float), ("nvlink", "nvlink_rate_bps", parse_rate_bps),
-                               ("nvswitches", "nvswitches_per_server", int), ("spines", "spines", int),
+                               ("nvswitches", "nvswitches_per_server", count), ("spines", "spines", count),
                                ("uplink", "uplink_rate_bps", parse_rate_bps),
-                               ("servers_per_segment", "servers_per_segment", int), ("planes", "planes", int)):
+                               ("servers_per_segment", "servers_per_segment", count), ("planes", "planes", count)):
             if key in kv and key in BUILDER_KEYS[name]:
                 if key == "oversub" and "uplink" not in kv:
                     kw.pop("uplink_rate_bps", None)  # an oversubscription sets the uplinks' rate
@@ -172,9 +179,9 @@ def topology_from_arg(text: str, fmt: str | None = None) -> Topology:
             topo.name = f"{name}-{gpus}gpu"
     elif name == "fat-tree":
         rate = take("rate", parse_rate_bps, 100 * 10**9)
-        topo = builders.fat_tree(take("k", int), rate, rate, take("delay", parse_time_ps, us))
+        topo = builders.fat_tree(take("k", count), rate, rate, take("delay", parse_time_ps, us))
     else:
-        topo = builders.leaf_spine(take("hosts", int), take("leaves", int), take("spines", int),
+        topo = builders.leaf_spine(take("hosts", count), take("leaves", count), take("spines", count),
                                    take("rate", parse_rate_bps, 100 * 10**9), take("oversub", float, 1.0),
                                    take("delay", parse_time_ps, us))
     if kv:

@@ -276,7 +276,8 @@ def read_out_dir(path: str, fcts: Fcts | None = None) -> OutDir:
     """What ``path`` holds (InputError when it is no output folder of pwormhole; ``fcts``: the columns of
     the FCT file of a run in ``path`` itself, held by the caller)."""
     if not os.path.isdir(path):
-        raise InputError(f"output folder {path!r} does not exist")
+        raise InputError(f"output folder {path!r} " + ("is a file, not a folder" if os.path.exists(path)
+                                                        else "does not exist"))
     run = next((read_run(os.path.normpath(os.path.join(path, d)), fcts if d == "." else None) for d in RUN_FOLDERS
                 if os.path.isfile(os.path.join(path, d, "summary.json"))), None)
     compare = compare_runs = None

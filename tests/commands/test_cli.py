@@ -300,3 +300,15 @@ def test_run_in_process_leaves_the_garbage_collector_as_it_was(tmp_path):
             assert gc.isenabled() is enabled
         finally:
             gc.enable()
+
+
+def test_messages_that_named_the_wrong_cause(tmp_path):
+    """--flows without --topology said '--topology needs --flows'; report of a file said the folder
+    does not exist; an empty --out wrote into the default folder."""
+    flows = ROOT / "tests" / "data" / "incast" / "incast8_flows.txt"
+    for args, message in ((("run", "--flows", flows, "--out", tmp_path / "a"), "--flows needs --topology"),
+                          (("report", flows), f"output folder '{flows}' is a file, not a folder"),
+                          (("run", "--scenario", "fat-tree-mix", "--out", ""), "--out is empty: give a folder")):
+        r = cli(*args)
+        assert r.returncode == 2 and r.stderr.strip() == f"pwormhole: error: {message}", r.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -559,5 +559,19 @@ def test_rail_optimized_spec_with_two_nvswitches_per_server():
     assert t.nvswitches == frozenset({16, 17, 18, 19})
     nv_links = sorted((ln.a, ln.b) for ln in t.links if ln.b in t.nvswitches)
     assert nv_links == sorted((g, 16 + 2 * (g // 8) + j) for g in range(16) for j in range(2))
-    with pytest.raises(InputError, match="nvswitches_per_server must be an integer >= 1, got 0"):
+    with pytest.raises(InputError, match="bad nvswitches=.0.: not a whole number >= 1"):
         topology_from_arg("rail-optimized:gpus=16,nvswitches=0")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("fat-tree:k=4,k=6", "k is given twice"),
+    ("leaf-spine:hosts=4,leaves=2,spines=0", "bad spines='0': not a whole number >= 1"),
+    ("leaf-spine:hosts=4,leaves=2,spines=1.5", "bad spines='1.5': not a whole number >= 1"),
+    ("rail-optimized:gpus=-8", "bad gpus='-8': not a whole number >= 1"),
+])
+def test_builder_specs_name_the_key_at_fault(spec, message):
+    """A key given twice was taken at its last value; a count that is no whole number >= 1 gave
+    Python's int() message or blamed another key."""
+    with pytest.raises(InputError) as e:
+        topology_from_arg(spec)
+    assert str(e.value) == f"--topology {spec}: {message}"
