@@ -82,13 +82,13 @@ _NAMES = {"nodes": "Nodes", "tiers": "Tiers", "podsize": "Podsize", "downlink_sp
 
 
 def looks_like_htsim_topology(path: str | os.PathLike) -> bool:
-    """True when the file's first meaningful lines are htsim ``.topo`` keys (``Nodes``, ``Tiers``,
-    ``Podsize``, ``Tier``)
-    and it names ``Tiers`` (a connection matrix also starts with ``Nodes``)."""
+    """True when the file's first meaningful line is an htsim ``.topo`` header key (``Nodes``,
+    ``Tiers``, ``Podsize``) and its header names ``Tiers`` (a connection matrix also starts with
+    ``Nodes``); an unknown key among them is left to the reader to name, with its line."""
     seen = set()
-    for toks in head_tokens(path):
+    for i, toks in enumerate(head_tokens(path)):
         key = toks[0].lower()
-        if key not in _HEADER_KEYS + ("tier",) + _TIER_KEYS:
+        if i == 0 and key not in _HEADER_KEYS:
             return False
         seen.add(key)
         if key == "tier":

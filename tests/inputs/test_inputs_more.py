@@ -241,6 +241,19 @@ def test_htsim_topology_errors(tmp_path, edit, line, msg):
     assert err(e).startswith(f"{p}:{line}: ") and msg in err(e)
 
 
+def test_an_htsim_topology_with_an_unknown_header_key_is_named_as_htsims(tmp_path):
+    """A bad key among the header's was 'unknown topology format' (detection gave up); the file is
+    htsim's by its first line and Tiers, and the reader names the key and its line."""
+    text = (TOPO / "leaf_spine_tiny.topo").read_text()
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Podsize"))
+    p = write(tmp_path, "unk.topo", "".join(lines[:at + 1] + ["Foo 3\n"] + lines[at + 1:]))
+    assert detect_topology_format(p) == "htsim"
+    with pytest.raises(InputError) as e:
+        load_topology(p)
+    assert err(e).startswith(f"{p}:{at + 2}: unknown key 'Foo'")
+
+
 # -- htsim connection matrices ------------------------------------------------------
 
 def test_htsim_cm_real_files():
