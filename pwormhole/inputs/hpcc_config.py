@@ -411,11 +411,15 @@ def check_k_maps(cfg: ModelConfig, topology: Topology) -> None:
 def check_min_rate(cfg: ModelConfig, topology: Topology) -> None:
     """InputError (naming the config's line) when ``MIN_RATE`` is above a NIC's line rate: no QP of
     that NIC could ever be paced that slowly, and DCQCN's and HPCC's floors would exceed the line."""
-    nics = [ln.rate_bps for ln in topology.links if not (topology.is_switch(ln.a) and topology.is_switch(ln.b))
+    nics = [ln for ln in topology.links if not (topology.is_switch(ln.a) and topology.is_switch(ln.b))
             and not (ln.a in topology.nvswitches or ln.b in topology.nvswitches)]
-    if nics and cfg.min_rate_bps > min(nics):
+    slowest = min(nics, key=lambda ln: ln.rate_bps, default=None)
+    if slowest is not None and cfg.min_rate_bps > slowest.rate_bps:
+        where = f" of {topology.source}" if topology.source else ""
         raise InputError(f"MIN_RATE {format_rate(cfg.min_rate_bps)} is above the line rate of the slowest NIC "
-                         f"({format_rate(min(nics))})", cfg.source, getattr(cfg, _KEY_LINES_ATTR, {}).get("MIN_RATE"))
+                         f"({format_rate(slowest.rate_bps)}: link {slowest.a}-{slowest.b}{where}; a rate without a "
+                         "unit is in bits per second, as ns-3 reads it)", cfg.source,
+                         getattr(cfg, _KEY_LINES_ATTR, {}).get("MIN_RATE"))
 
 
 __all__ = ["read_hpcc_config", "check_k_maps", "check_min_rate", "IMPLEMENTED_CC", "LINK_DOWN_BASE_PS",

@@ -371,7 +371,7 @@ def test_crafted_output_folders_are_one_line_errors(tmp_path, capsys):
     ("QLEN_MON_FILE q.txt\nQLEN_MON_END 1e23\n", "QLEN_MON_END value (ns) '1e23' is not an integer"),
     ("L2_CHUNK_SIZE 1000000000000000000000000\n", "out of range 0..1099511627776"),
     ("BUFFER_SIZE 100000000000000\n", "out of range ..1048576"),
-    ("MIN_RATE 500Gbps\n", "MIN_RATE 500Gbps is above the line rate of the slowest NIC (100Gbps)"),
+    ("MIN_RATE 500Gbps\n", "MIN_RATE 500Gbps is above the line rate of the slowest NIC (100Gbps: link "),
     ("RATE_AI 1e999Gbps\n", "is over the limit of 1000Tbps"),
 ])
 def test_config_values_past_what_a_run_can_hold(tmp_path, capsys, config, needle):
@@ -437,4 +437,15 @@ def test_a_plan_cutting_a_server_under_mpi_is_one_line(tmp_path, capsys):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "pwormhole: error: LP assignment cuts NVLink 0-16 (to an NVSwitch); keep each server in one LP"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_link_rate_without_a_unit_is_named_with_its_link(tmp_path, capsys):
+    """'100' is 100 bps (as ns-3 reads it): the MIN_RATE check names the link and the file."""
+    topo = tmp_path / "t.txt"
+    topo.write_text("3 1 2\n2\n0 2 100 0.001ms 0\n1 2 100Gbps 0.001ms 0\n")
+    flows = tmp_path / "f.txt"
+    flows.write_text("1\n0 1 3 100 100000 0\n")
+    one_line_error(capsys, ["run", "--topology", topo, "--flows", flows, "--out", tmp_path / "o"],
+                   f"(100bps: link 0-2 of {topo}; a rate without a unit is in bits per second")
     assert not (tmp_path / "o").exists()
