@@ -53,7 +53,9 @@ def window_ps(topo: Topology) -> int:
     median = delays[len(delays) // 2]
     L = min((ln.delay_ps for ln in topo.links if not _binds(topo, ln, median)), default=delays[0])
     if L <= 0:
-        raise InputError("the window L (the shortest link between units) has zero propagation delay; it must be > 0",
+        zero = next(ln for ln in topo.links if ln.delay_ps <= 0 and not _binds(topo, ln, median))
+        raise InputError(f"link {zero.a}-{zero.b} has zero propagation delay: the window L (the shortest link "
+                         "between units, the lookahead of the synchronization) must be > 0; give it a delay",
                          topo.source)
     return L
 

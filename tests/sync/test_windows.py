@@ -44,7 +44,7 @@ def test_grid_without_window_raises_when_read():
     topo = Topology(2, frozenset(), [Link(0, 1, G100, 0)])
     grid = WindowGrid(topo)  # the units are there; the window error comes when it is read
     assert grid.unit == [0, 1]
-    with pytest.raises(InputError, match="zero propagation delay"):
+    with pytest.raises(InputError, match="^link 0-1 has zero propagation delay: the window L"):
         _ = grid.window_ps
 
 
