@@ -197,8 +197,7 @@ def _report(args) -> int:
 def _partition(args) -> int:
     from ..partition.plan import make_plan, make_plan_from_record
     from ..partition.record import load_of_run, predict
-    from ..scenario import default_scenario, from_files, from_hpcc_config
-    from ..topology.hpcc import read_hpcc_topology
+    from ..scenario import default_scenario, from_files, from_hpcc_config, topology_from_arg
 
     if args.from_run:
         if args.hpcc_config or args.topology or args.flows:
@@ -216,11 +215,15 @@ def _partition(args) -> int:
             print(f"plan saved to {args.save}")
         return 0
     if args.hpcc_config:
+        if args.topology or args.flows:
+            raise InputError("give either --hpcc-config or --topology/--flows, not both")
         scn = from_hpcc_config(args.hpcc_config)
         topo, flows = scn.topology, scn.flows
-    elif args.topology:
-        topo = read_hpcc_topology(args.topology)
-        flows = from_files(args.topology, args.flows).flows if args.flows else []
+    elif args.topology:  # a file of any format, or a builder, as 'run' reads it
+        topo = topology_from_arg(args.topology)
+        flows = from_files(args.topology, args.flows, topology=topo).flows if args.flows else []
+    elif args.flows:
+        raise InputError("--flows needs --topology")
     else:
         scn = default_scenario()
         topo, flows = scn.topology, scn.flows
@@ -427,8 +430,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     pa = sub.add_parser("partition", help="split a topology into LPs with METIS and print the plan")
     pa.add_argument("--parts", type=int, required=True, help="number of LPs (ranks)")
     pa.add_argument("--hpcc-config", metavar="FILE", help="HPCC config naming the topology and flows")
-    pa.add_argument("--topology", metavar="FILE", help="HPCC topology file")
-    pa.add_argument("--flows", metavar="FILE", help="HPCC flow file (weights come from it)")
+    pa.add_argument("--topology", metavar="FILE|SPEC",
+                    help="topology file (HPCC, SimAI or htsim) or a builder spec, as 'run' reads it")
+    pa.add_argument("--flows", metavar="FILE", help="flow file, HPCC or htsim (weights come from it)")
     pa.add_argument("--save", metavar="FILE", help="write the plan as JSON (for run --plan)")
     pa.add_argument("--from-run", metavar="OUT_DIR",
                     help="weights from a run's windows.npz ('run --record-windows'): its recorded work per unit "

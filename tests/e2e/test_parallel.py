@@ -96,6 +96,23 @@ def test_partition_cli(tmp_path):
     assert json.loads((tmp_path / "p.json").read_text())["parts"] == 4
 
 
+def test_partition_reads_topologies_as_run_does(tmp_path):
+    """A builder spec and an htsim .topo (read as HPCC files before, with misleading errors); a
+    topology beside --hpcc-config (silently the config's before) is refused."""
+    def partition(*args):
+        return subprocess.run([sys.executable, "-m", "pwormhole", "partition", "--parts", "2", *map(str, args)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+    tiny = ROOT / "tests" / "data" / "htsim" / "topologies" / "leaf_spine_tiny.topo"
+    for topo, nodes in (("fat-tree:k=4", 36), (tiny, None)):
+        r = partition("--topology", topo)
+        assert r.returncode == 0, r.stderr
+        counted = sum(int(ln.split(":")[1].split()[0]) for ln in r.stdout.splitlines() if ln.strip().startswith("rank"))
+        assert nodes is None or counted == nodes
+    r = partition("--topology", FAT, "--hpcc-config", ROOT / "tests" / "data" / "hpcc" / "mix" / "config.txt")
+    assert r.returncode == 2 and r.stderr.strip() == ("pwormhole: error: give either --hpcc-config or "
+                                                      "--topology/--flows, not both")
+
+
 def _mpirun(n, *args, env=None, timeout=180):
     import os
     e = dict(os.environ, **(env or {}))
