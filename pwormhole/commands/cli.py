@@ -33,6 +33,10 @@ def _options(args):
     from ..options import RunOptions
 
     names = {f.name for f in dataclasses.fields(RunOptions)} - {"argv", "link_down"}
+    given = [w.split("=", 1)[0] for w in args.argv]
+    inputs = ("--hpcc-config", "--topology", "--flows", "--workload", "--model")
+    if "--scenario" in given and any(flag in given for flag in inputs):
+        raise InputError("--scenario runs an embedded scenario, not the input files given; give one or the other")
     return RunOptions(**{n: getattr(args, n) for n in names if hasattr(args, n)},
                       link_down=tuple(args.link_down or ()), argv=list(args.argv))
 

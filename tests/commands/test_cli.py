@@ -180,14 +180,17 @@ def test_cc_applies_to_the_embedded_scenarios_and_conflicts_with_hpcc_config(tmp
 
 
 def test_options_that_were_taken_silently_or_with_a_traceback(tmp_path):
-    """--config beside --hpcc-config (it was ignored), --monitor-limit 0 (a division by zero) and
-    gen-flows with a negative seed (numpy's error): one line each, exit 2, nothing written."""
+    """--config beside --hpcc-config (it was ignored), --monitor-limit 0 (a division by zero),
+    --scenario beside input files (it was ignored) and gen-flows with a negative seed (numpy's
+    error): one line each, exit 2, nothing written."""
     mix = ROOT / "tests" / "data" / "hpcc" / "mix"
     cases = [
         (("run", "--hpcc-config", mix / "config.txt", "--config", mix / "config.txt", "--out", tmp_path / "a"),
          "--config and --hpcc-config are both a run's configuration; give one"),
         (("run", "--scenario", "fat-tree-mix", "--monitor", "--monitor-limit", "0", "--out", tmp_path / "b"),
          "--monitor-limit must be more than 0 bytes, got '0'"),
+        (("run", "--scenario", "fat-tree-mix", "--hpcc-config", mix / "config.txt", "--out", tmp_path / "c"),
+         "--scenario runs an embedded scenario, not the input files given; give one or the other"),
         (("gen-flows", "--cdf", ROOT / "tests" / "data" / "traffic_gen" / "WebSearch_distribution.txt", "--load",
           "0.3", "--duration", "100us", "--hosts", "4", "--rate", "100Gbps", "--seed", "-5", "--out",
           tmp_path / "g.txt"), "--seed must be >= 0, got -5"),
