@@ -205,7 +205,7 @@ def check_claimable(folder: str, names_of_summary=()) -> None:
     nothing that marks it as an output folder of pwormhole (:data:`OUT_DIR_MARKS`): they are someone
     else's, and a run would replace or remove them."""
     found = earlier_outputs(folder, names_of_summary)
-    marks = {m for m in OUT_DIR_MARKS} | {m + PART_SUFFIX for m in OUT_DIR_MARKS}
+    marks = set(OUT_DIR_MARKS) | {m + PART_SUFFIX for m in OUT_DIR_MARKS}
     if found and not marks.intersection(found):
         raise InputError(f"{folder} holds {', '.join(found)} but no summary.json, compare.json or scaling.csv: "
                          "not an output folder of pwormhole, and a run would write over them; give a new or "

@@ -52,6 +52,7 @@ from .config import (
 )
 
 FORMAT = "pwormhole-memo-10"  # bumped whenever what a recording means changes (history: git log)
+FILE_HEAD = b'{"format": "pwormhole-memo-'  # how every cache file MemoCache.save writes begins, of any FORMAT
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
              "rate_on_first_cnp", "l2_chunk_size", "l2_ack_interval", "has_win", "global_t", "var_win",
@@ -447,6 +448,13 @@ class MemoCache:
                 parts.append(text)
                 size += len(text) + 2
         return head + ", ".join(parts) + "]}"
+
+    @staticmethod
+    def is_cache_file(path: str) -> bool:
+        """Whether the file at ``path`` begins as a saved cache of any :data:`FORMAT` (OSError when
+        it cannot be read)."""
+        with open(path, "rb") as fh:
+            return fh.read(len(FILE_HEAD)) == FILE_HEAD
 
     def save(self, path: str) -> None:
         """Write the cache as JSON (as ``PATH.part``, renamed; OutputError on a write error)."""

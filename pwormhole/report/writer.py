@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from ..accel.memo import MemoCache
 from ..errors import InputError, OutputError
 from ..outfiles import (
     OWN_FILE_NAMES,
@@ -107,9 +108,6 @@ def summary_output_names(out_dir: str) -> list[str]:
     return [n for n in names if isinstance(n, str)]
 
 
-MEMO_FILE_HEAD = '{"format": "pwormhole-memo-'  # how every memo cache file pwormhole writes begins
-
-
 def check_outputs(out_dir: str, names: list[str], source: str | None = None, memo_cache: str | None = None,
                   inputs=()) -> None:
     """Before simulating: the output ``names`` of :func:`output_names` (the config's, from ``source``, first)
@@ -144,11 +142,10 @@ def check_outputs(out_dir: str, names: list[str], source: str | None = None, mem
                                  "give another file")
         if os.path.isfile(memo_cache) and os.path.getsize(memo_cache):
             try:
-                with open(memo_cache, "rb") as fh:
-                    head = fh.read(len(MEMO_FILE_HEAD))
+                ours = MemoCache.is_cache_file(memo_cache)
             except OSError as e:
                 raise InputError(f"cannot read --memo-cache {memo_cache!r}: {e.strerror or e}") from None
-            if head != MEMO_FILE_HEAD.encode():
+            if not ours:
                 raise InputError(f"--memo-cache {memo_cache!r} is a file but not a memo cache of pwormhole (it "
                                  "would be written over); give another file, or remove it")
         taken = set(names) | set(earlier_outputs(out_dir, summary_output_names(out_dir)))

@@ -9,9 +9,17 @@ import pytest
 from helpers import G100, ROOT, US, both, config, flows_of, pattern, star_topo
 
 from pwormhole.accel import memo as memo_mod
-from pwormhole.accel.memo import FORMAT, MemoCache, config_fingerprint, flow_match, group_key, parts_graph, wl_hash
+from pwormhole.accel.memo import (
+    FILE_HEAD,
+    FORMAT,
+    MemoCache,
+    config_fingerprint,
+    flow_match,
+    group_key,
+    parts_graph,
+    wl_hash,
+)
 from pwormhole.accel.wormhole import AccelConfig
-from pwormhole.report.writer import MEMO_FILE_HEAD
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 
@@ -98,6 +106,7 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     both(star_topo(6), pattern(0, 3_000 * US), memo=memo)
     path = tmp_path / "memo.json"
     memo.save(str(path))
+    assert MemoCache.is_cache_file(str(path)) and path.read_bytes().startswith(FILE_HEAD)
     warnings = []
     loaded = MemoCache.load(str(path), fp, warnings.append)
     assert len(loaded) == len(memo) and not warnings
@@ -118,7 +127,7 @@ def test_memo_cache_file_round_trip_and_corrupt_file(tmp_path):
     assert r.returncode == 2 and "is a file but not a memo cache of pwormhole" in r.stderr
     assert path.read_text() == "{not json" and not (tmp_path / "out").exists()
     # ... a memo cache cut short is unreadable: ignored, and replaced by a good cache
-    path.write_text(MEMO_FILE_HEAD + '10", "fingerprint"')
+    path.write_bytes(FILE_HEAD + b'10", "fingerprint"')
     r = run()
     assert r.returncode == 0 and "unreadable" in r.stderr and "ignored" in r.stderr
     assert json.loads(path.read_text())["format"] == FORMAT
