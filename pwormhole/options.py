@@ -34,7 +34,7 @@ from .config import (
 )
 from .errors import InputError
 from .gcpause import cyclic_gc_paused
-from .inputs.formats import detect_workload_format, load_chakra
+from .inputs.formats import FLOWS_FORMATS, TOPOLOGY_FORMATS, detect_workload_format, load_chakra
 from .inputs.hpcc_config import LINK_DOWN_BASE_PS, read_hpcc_config
 from .outfiles import PLOT_INSTALL, check_file_writable, discard_out_dir, matplotlib_installed
 from .partition.plan import PartitionPlan, check_parts
@@ -394,6 +394,9 @@ def _read_scenario(opts):
                              else "--flows needs --topology")
         if opts.cc and opts.config:
             raise InputError("--cc and --config both set the congestion control; give one")
+        if opts.format and opts.format not in TOPOLOGY_FORMATS + FLOWS_FORMATS:
+            raise InputError(f"--format {opts.format} is a workload's format (--workload), not a topology's "
+                             f"({', '.join(TOPOLOGY_FORMATS)}) nor a flow file's ({', '.join(FLOWS_FORMATS)})")
         return from_files(opts.topology, opts.flows, opts.config, opts.format, cc=opts.cc, strict=opts.strict)
     if opts.config:
         raise InputError("--config needs --topology and --flows, a training workload, or --hpcc-config")

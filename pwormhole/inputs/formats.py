@@ -27,7 +27,7 @@ from ..topology.hpcc import read_hpcc_topology
 from ..topology.htsim import looks_like_htsim_topology, read_htsim_topology
 from ..topology.model import Topology
 from ..topology.simai import read_simai_topology
-from ..workload.chakra import looks_like_chakra, read_chakra
+from ..workload.chakra import looks_like_chakra, names_et_files, read_chakra
 from ..workload.dag import Dag
 from ..workload.flows import Flow
 from ..workload.hpcc_flows import read_hpcc_flows
@@ -116,8 +116,8 @@ def detect_workload_format(path: str | os.PathLike) -> str:
     """``'simai'`` or ``'chakra'``: Chakra for ``.et`` traces (a folder, a ``DIR/NAME`` prefix or
     one file whose first record is a Chakra GlobalMetadata), SimAI for a text workload."""
     spath = str(path)
-    if looks_like_chakra(spath):
-        return "chakra"
+    if looks_like_chakra(spath) or names_et_files(spath):
+        return "chakra"  # (a trace with a rank missing or a bad file: its reader says which)
     if os.path.isfile(spath) and not _is_binary(spath):
         lines = _first_lines(spath, "workload file", 2)
         if lines:

@@ -616,6 +616,18 @@ def _sortable(u: tuple) -> tuple:
     return tuple(str(x) for x in u)
 
 
+def names_et_files(path: str | os.PathLike) -> bool:
+    """True when ``path`` names ``.et`` files (a folder holding some, a ``DIR/NAME`` prefix of some, or one
+    ``.et`` file), whether or not they make a whole trace: the reader then says what is wrong."""
+    spath = str(path)
+    if os.path.isdir(spath):
+        return bool(glob.glob(os.path.join(glob.escape(spath), "*.et")))
+    if os.path.isfile(spath):
+        return spath.endswith(".et")
+    prefix = spath[:-1] if spath.endswith(".") else spath
+    return bool(glob.glob(glob.escape(prefix) + ".*.et"))
+
+
 def looks_like_chakra(path: str | os.PathLike) -> bool:
     """True when ``path`` is a folder/prefix of ``NAME.<rank>.et`` files or one ``.et`` file whose first
     record decodes as a Chakra ``GlobalMetadata``."""

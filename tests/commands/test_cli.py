@@ -191,6 +191,9 @@ def test_options_that_were_taken_silently_or_with_a_traceback(tmp_path):
          "--monitor-limit must be more than 0 bytes, got '0'"),
         (("run", "--scenario", "fat-tree-mix", "--hpcc-config", mix / "config.txt", "--out", tmp_path / "c"),
          "--scenario runs an embedded scenario, not the input files given; give one or the other"),
+        (("run", "--topology", mix / "topology.txt", "--flows", mix / "flow.txt", "--format", "chakra", "--out",
+          tmp_path / "d"), "--format chakra is a workload's format (--workload), not a topology's (hpcc, simai, "
+         "htsim) nor a flow file's (hpcc, htsim)"),
         (("gen-flows", "--cdf", ROOT / "tests" / "data" / "traffic_gen" / "WebSearch_distribution.txt", "--load",
           "0.3", "--duration", "100us", "--hosts", "4", "--rate", "100Gbps", "--seed", "-5", "--out",
           tmp_path / "g.txt"), "--seed must be >= 0, got -5"),

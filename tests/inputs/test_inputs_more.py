@@ -497,6 +497,26 @@ def test_chakra_synthetic_trace(tmp_path):
     assert min(run.op_times[m][1] for m in bar.done_ops) >= max(run.op_times[m][1] for m in ar_done)
 
 
+def test_a_broken_chakra_trace_is_detected_as_one(tmp_path):
+    """A trace with a rank file missing, or a rank file that is no protobuf, was 'unknown workload
+    format' (or 'no such file ... prefix'); it is Chakra's by its .et files, and the reader names
+    the fault."""
+    miss = tmp_path / "miss"
+    miss.mkdir()
+    for f in AR.glob("*.et"):
+        if f.name != "all_reduce.3.et":
+            (miss / f.name).write_bytes(f.read_bytes())
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.0.et").write_text("garbage\n")
+    for path, msg in ((miss, "rank file(s) missing for rank(s) [3]"), (bad / "x", "not a Chakra trace"),
+                      (bad / "x.0.et", "not a Chakra trace")):
+        assert detect_workload_format(path) == "chakra"
+        with pytest.raises(InputError) as e:
+            load_chakra(path, star(8))
+        assert msg in err(e), err(e)
+
+
 def test_chakra_errors(tmp_path):
     good = [_synthetic(r) for r in range(4)]
 
