@@ -109,6 +109,8 @@ _INT_KEYS = {"model_parallel_NPU_group": 1, "ep": 1, "pp": 1, "vpp": 1, "ga": 1,
              "pp_comm": 0}  # key -> smallest allowed value
 _LIST_KEYS = ("checkpoints", "checkpoint_initiates")
 _BARE_KEYS = ("pp_comm",)  # accepted without a colon (SimAI: tokens[i]=="pp_comm")
+# the header keys SimAI's Workload.cc reads (DLRM_LAST_BOTTOM_LAYER: its DLRM policy's); others are warned of
+_KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_LIST_KEYS) | {"DLRM_LAST_BOTTOM_LAYER"}
 _INT = re.compile(r"^[+-]?\d+$")
 
 
@@ -250,6 +252,8 @@ def _parse_header(tokens: list[str], path: str, warnings: list[str]) -> tuple[st
         if i + 1 >= len(tokens):
             raise InputError(f"header key {tok!r} has no value", path, 1)
         val = tokens[i + 1]
+        if key not in _KNOWN_KEYS:
+            warnings.append(f"{path}:1: header key {key!r} is not one SimAI reads; ignored")
         if key in params:
             warnings.append(f"{path}:1: header key {key!r} given twice; the last value {val!r} is used")
         params[key] = val

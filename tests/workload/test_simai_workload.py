@@ -312,13 +312,15 @@ def test_crlf_tabs_blanks_bom_and_extra_lines(tmp_path):
 
 
 def test_header_oddities_kept_with_warnings(tmp_path):
-    hdr = HDR.rstrip("\n") + " checkpoints: 2 0 1 checkpoint_initiates: 0 DLRM_LAST_BOTTOM_LAYER: 3 stray ga: 2\n"
+    hdr = (HDR.rstrip("\n") + " checkpoints: 2 0 1 checkpoint_initiates: 0 DLRM_LAST_BOTTOM_LAYER: 3 stray ga: 2"
+           " foo: 3\n")
     p = write(tmp_path, hdr + "1\n" + rows(1))
     spec = read_simai_workload(p)
     assert spec.params["checkpoints"] == "2" and spec.params["checkpoints_layers"] == [0, 1]
     assert spec.params["DLRM_LAST_BOTTOM_LAYER"] == "3" and spec.ga == 2
     assert spec.warnings == [f"{p}:1: unexpected header token 'stray' (not a 'key: value' pair); ignored",
-                             f"{p}:1: header key 'ga' given twice; the last value '2' is used"]
+                             f"{p}:1: header key 'ga' given twice; the last value '2' is used",
+                             f"{p}:1: header key 'foo' is not one SimAI reads; ignored"]
 
 
 def test_micro_policy_drops_forward_comm_with_warning(tmp_path):
