@@ -106,7 +106,11 @@ def simulate(options: RunOptions | None = None, /, *, progress: bool = False, qu
     than its option's, or an unknown one, is an :class:`~pwormhole.errors.InputError`."""
     if options is not None and keywords:
         raise InputError("simulate() takes a RunOptions or keyword arguments, not both")
-    opts = options if options is not None else RunOptions.of_keywords("simulate()", **keywords)
+    if options is not None and not isinstance(options, RunOptions):
+        raise InputError(f"simulate() takes a RunOptions as its one positional argument, not "
+                         f"{type(options).__name__} {str(options)[:40]!r}")
+    # (a RunOptions made by hand has its fields checked as keyword arguments are)
+    opts = RunOptions.of_keywords("simulate()", **(options.given() if options is not None else keywords))
     prep = prepare_run(opts)
     try:
         run_scenario(prep.scenario, prep.out, dataclasses.replace(prep.settings, progress=progress, quiet=quiet,
@@ -134,7 +138,9 @@ def _typed(rows: list[dict] | None) -> list[dict] | None:
 def load(out_dir: str) -> Result:
     """The results of the run in ``out_dir`` (its ``summary.json`` must be there); CSV rows as
     dicts with numbers as int or float."""
-    r = read_run(out_dir)
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise InputError(f"load() takes an output folder's path, not {type(out_dir).__name__} {out_dir!r}")
+    r = read_run(os.fspath(out_dir))
     training = "iteration_time_ns" in r.summary  # a flow list has no collectives or timeline: empty, not None
     empty: list[dict] | None = [] if not training else None
     return Result(out_dir, r.summary, r.fcts, r.pfc, _typed(r.collectives) or empty, _typed(r.timeline) or empty)

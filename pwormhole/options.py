@@ -183,6 +183,8 @@ def _check_choices(opts: RunOptions) -> None:
             raise InputError(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}, got {v!r}")
     if opts.plot and not matplotlib_installed():
         raise InputError(f"--plot draws timeline.png with matplotlib, which is not installed: {PLOT_INSTALL}")
+    if isinstance(opts.seed, int) and not -2**63 < opts.seed < 2**63:  # (summary.json keeps int64)
+        raise InputError(f"--seed must be within +-(2^63 - 1), got {opts.seed}")
 
 
 class Prepared(NamedTuple):

@@ -292,6 +292,8 @@ def _simulate(scn: Scenario, out_dir: str, settings: RunSettings | None, comm, f
                 write_report(out_dir, scn.topology, writer.fcts())
             except OutputError as e:
                 writer.errors.append(str(e))
+            except InputError as e:  # the run's own files refused by the report: said, the run's exit kept
+                writer.errors.append(f"{os.path.join(out_dir, REPORT_NAME)} not written: {e}")
         if not quiet:
             print(readable(summary))
             if summary["lps"] > 1:

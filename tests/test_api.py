@@ -103,3 +103,21 @@ def test_a_flow_list_run_has_empty_collectives_and_its_monitors(tmp_path):
     assert (u.bytes[busy] <= capacity_bytes + 1100).all()  # a packet counts whole where it starts: one over at most
     assert int(u.bytes.sum()) >= res.summary["bytes_delivered"]
     assert q.ports and all(h.sum() > 0 for h in q.ports.values())
+
+
+def test_a_runoptions_made_by_hand_is_checked_as_keywords_are(tmp_path):
+    """RunOptions(gpus="16") raised TypeError deep in the set-up, monitor="no" ran with the monitors
+    on, a dict or a string as the options an AttributeError; load(None) a TypeError: InputErrors
+    now, before any folder is made."""
+    cases = [(lambda: simulate(RunOptions(model="gpt-350m", gpus="16", tp=8, layers=1, out=str(tmp_path / "a"))),
+              "simulate(): gpus must be an int, not str '16'"),
+             (lambda: simulate(RunOptions(scenario="fat-tree-mix", monitor="no", out=str(tmp_path / "b"))),
+              "simulate(): monitor must be True or False, not str 'no'"),
+             (lambda: simulate({"model": "gpt-350m"}), "simulate() takes a RunOptions as its one positional argument"),
+             (lambda: simulate("gpt-350m"), "simulate() takes a RunOptions as its one positional argument"),
+             (lambda: load(None), "load() takes an output folder's path, not NoneType None")]
+    for call, message in cases:
+        with pytest.raises(InputError) as e:
+            call()
+        assert str(e.value).startswith(message), str(e.value)
+    assert list(tmp_path.iterdir()) == []

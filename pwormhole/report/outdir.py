@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -185,6 +186,7 @@ _INT_KEYS = ("ranks", "seed", "sim_time_ps", "events", "windows", "window_ps", "
              "hpcc_crowded_nic_flows",
              "fluid_flows", "nvlink_packet_flows", "fluid_shared_flows", "eventless_bytes", "packet_events_est",
              "iteration_time_ns", "nvlink_servers_by_packets", "nvlink_by_packets_from_ns")
+_NULL_KEYS = ("iteration_time_ns", "packet_events_est")  # null where a run stopped early (or sent nothing)
 _FLOAT_KEYS = ("wall_s", "events_per_s", "sync_wall_s", "cpu_s", "ready_wait_s", "skipped_time_fraction")
 _STR_KEYS = ("mode", "scenario", "cc", "nvlink_cc", "engine", "run_id", "nvlink_model", "nvlink_packets_reason",
              "interrupted", "aborted")
@@ -208,7 +210,7 @@ def check_summary(summary: dict, path: str) -> None:
         return InputError(f"summary key {key!r} is not {what}: {str(summary[key])[:60]!r}", path)
 
     for k in _INT_KEYS:
-        if k in summary and not _is_int(summary[k]):
+        if k in summary and not _is_int(summary[k]) and not (k in _NULL_KEYS and summary[k] is None):
             raise bad(k, "an integer")
     for k in _FLOAT_KEYS:
         if k in summary and not _is_number(summary[k]):
@@ -242,6 +244,40 @@ def check_summary(summary: dict, path: str) -> None:
                          "again)", path)
 
 
+# the columns a report reads of a run's CSV files, as numbers: file -> (integer columns, finite-number columns)
+_CSV_NUMBERS = {"collectives.csv": (("members", "size_bytes", "start_ns", "time_ns"), ("busbw_gbps",)),
+                "timeline.csv": (("gpu", "start_ns", "end_ns"), ())}
+_INT_TEXT = re.compile(r"-?\d{1,19}")
+
+
+def _checked_rows(path: str, rows: list[dict]) -> list[dict]:
+    """``rows`` of the CSV at ``path`` (:func:`read_csv`'s), InputError naming the line and the value
+    unless each has its header's columns and the numbers a report reads (:data:`_CSV_NUMBERS`)."""
+    ints, floats = _CSV_NUMBERS.get(os.path.basename(path), ((), ()))
+    for line, row in enumerate(rows, start=2):  # (line 1: the header)
+        extra = row.get(None)
+        header = [k for k in row if k is not None]
+        if extra or any(row[k] is None for k in header):
+            cells = sum(row[k] is not None for k in header) + len(extra or ())
+            raise InputError(f"a row of {cells} cells where the header has {len(header)}", path, line)
+        for col in ints:
+            if col in row and not _INT_TEXT.fullmatch(row[col]):
+                raise InputError(f"{col} {row[col]!r} is not an integer", path, line)
+        for col in floats:
+            if col in row:
+                try:
+                    ok = math.isfinite(float(row[col]))
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise InputError(f"{col} {row[col]!r} is not a finite number", path, line)
+    return rows
+
+
+def _read_checked_csv(path: str) -> list[dict]:
+    return _checked_rows(path, read_csv(path))
+
+
 # files of a run that a report reads besides its FCT and PFC files, the monitors' included
 _RUN_FILES = ("collectives.csv", "timeline.csv", "per_layer.csv", "trace.json", "link_util.csv", RECORD_NAME)
 
@@ -268,8 +304,8 @@ def read_run(folder: str, fcts: Fcts | None = None) -> RunFiles:
         fcts = _optional(fct_path, read_fcts)
     return RunFiles(folder, summary, fcts,
                     _optional(os.path.join(folder, pfc_name), read_pfc),
-                    _optional(os.path.join(folder, "collectives.csv"), read_csv),
-                    _optional(os.path.join(folder, "timeline.csv"), read_csv))
+                    _optional(os.path.join(folder, "collectives.csv"), _read_checked_csv),
+                    _optional(os.path.join(folder, "timeline.csv"), _read_checked_csv))
 
 
 def read_out_dir(path: str, fcts: Fcts | None = None) -> OutDir:

@@ -191,6 +191,8 @@ def test_options_that_were_taken_silently_or_with_a_traceback(tmp_path):
          "--monitor-limit must be more than 0 bytes, got '0'"),
         (("run", "--scenario", "fat-tree-mix", "--hpcc-config", mix / "config.txt", "--out", tmp_path / "c"),
          "--scenario runs an embedded scenario, not the input files given; give one or the other"),
+        (("run", "--scenario", "fat-tree-mix", "--seed", "18446744073709551616", "--out", tmp_path / "e"),
+         "--seed must be within +-(2^63 - 1), got 18446744073709551616"),
         (("run", "--topology", mix / "topology.txt", "--flows", mix / "flow.txt", "--format", "chakra", "--out",
           tmp_path / "d"), "--format chakra is a workload's format (--workload), not a topology's (hpcc, simai, "
          "htsim) nor a flow file's (hpcc, htsim)"),

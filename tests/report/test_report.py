@@ -15,6 +15,7 @@ import pytest
 from helpers import ROOT
 
 from pwormhole import run as run_mod
+from pwormhole.api import load
 from pwormhole.commands import cli as cli_mod
 from pwormhole.commands import scale
 from pwormhole.config import ModelConfig
@@ -379,3 +380,51 @@ def test_read_csv_gives_what_dictreader_gives(tmp_path, text):
     path.write_text(text, newline="")
     with open(path, newline="") as fh:
         assert read_csv(str(path)) == list(csv.DictReader(fh))
+
+
+def test_a_training_run_stopped_early_has_its_report(tmp_path):
+    """A training run stopped by --until writes null iteration time and packet-event estimate; its
+    report is written (the run's exit stays 0) and 'report' reads the folder again (both refused the
+    nulls before: exit 2)."""
+    out = tmp_path / "u"
+    r = cli("run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1", "--until", "10us",
+            "--report", "--out", out, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["complete"] is False and s["iteration_time_ns"] is None and s["packet_events_est"] is None
+    written = (out / "report.html").read_bytes()
+    (out / "report.html").unlink()
+    r = cli("report", out)
+    assert r.returncode == 0, r.stderr
+    assert (out / "report.html").read_bytes() == written
+
+
+def test_hand_edited_csv_rows_are_one_line_errors(tmp_path):
+    """A collectives.csv or timeline.csv cell that is no number, or a row of another length, gave a
+    traceback from the page (or a TypeError from api.load): one line naming the file, line and value."""
+    out = tmp_path / "r"
+    r = cli("run", "--model", "gpt-350m", "--gpus", "16", "--tp", "8", "--layers", "1", "--out", out, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    good = {n: (out / n).read_bytes() for n in ("collectives.csv", "timeline.csv")}
+
+    def edited(name, row, edit):
+        lines = good[name].decode().split("\r\n")
+        lines[row] = edit(lines[row])
+        (out / name).write_bytes("\r\n".join(lines).encode())
+
+    cases = (("collectives.csv", 1, lambda ln: ",".join(ln.split(",")[:4] + ["abc"] + ln.split(",")[5:]),
+              "collectives.csv:2: size_bytes 'abc' is not an integer"),
+             ("collectives.csv", 2, lambda ln: ln + ",9",
+              "collectives.csv:3: a row of 11 cells where the header has 10"),
+             ("timeline.csv", 1, lambda ln: ",".join(ln.split(",")[:3] + ["nan"]),
+              "timeline.csv:2: end_ns 'nan' is not"),
+             ("timeline.csv", 2, lambda ln: ln.rsplit(",", 1)[0],
+              "timeline.csv:3: a row of 3 cells where the header has 4"))
+    for name, row, edit, message in cases:
+        edited(name, row, edit)
+        r = cli("report", out)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and message in r.stderr, r.stderr
+        with pytest.raises(InputError, match=message.split(":", 2)[2].strip()[:20]):
+            load(str(out))
+        (out / name).write_bytes(good[name])
+    assert cli("report", out).returncode == 0
