@@ -300,8 +300,14 @@ def read_run(folder: str, fcts: Fcts | None = None) -> RunFiles:
     fct_name = files.get("fct_file") or "fct.txt"
     pfc_name = files.get("pfc_file") or "pfc.txt"
     fct_path = os.path.join(folder, fct_name)
+    if os.path.exists(fct_path) and not os.path.isfile(fct_path):
+        raise InputError("is not a file", fct_path)
     if fcts is None or not os.path.isfile(fct_path):
         fcts = _optional(fct_path, read_fcts)
+        finished = summary.get("flows_finished")
+        if fcts is not None and isinstance(finished, int) and len(fcts.fct_ns) != finished:
+            raise InputError(f"holds {len(fcts.fct_ns)} flows where summary.json says {finished} finished (cut short "
+                             "or edited?)", fct_path)
     return RunFiles(folder, summary, fcts,
                     _optional(os.path.join(folder, pfc_name), read_pfc),
                     _optional(os.path.join(folder, "collectives.csv"), _read_checked_csv),

@@ -427,4 +427,15 @@ def test_hand_edited_csv_rows_are_one_line_errors(tmp_path):
         with pytest.raises(InputError, match=message.split(":", 2)[2].strip()[:20]):
             load(str(out))
         (out / name).write_bytes(good[name])
+    # an emptied fct.txt, or a folder in its place, under a summary of 960 finished flows
+    fct = (out / "fct.txt").read_bytes()
+    (out / "fct.txt").write_bytes(b"")
+    r = cli("report", out)
+    assert r.returncode == 2 and f"{out / 'fct.txt'}: holds 0 flows where summary.json says 960 finished" in r.stderr
+    (out / "fct.txt").unlink()
+    (out / "fct.txt").mkdir()
+    r = cli("report", out)
+    assert r.returncode == 2 and f"{out / 'fct.txt'}: is not a file" in r.stderr
+    (out / "fct.txt").rmdir()
+    (out / "fct.txt").write_bytes(fct)
     assert cli("report", out).returncode == 0
