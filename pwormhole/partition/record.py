@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 import zipfile
 from collections.abc import Callable
@@ -102,7 +103,8 @@ class WindowRecord(NamedTuple):
 
 def load_of_run(folder: str) -> WindowRecord:
     """The record of the run in ``folder``: its ``windows.npz``, refused (InputError) unless the
-    folder's ``summary.json`` is that of the run that wrote it (same ``run_id``)."""
+    folder's ``summary.json`` is that of the run that wrote it (same ``run_id``). A warning line says
+    when that run stopped early: the record is of its part only."""
     path = os.path.join(folder, RECORD_NAME)
     if not os.path.isfile(path):
         raise InputError(f"{folder!r} holds no {RECORD_NAME}: record a run with 'pwormhole run --record-windows "
@@ -114,6 +116,10 @@ def load_of_run(folder: str) -> WindowRecord:
             or RECORD_NAME not in outputs):
         raise InputError(f"{RECORD_NAME} is not of the run in summary.json beside it (an earlier run's?): "
                          "record the run again", path)
+    if summary.get("complete") is False:
+        why = summary.get("interrupted") or "its --until or a stop"
+        print(f"pwormhole: warning: the run in {folder} stopped before its end ({why}): {RECORD_NAME} is of its "
+              f"first {len(rec.t_end_ps)} windows only", file=sys.stderr)
     return rec
 
 

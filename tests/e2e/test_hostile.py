@@ -449,3 +449,14 @@ def test_a_link_rate_without_a_unit_is_named_with_its_link(tmp_path, capsys):
     one_line_error(capsys, ["run", "--topology", topo, "--flows", flows, "--out", tmp_path / "o"],
                    f"(100bps: link 0-2 of {topo}; a rate without a unit is in bits per second")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_record_of_a_run_stopped_early_is_said_to_be_one(tmp_path, capsys):
+    """partition --from-run and scale --predict of a run stopped by --until planned from its part
+    without a word: a warning line says so."""
+    rec = tmp_path / "rec"
+    assert run_cli(capsys, *GPT, "--record-windows", "--until", "20us", "--out", rec)[0] == 0
+    rc, out, err = run_cli(capsys, "partition", "--from-run", rec, "--parts", "2")
+    assert rc == 0 and "parts 2" in out
+    assert err.startswith(f"pwormhole: warning: the run in {rec} stopped before its end (its --until or a stop): "
+                          "windows.npz is of its first ") and err.strip().endswith(" windows only")
