@@ -328,6 +328,8 @@ def _link_down_settings(opts, scn) -> None:
             raise InputError(f"--link-down {text!r}: {e}") from None
         if int(a) == int(b):
             raise InputError(f"--link-down {text!r}: link {a}-{b} connects a node to itself")
+        if any((d.after_ps, {d.node_a, d.node_b}) == (t_ps, {int(a), int(b)}) for d in cfg.link_down):
+            raise InputError(f"--link-down {text!r}: that link already fails then (given twice)")
         cfg.link_down += (LinkDown(t_ps, int(a), int(b), f"--link-down {text}"),)
     start_ps = traffic_start_ps(scn.flows, scn.dag)
     for d in cfg.link_down:  # (a workload starts at 0: that its ns-3 run never fails the link goes unsaid)
@@ -417,8 +419,10 @@ def _wants_report(opts) -> bool:
 
 def _until_ps(opts) -> int | None:
     """``--until`` in ps (None: not given); InputError for a bad time."""
-    if not opts.until:
+    if opts.until is None:
         return None
+    if isinstance(opts.until, str) and not opts.until.strip():
+        raise InputError("--until is empty: give a time (e.g. 2.01 for seconds, 50us)")
     try:
         return parse_time_ps(opts.until)
     except ValueError as e:
