@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import re
 from typing import NamedTuple
 
 import numpy as np
@@ -247,31 +246,49 @@ def check_summary(summary: dict, path: str) -> None:
 # the columns a report reads of a run's CSV files, as numbers: file -> (integer columns, finite-number columns)
 _CSV_NUMBERS = {"collectives.csv": (("members", "size_bytes", "start_ns", "time_ns"), ("busbw_gbps",)),
                 "timeline.csv": (("gpu", "start_ns", "end_ns"), ())}
-_INT_TEXT = re.compile(r"-?\d{1,19}")
 
 
 def _checked_rows(path: str, rows: list[dict]) -> list[dict]:
     """``rows`` of the CSV at ``path`` (:func:`read_csv`'s), InputError naming the line and the value
     unless each has its header's columns and the numbers a report reads (:data:`_CSV_NUMBERS`)."""
-    ints, floats = _CSV_NUMBERS.get(os.path.basename(path), ((), ()))
+    if not rows:
+        return rows
+    n = len(rows[0]) - (None in rows[0])
     for line, row in enumerate(rows, start=2):  # (line 1: the header)
-        extra = row.get(None)
-        header = [k for k in row if k is not None]
-        if extra or any(row[k] is None for k in header):
-            cells = sum(row[k] is not None for k in header) + len(extra or ())
+        if len(row) != n or None in row.values():  # (a long row's extra cells are under None)
+            header = [k for k in row if k is not None]
+            cells = sum(row[k] is not None for k in header) + len(row.get(None) or ())
             raise InputError(f"a row of {cells} cells where the header has {len(header)}", path, line)
-        for col in ints:
-            if col in row and not _INT_TEXT.fullmatch(row[col]):
-                raise InputError(f"{col} {row[col]!r} is not an integer", path, line)
-        for col in floats:
-            if col in row:
-                try:
-                    ok = math.isfinite(float(row[col]))
-                except ValueError:
-                    ok = False
-                if not ok:
+    ints, floats = _CSV_NUMBERS.get(os.path.basename(path), ((), ()))
+    for col in ints:  # read as the report reads them: int(); the row at fault found only when one is
+        if col in rows[0]:
+            values = [row[col] for row in rows]
+            try:
+                list(map(int, values))
+            except ValueError:
+                line, v = next((i, v) for i, v in enumerate(values, start=2) if not _is_int_text(v))
+                raise InputError(f"{col} {v!r} is not an integer", path, line) from None
+    for col in floats:
+        if col in rows[0]:
+            for line, row in enumerate(rows, start=2):
+                if not _finite(row[col]):
                     raise InputError(f"{col} {row[col]!r} is not a finite number", path, line)
     return rows
+
+
+def _is_int_text(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _finite(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _read_checked_csv(path: str) -> list[dict]:
@@ -302,16 +319,18 @@ def read_run(folder: str, fcts: Fcts | None = None) -> RunFiles:
     fct_path = os.path.join(folder, fct_name)
     if os.path.exists(fct_path) and not os.path.isfile(fct_path):
         raise InputError("is not a file", fct_path)
-    if fcts is None or not os.path.isfile(fct_path):
+    held = fcts is not None and os.path.isfile(fct_path)
+    if not held:
         fcts = _optional(fct_path, read_fcts)
         finished = summary.get("flows_finished")
         if fcts is not None and isinstance(finished, int) and len(fcts.fct_ns) != finished:
             raise InputError(f"holds {len(fcts.fct_ns)} flows where summary.json says {finished} finished (cut short "
                              "or edited?)", fct_path)
+    csv_reader = read_csv if held else _read_checked_csv  # (the run that wrote them need not check its own)
     return RunFiles(folder, summary, fcts,
                     _optional(os.path.join(folder, pfc_name), read_pfc),
-                    _optional(os.path.join(folder, "collectives.csv"), _read_checked_csv),
-                    _optional(os.path.join(folder, "timeline.csv"), _read_checked_csv))
+                    _optional(os.path.join(folder, "collectives.csv"), csv_reader),
+                    _optional(os.path.join(folder, "timeline.csv"), csv_reader))
 
 
 def read_out_dir(path: str, fcts: Fcts | None = None) -> OutDir:
