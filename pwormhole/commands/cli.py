@@ -486,10 +486,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pwormhole: error: {e}", file=sys.stderr)
         return 4
     except KeyboardInterrupt:
-        print(f"pwormhole: {_SIGNAL_WORDS[130]}; outputs so far are written", file=sys.stderr)
+        print(f"pwormhole: {_SIGNAL_WORDS[130]}; outputs so far, if any, are written", file=sys.stderr)
         return 130
     except Terminated:
-        print(f"pwormhole: {_SIGNAL_WORDS[143]}; outputs so far are written", file=sys.stderr)
+        print(f"pwormhole: {_SIGNAL_WORDS[143]}; outputs so far, if any, are written", file=sys.stderr)
         return 143
 
 
