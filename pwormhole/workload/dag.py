@@ -74,6 +74,15 @@ class Collective:
     phase: str = ""
 
 
+def _earlier_ops(deps, op: int) -> list[int]:
+    """``deps`` (op ids; None items left out) as a new list; ValueError unless each is an op before ``op``."""
+    ids = [d for d in deps if d is not None] if None in deps else list(deps)
+    if ids and (min(ids) < 0 or max(ids) >= op):
+        bad = next(d for d in ids if not 0 <= d < op)
+        raise ValueError(f"op {op}: dependency {bad} is not an earlier op")
+    return ids
+
+
 @dataclass
 class Dag:
     """A workload DAG. Ops are parallel lists indexed by op id.
@@ -134,10 +143,7 @@ class Dag:
     # -- building ---------------------------------------------------------------
     def _add(self, kind: int, host: int, arg: int, deps, label: str, not_before_ps: int) -> int:
         op = len(self.kind)
-        deps = [d for d in deps if d is not None] if None in deps else list(deps)
-        if deps and (min(deps) < 0 or max(deps) >= op):
-            bad = next(d for d in deps if not 0 <= d < op)
-            raise ValueError(f"op {op}: dependency {bad} is not an earlier op")
+        deps = _earlier_ops(deps, op)
         self.kind.append(kind)
         self.host.append(host)
         self.arg.append(arg)
@@ -177,11 +183,7 @@ class Dag:
             raise InputError(f"{label or 'flow'}: source and destination are the same host {same}")
         op0 = len(self.kind)
         fid0 = len(self.flows)
-        deps = [list(ds) if None not in ds else [d for d in ds if d is not None] for ds in deps]
-        for i, ds in enumerate(deps):
-            if ds and (min(ds) < 0 or max(ds) >= op0 + i):
-                bad = next(d for d in ds if not 0 <= d < op0 + i)
-                raise ValueError(f"op {op0 + i}: dependency {bad} is not an earlier op")
+        deps = [_earlier_ops(ds, op0 + i) for i, ds in enumerate(deps)]
         flows = self.flows
         if fifo_after is not None:
             for i, q in enumerate(fifo_after):
