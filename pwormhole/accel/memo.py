@@ -51,7 +51,7 @@ from .config import (
     SETTLE_RTTS,
 )
 
-FORMAT = "pwormhole-memo-10"  # bumped whenever what a recording means changes (history: git log)
+FORMAT = "pwormhole-memo-11"  # bumped whenever what a recording means changes (history: git log)
 FILE_HEAD = b'{"format": "pwormhole-memo-'  # how every cache file MemoCache.save writes begins, of any FORMAT
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
@@ -158,19 +158,35 @@ WL_ROUNDS = 3  # rounds of colour refinement in a key
 
 def wl_hash(graph: GroupGraph) -> str:
     """The entry key of a group graph: Weisfeiler-Lehman colour refinement (Shervashidze et al.,
-    JMLR 2011) from the vertex labels, :data:`WL_ROUNDS` rounds, each vertex's colour the digest of
-    its colour and its neighbours' ``role:colour`` sorted; the key the digest of every round's
-    colours sorted. Isomorphic graphs get the same key, in any numbering and any process."""
-    nbrs: list[list[tuple[str, int]]] = [[] for _ in graph.labels]
+    JMLR 2011) from the vertex labels, :data:`WL_ROUNDS` rounds. Colours are numbers: a vertex's
+    signature in a round is its colour and its neighbours' ``(role, colour)`` sorted, and the
+    round's distinct signatures, sorted, number the next colours, so that they are the same in any
+    numbering of the graph; the key is the digest of the labels and of every round's sorted
+    signatures with their counts. Isomorphic graphs get the same key, in any numbering and any process."""
+    labels = graph.labels
+    n = len(labels)
+    roles = sorted({role for _, _, role in graph.edges})
+    role_base = {role: (i + 1) * n for i, role in enumerate(roles)}  # (role, colour) as one number
+    nbrs: list[list[tuple[int, int]]] = [[] for _ in labels]
     for u, v, role in graph.edges:
-        nbrs[u].append((role, v))
-        nbrs[v].append((role, u))
-    colours = list(graph.labels)
-    rounds = []
+        base = role_base[role]
+        nbrs[u].append((base, v))
+        nbrs[v].append((base, u))
+    distinct = sorted(set(labels))
+    number: dict = {label: i for i, label in enumerate(distinct)}
+    colours = [number[label] for label in labels]
+    rounds = [repr(roles), repr(distinct)]
     for _ in range(WL_ROUNDS):
-        colours = [_digest(c + "|" + ",".join(sorted(r + ":" + colours[u] for r, u in vs)))
-                   for c, vs in zip(colours, nbrs)]
-        rounds.append(" ".join(sorted(colours)))
+        counts: dict = {}
+        sigs = []
+        for c, vs in zip(colours, nbrs):
+            sig = (c, *sorted([base + colours[u] for base, u in vs]))
+            sigs.append(sig)
+            counts[sig] = counts.get(sig, 0) + 1
+        ranked = sorted(counts.items())
+        number = {sig: i for i, (sig, _) in enumerate(ranked)}
+        colours = [number[sig] for sig in sigs]
+        rounds.append(repr(ranked))
     return _digest("\n".join(rounds))
 
 
