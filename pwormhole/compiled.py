@@ -22,7 +22,10 @@ from pathlib import Path
 COMPILED_MODULES = (
     "pwormhole.engine.events", "pwormhole.engine.lp", "pwormhole.net.packet", "pwormhole.net.device",
     "pwormhole.net.switch", "pwormhole.net.host", "pwormhole.net.cc", "pwormhole.net.freeze", "pwormhole.net.dispatch",
-    "pwormhole.sync.codec", "pwormhole.accel.fluid", "pwormhole.net.dagrun",
+    "pwormhole.sync.codec", "pwormhole.accel.fluid", "pwormhole.net.dagrun", "pwormhole.accel.steady",
+    "pwormhole.accel.sampling", "pwormhole.accel.groups", "pwormhole.accel.wormhole", "pwormhole.accel.replay",
+    "pwormhole.accel.ringstep", "pwormhole.accel.fastforward", "pwormhole.accel.successor", "pwormhole.accel.memo",
+    "pwormhole.accel.follow", "pwormhole.accel.solvers",
 )
 MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from
 PACKAGE_DIR = Path(__file__).resolve().parent
