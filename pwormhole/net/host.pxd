@@ -50,6 +50,7 @@ cdef class SendQP:
     @cython.locals(seq=cython.longlong, pay=cython.longlong, wire=cython.longlong, nxt=cython.longlong,
                    rate=cython.longlong, host=Host)
     cpdef Packet next_packet(self, long long t)
+    cpdef tuple snapshot(self, long long t)
 
 
 cdef class Host(Node):
