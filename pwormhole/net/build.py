@@ -16,7 +16,7 @@ from ..engine.events import Lead
 from ..errors import InputError
 from ..inputs.hpcc_config import check_k_maps, check_min_rate
 from ..topology.model import Topology
-from ..topology.routing import adjacency, next_hops, next_hops_past, path_facts, sole_switch
+from ..topology.routing import adjacency, largest_rtt_bdp, next_hops, next_hops_past, nic_switch, path_facts
 from ..units import MAX_TIME_PS
 from ..workload.dag import Dag
 from ..workload.flows import MAX_FLOW_BYTES, Flow, HostPairs, traffic_start_ps
@@ -132,7 +132,8 @@ class Network:
                 raise InputError(f"flow {fid}: host {dst} is unreachable from host {src} "
                                  f"(no path through switches in {topo.name})", topo.source)
         self._pair_cache: dict[int, dict[int, tuple[int, int, int]]] = {}
-        self.max_rtt_ps, self.max_bdp_bytes = self._global_rtt_bdp() if cfg.global_t else (0, 0)
+        self.max_rtt_ps, self.max_bdp_bytes = (largest_rtt_bdp(self.topo, self.adj, cfg.packet_payload_bytes)
+                                               if cfg.global_t else (0, 0))
         self.dag_rt = None
         if dag is not None:
             dag.check_hosts(set(topo.hosts), topo.source)
@@ -237,10 +238,10 @@ class Network:
         if dst in self._routed:
             return
         self._routed.add(dst)
-        switch = None if self.down_links or self.topo.nvswitches else sole_switch(self.topo, self.adj, dst)
+        switch = None if self.down_links else nic_switch(self.topo, self.adj, dst)
         if switch is None:
             hops = iter(next_hops(self.topo, self.adj, dst, self.down_links).items())
-        else:  # one BFS per ToR switch, not per host (8x fewer on a k=16 fat tree); as
+        else:  # one BFS per NIC switch, not per host (8x fewer on a k=16 fat tree); as
             # routing.next_hops_via_switches, but kept over the nodes that store routes only (single-port
             # hosts store none: a million entries fewer to walk on the 1024-host fat tree)
             to_switch = self._to_switch.get(switch)
@@ -248,7 +249,7 @@ class Network:
                 to_switch = self._to_switch[switch] = [
                     (u, ks) for u, ks in next_hops(self.topo, self.adj, switch).items()
                     if type(self.nodes[u].routes) is not OnePortRoutes]
-            hops = next_hops_past(self.adj, dst, switch, to_switch)
+            hops = next_hops_past(self.topo, self.adj, dst, switch, to_switch)
         for u, ks in hops:
             node = self.nodes[u]
             if type(node.routes) is OnePortRoutes:
@@ -380,28 +381,6 @@ class Network:
         if facts is None:
             raise InputError(f"host {dst} is unreachable from host {src}")
         return facts[0]
-
-    def _global_rtt_bdp(self) -> tuple[int, int]:
-        """Largest base RTT and BDP over all host pairs (``GLOBAL_T 1``).
-
-        Hosts attached identically (same neighbours, rates and delays) see the
-        same paths, so one BFS per attachment class suffices.
-        """
-        topo = self.topo
-        classes: dict[tuple, list[int]] = {}
-        for h in topo.hosts:
-            sig = tuple(sorted((v, topo.links[li].rate_bps, topo.links[li].delay_ps) for v, li in self.adj[h]))
-            classes.setdefault(sig, []).append(h)
-        max_rtt = max_bdp = 0
-        for members in classes.values():
-            rep = members[0]
-            for h, (delay, tx, bw) in path_facts(topo, self.adj, rep, self.cfg.packet_payload_bytes).items():
-                if h == rep:
-                    continue
-                rtt = 2 * delay + tx
-                max_rtt = max(max_rtt, rtt)
-                max_bdp = max(max_bdp, rtt * bw // 8_000_000_000_000)
-        return max_rtt, max_bdp
 
     def qp_window(self, flow: Flow) -> tuple[int, int]:
         """``(base_rtt_ps, window_bytes)`` of a new QP."""

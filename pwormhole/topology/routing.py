@@ -142,51 +142,82 @@ def sole_switch(topo: Topology, adj, host: int) -> int | None:
     return switch if switch in topo.switches and switch not in topo.nvswitches else None
 
 
-def next_hops_past(adj, dst: int, switch: int, to_switch) -> Iterator[tuple[int, list[int]]]:
-    """:func:`next_hops` toward host ``dst`` as ``(node, next hops)`` pairs, the switch's first, from
-    the pairs toward its :func:`sole_switch` ``switch`` (``to_switch``: :func:`next_hops`' items, all or
-    some, in a topology without NVSwitches and without failed links): ``dst`` is one hop past the
-    switch and hosts do not forward, so every other node's distance is one more and its next hops
-    are the same; the switch's are its links to ``dst``. The lists are ``to_switch``'s own."""
-    yield switch, [k for k, (v, _) in enumerate(adj[switch]) if v == dst]
+def nic_switch(topo: Topology, adj, host: int) -> int | None:
+    """The one switch other than NVSwitches that ``host`` links to (a GPU's NIC switch beside its
+    NVSwitches; a single-homed host's :func:`sole_switch`), else None."""
+    if host in topo.switches:
+        return None
+    nv = topo.nvswitches
+    ends = {v for v, _ in adj[host] if v not in nv}
+    if len(ends) != 1:
+        return None
+    (switch,) = ends
+    return switch if switch in topo.switches else None
+
+
+def _near_hops(topo: Topology, adj, dst: int, switch: int) -> dict[int, list[int]]:
+    """:func:`next_hops` toward host ``dst`` of the nodes that do not route through its
+    :func:`nic_switch` ``switch``: the switch (its links to ``dst``), the NVSwitches linked to ``dst``
+    (their links to it) and the hosts sharing them (their links to those NVSwitches)."""
+    near = {switch: [k for k, (v, _) in enumerate(adj[switch]) if v == dst]}
+    mine = _nv_of(topo, adj, dst) if topo.nvswitches else set()
+    for n in sorted(mine):
+        near[n] = [k for k, (v, _) in enumerate(adj[n]) if v == dst]
+    if mine:
+        for h in _nv_peers(topo, adj, dst):
+            near[h] = [k for k, (v, _) in enumerate(adj[h]) if v in mine]
+    return near
+
+
+def next_hops_past(topo: Topology, adj, dst: int, switch: int, to_switch) -> Iterator[tuple[int, list[int]]]:
+    """:func:`next_hops` toward host ``dst`` as ``(node, next hops)`` pairs from the pairs toward its
+    :func:`nic_switch` ``switch`` (``to_switch``: :func:`next_hops`' items, all or some, without
+    failed links): hosts do not forward and other nodes ignore NVSwitches, so a node other than
+    the switch, ``dst``'s NVSwitches and the hosts sharing them (:func:`_near_hops`, first) is one
+    hop farther from ``dst`` than from the switch and its next hops are the same lists."""
+    near = _near_hops(topo, adj, dst, switch)
+    yield from near.items()
     for u, ks in to_switch:
-        if u != dst:
+        if u != dst and u not in near:
             yield u, ks
 
 
 class _HopsPast(Mapping):
-    """:func:`next_hops_past` as a read-only mapping over the switch's own, made in O(1)."""
+    """:func:`next_hops_past` as a read-only mapping over the switch's own, made in O(1) but the
+    NVSwitch peers'."""
 
-    def __init__(self, adj, dst: int, switch: int, to_switch: dict[int, list[int]]):
-        self.dst, self.switch, self.to_switch = dst, switch, to_switch
-        self.own = [k for k, (v, _) in enumerate(adj[switch]) if v == dst]
+    def __init__(self, topo: Topology, adj, dst: int, switch: int, to_switch: dict[int, list[int]]):
+        self.dst, self.to_switch = dst, to_switch
+        self.near = _near_hops(topo, adj, dst, switch)
 
     def __getitem__(self, u: int) -> list[int]:
-        if u == self.switch:
-            return self.own
+        ks = self.near.get(u)
+        if ks is not None:
+            return ks
         if u == self.dst:
             raise KeyError(u)
         return self.to_switch[u]
 
     def __iter__(self):
-        yield self.switch
-        yield from (u for u in self.to_switch if u != self.dst)
+        yield from self.near
+        yield from (u for u in self.to_switch if u != self.dst and u not in self.near)
 
-    def __len__(self) -> int:
-        return len(self.to_switch)  # less dst (one hop from the switch, so in it), plus the switch
+    def __len__(self) -> int:  # (dst is one hop from the switch, so in to_switch; the NVSwitches are not)
+        return len(self.to_switch) - 1 + sum(1 for u in self.near if u not in self.to_switch)
 
 
 def next_hops_via_switches(topo: Topology, adj, dst: int, by_switch: dict) -> Mapping[int, list[int]]:
-    """:func:`next_hops` toward ``dst`` (no failed links) as a mapping, those of a single-homed host
-    read through its switch's (:func:`next_hops_past`), kept in ``by_switch`` (switch -> next hops
-    toward it): one BFS per switch, not per host, for a caller asking for many destinations."""
-    switch = None if topo.nvswitches else sole_switch(topo, adj, dst)
+    """:func:`next_hops` toward ``dst`` (no failed links) as a mapping, those of a host with one
+    :func:`nic_switch` read through that switch's (:func:`next_hops_past`), kept in ``by_switch``
+    (switch -> next hops toward it): one BFS per switch, not per host, for a caller asking for many
+    destinations."""
+    switch = nic_switch(topo, adj, dst)
     if switch is None:
         return next_hops(topo, adj, dst)
     to_switch = by_switch.get(switch)
     if to_switch is None:
         to_switch = by_switch[switch] = next_hops(topo, adj, switch)
-    return _HopsPast(adj, dst, switch, to_switch)
+    return _HopsPast(topo, adj, dst, switch, to_switch)
 
 
 def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, tuple[int, int, int]]:
@@ -222,20 +253,78 @@ def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, t
             facts[u] = (d + ln.delay_ps, tx + bits // ln.rate_bps, min(bw, ln.rate_bps))
             frontier.append(u)
     if nv and src not in switches:
-        done: set[int] = set()
-        for n, li in adj[src]:
-            if n not in nv or n in done:
-                continue
-            done.add(n)
-            l1 = links[li]
-            for h, lj in adj[n]:
-                if h == src or h in switches or h in done:
-                    continue
-                done.add(h)
-                l2 = links[lj]
-                out[h] = (l1.delay_ps + l2.delay_ps, bits // l1.rate_bps + bits // l2.rate_bps,
-                          min(l1.rate_bps, l2.rate_bps))
+        out.update(_nv_peer_facts(topo, adj, src, bits))
     return out
+
+
+def _nv_peer_facts(topo: Topology, adj, src: int, bits: int) -> dict[int, tuple[int, int, int]]:
+    """:func:`path_facts` of the hosts sharing an NVSwitch with host ``src``: through the first such
+    NVSwitch (and the first link to it) in ``adj[src]`` order (``bits``: the payload in bits x 10^12)."""
+    links = topo.links
+    switches = topo.switches
+    nv = topo.nvswitches
+    out = {}
+    done: set[int] = set()
+    for n, li in adj[src]:
+        if n not in nv or n in done:
+            continue
+        done.add(n)
+        l1 = links[li]
+        for h, lj in adj[n]:
+            if h == src or h in switches or h in done:
+                continue
+            done.add(h)
+            l2 = links[lj]
+            out[h] = (l1.delay_ps + l2.delay_ps, bits // l1.rate_bps + bits // l2.rate_bps,
+                      min(l1.rate_bps, l2.rate_bps))
+    return out
+
+
+def largest_rtt_bdp(topo: Topology, adj, payload_bytes: int) -> tuple[int, int]:
+    """The largest base RTT (``2 x delay + tx`` of :func:`path_facts`) and BDP (``RTT x bottleneck``,
+    bytes) over all host pairs (HPCC's ``GLOBAL_T``). A host with one :func:`nic_switch` reaches every
+    host but those sharing its NVSwitches along the switch's own BFS tree, one link farther: one BFS
+    per switch, and each host's largest pair read from the switch's hosts by bottleneck rate (the
+    largest path term in each, skipping the host and its NVSwitch peers). Other hosts: one BFS per
+    attachment class (the same neighbours, rates and delays)."""
+    links = topo.links
+    bits = payload_bytes * 8 * 10**12
+    classes: dict[tuple, list[int]] = {}
+    at_switch: dict[int, list[int]] = {}
+    for h in topo.hosts:
+        switch = nic_switch(topo, adj, h)
+        if switch is None:
+            sig = tuple(sorted((v, links[li].rate_bps, links[li].delay_ps) for v, li in adj[h]))
+            classes.setdefault(sig, []).append(h)
+        else:
+            at_switch.setdefault(switch, []).append(h)
+    max_rtt = max_bdp = 0
+    for members in classes.values():
+        rep = members[0]
+        for h, (delay, tx, bw) in path_facts(topo, adj, rep, payload_bytes).items():
+            if h != rep:
+                rtt = 2 * delay + tx
+                max_rtt = max(max_rtt, rtt)
+                max_bdp = max(max_bdp, rtt * bw // 8_000_000_000_000)
+    for switch, members in at_switch.items():
+        by_bw: dict[int, list[tuple[int, int]]] = {}  # bottleneck -> (2 x delay + tx, host), largest first
+        for h, (delay, tx, bw) in path_facts(topo, adj, switch, payload_bytes).items():
+            by_bw.setdefault(bw, []).append((2 * delay + tx, h))
+        for terms in by_bw.values():
+            terms.sort(reverse=True)
+        for src in members:
+            ln = links[next(li for v, li in adj[src] if v == switch)]  # (the first link to it, as the BFS)
+            base = 2 * ln.delay_ps + bits // ln.rate_bps
+            peers = _nv_peer_facts(topo, adj, src, bits) if topo.nvswitches else {}
+            for bw, terms in by_bw.items():
+                term = next((t for t, h in terms if h != src and h not in peers), None)
+                if term is not None:
+                    max_rtt = max(max_rtt, base + term)
+                    max_bdp = max(max_bdp, (base + term) * min(ln.rate_bps, bw) // 8_000_000_000_000)
+            for delay, tx, bw in peers.values():
+                max_rtt = max(max_rtt, 2 * delay + tx)
+                max_bdp = max(max_bdp, (2 * delay + tx) * bw // 8_000_000_000_000)
+    return max_rtt, max_bdp
 
 
 def path_delays_ps(topo: Topology, adj, src: int) -> dict[int, int]:

@@ -21,9 +21,11 @@ from pwormhole.topology.model import Link, Topology
 from pwormhole.topology.routing import (
     adjacency,
     hop_distances,
+    largest_rtt_bdp,
     next_hops,
     next_hops_past,
     next_hops_via_switches,
+    nic_switch,
     path_delay_ps,
     path_delays_ps,
     path_facts,
@@ -425,28 +427,66 @@ def test_routing_unchanged_without_nvswitches(topo):
         assert path_facts(topo, adj, dst, 1000) == _old_path_facts(topo, adj, dst, 1000)
 
 
-@pytest.mark.parametrize("topo, single_homed", [
+@pytest.mark.parametrize("topo, nic_switched", [
     (fat_tree(4), 16), (leaf_spine(8, 2, 3, oversubscription=2.0), 8), (star(5), 5), (single_tor(nv=False), 0),
+    (single_tor(), 4), (single_tor(nv_uplink=True), 4), (rail_optimized(4, nvswitches_per_server=2), 32),
+    (rail_optimized(8, dual_tor=True), 0),
     (read_hpcc_topology(DATA / "hpcc" / "mix" / "ali_32host_10rack.txt"), 0),
     (read_hpcc_topology(DATA / "hpcc" / "mix" / "fat.txt"), 320),
-], ids=["fattree4", "leafspine", "star", "singletor-plain", "ali-dual-homed", "hpcc-fat"])
-def test_a_single_homed_hosts_routes_are_its_switchs(topo, single_homed):
-    """A host whose links all lead to one switch: the next hops toward it are those toward the
-    switch, and the switch's own are its links to the host (the network builds them so, one BFS
-    per switch); a dual-homed host has no such switch."""
+], ids=["fattree4", "leafspine", "star", "singletor-plain", "singletor-nv", "singletor-nv-uplink", "rail-2nvs",
+        "rail-dualtor", "ali-dual-homed", "hpcc-fat"])
+def test_a_hosts_routes_are_its_nic_switchs(topo, nic_switched):
+    """A host whose links other than NVLink all lead to one switch: the next hops toward it are
+    those toward the switch, but the switch's own (its links to the host) and, with NVSwitches,
+    those of its NVSwitches and of the hosts sharing them (the network builds them so, one BFS per
+    switch); a dual-homed host (two NIC switches, or NICs linked to each other) has no such switch."""
     adj = adjacency(topo)
     derived = 0
     by_switch: dict = {}
     for dst in topo.hosts:
-        assert next_hops_via_switches(topo, adj, dst, by_switch) == next_hops(topo, adj, dst)
-        switch = sole_switch(topo, adj, dst)
+        ref = next_hops(topo, adj, dst)
+        via = next_hops_via_switches(topo, adj, dst, by_switch)
+        assert dict(via) == ref and len(via) == len(ref) and list(via) == list(dict(via))
+        switch = nic_switch(topo, adj, dst)
+        assert switch == sole_switch(topo, adj, dst) or topo.nvswitches
         if switch is None:
-            assert len({v for v, _ in adj[dst]}) > 1
             continue
         derived += 1
-        assert dict(next_hops_past(adj, dst, switch, next_hops(topo, adj, switch).items())) == next_hops(topo, adj,
-                                                                                                        dst)
-    assert derived == single_homed and len(by_switch) < max(1, single_homed)
+        assert dict(next_hops_past(topo, adj, dst, switch, next_hops(topo, adj, switch).items())) == ref
+    assert derived == nic_switched and len(by_switch) < max(1, nic_switched)
+
+
+def far_peers() -> Topology:
+    """GPUs 0 and 1 share NVSwitch 4, GPUs 2 and 3 NVSwitch 5; the NICs of 0, 2 and 3 are on switch 6
+    (0's link 5 us long), GPU 1's on switch 7, two 10 us links from 6 through switch 8: the longest
+    fabric path is between NVSwitch peers 0 and 1, which talk over NVLink."""
+    links = [Link(0, 6, 100 * G, 5 * US), Link(2, 6, 100 * G, 1 * US), Link(3, 6, 100 * G, 1 * US),
+             Link(1, 7, 100 * G, 1 * US), Link(6, 8, 100 * G, 10 * US), Link(8, 7, 100 * G, 10 * US)]
+    links += [Link(g, 4 + g // 2, 900 * G, 25 * NS) for g in range(4)]
+    return Topology(9, frozenset({4, 5, 6, 7, 8}), links, nvswitches=frozenset({4, 5}), gpus_per_server=2)
+
+
+@pytest.mark.parametrize("topo", [
+    fat_tree(4), leaf_spine(8, 2, 3, oversubscription=2.0), star(5), single_tor(nv=False), single_tor(),
+    single_tor(nv_uplink=True), far_peers(),
+    rail_optimized(4, nvswitches_per_server=2, nvlink_rate_bps=50 * G, nvlink_delay_ps=10 * US),
+    rail_optimized(8, dual_tor=True), rail_optimized(16, servers_per_segment=4, oversubscription=2.0),
+    read_hpcc_topology(DATA / "hpcc" / "mix" / "ali_32host_10rack.txt"),
+], ids=["fattree4", "leafspine", "star", "singletor-plain", "singletor-nv", "singletor-nv-uplink", "far-peers",
+        "rail-slow-nvlink", "rail-dualtor", "rail-segments", "ali-dual-homed"])
+def test_largest_rtt_and_bdp_are_those_of_every_pair(topo):
+    """HPCC's GLOBAL_T window: the largest RTT and BDP over all host pairs, read per NIC switch,
+    are those of a BFS from every host (NVSwitch peers by NVLink: never over the fabric, where
+    ``far_peers`` has its longest path; the longest pair over a slow NVLink)."""
+    adj = adjacency(topo)
+    for payload in (1000, 4096):
+        rtt = bdp = 0
+        for src in topo.hosts:
+            for h, (delay, tx, bw) in path_facts(topo, adj, src, payload).items():
+                if h != src:
+                    rtt = max(rtt, 2 * delay + tx)
+                    bdp = max(bdp, (2 * delay + tx) * bw // 8_000_000_000_000)
+        assert largest_rtt_bdp(topo, adj, payload) == (rtt, bdp) and rtt > 0
 
 
 # --------------------------------------------------------------------------- builders
