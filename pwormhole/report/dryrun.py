@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..topology.routing import adjacency, hop_distances, sole_switch
+from ..topology.routing import adjacency, hop_distances, nic_switch, share_nvswitch
 from ..workload import simai
 from ..workload.training import micro_batch_layout
 from .summary import approx
@@ -39,8 +39,12 @@ def packet_events_estimate(scn) -> int:
     dist: dict = {}  # node -> hop counts toward it
     packet_hops = 0
     for src, dst, packets in zip(cols.src[first].tolist(), cols.dst[first].tolist(), pair_packets.tolist()):
-        # a single-homed host is one hop past its switch (hosts do not forward): one BFS per switch
-        via = None if topo.nvswitches else sole_switch(topo, adj, dst)
+        # a host is one hop past its NIC switch (hosts do not forward; NVSwitch peers are 2 hops apart):
+        # one BFS per switch
+        via = nic_switch(topo, adj, dst)
+        if via is not None and share_nvswitch(topo, adj, src, dst):
+            packet_hops += packets * 2
+            continue
         to = dst if via is None else via
         to_dst = dist.get(to)
         if to_dst is None:

@@ -155,6 +155,11 @@ def nic_switch(topo: Topology, adj, host: int) -> int | None:
     return switch if switch in topo.switches else None
 
 
+def share_nvswitch(topo: Topology, adj, a: int, b: int) -> bool:
+    """Whether hosts ``a`` and ``b`` are linked to a common NVSwitch (their route is NVLink)."""
+    return bool(topo.nvswitches) and not _nv_of(topo, adj, a).isdisjoint(_nv_of(topo, adj, b))
+
+
 def _near_hops(topo: Topology, adj, dst: int, switch: int) -> dict[int, list[int]]:
     """:func:`next_hops` toward host ``dst`` of the nodes that do not route through its
     :func:`nic_switch` ``switch``: the switch (its links to ``dst``), the NVSwitches linked to ``dst``
