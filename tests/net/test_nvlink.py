@@ -9,6 +9,7 @@ from pwormhole.config import LinkDown
 from pwormhole.net.build import Network
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.topology.routing import adjacency, next_hops, nic_switch
 from pwormhole.workload.models import build_model
 
 NVLINK_BPS = 2_880_000_000_000  # the rail-optimized server's default NVLink rate
@@ -119,3 +120,25 @@ def test_nvlink_flags_one_answer_per_host_pair():
     assert flags == [server[f.src] == server[f.dst] for f in scn.flows]
     assert 0 < sum(flags) < len(flags)
     assert net.nvlink_flags(scn.host_pairs()) == flags
+
+
+def test_a_gpu_stores_the_routes_to_its_nvswitch_peers_only():
+    """Every GPU of 4 servers x 8 sends to every other (2 NVSwitches a server): each GPU's table holds
+    its 7 NVSwitch peers' routes (both NVSwitches), every other destination leaves by its NIC (a
+    miss), and every node's ports toward every GPU are those of the topology's ECMP next hops."""
+    topo = topology_from_arg("rail-optimized:gpus=32,nvswitches=2")
+    gpus = list(range(32))
+    flows = flows_of([(a, b, 1000, 0) for a in gpus for b in gpus if a != b])
+    cfg = config("dcqcn")
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    net = Network(topo, flows, cfg)
+    adj = adjacency(topo)
+    for dst in gpus:
+        hops = next_hops(topo, adj, dst)
+        for u, ks in hops.items():
+            assert net.nodes[u].routes[dst] == [net.nodes[u].ports[k] for k in ks], (u, dst)
+            assert net.hop_choices(u, dst) is not None and list(net.hop_choices(u, dst)) == net.nodes[u].routes[dst]
+    for g in gpus:
+        routes = net.nodes[g].routes
+        assert sorted(routes) == [h for h in gpus if h != g and h // 8 == g // 8]
+        assert [p.peer.node_id for p in routes[(g + 8) % 32]] == [nic_switch(topo, adj, g)]
