@@ -161,8 +161,9 @@ def wl_hash(graph: GroupGraph) -> str:
     JMLR 2011) from the vertex labels, :data:`WL_ROUNDS` rounds. Colours are numbers: a vertex's
     signature in a round is its colour and its neighbours' ``(role, colour)`` sorted, and the
     round's distinct signatures, sorted, number the next colours, so that they are the same in any
-    numbering of the graph; the key is the digest of the labels and of every round's sorted
-    signatures with their counts. Isomorphic graphs get the same key, in any numbering and any process."""
+    numbering of the graph; the key is the digest of the roles and labels, sorted, and of every
+    round's sorted signatures with their counts. Isomorphic graphs get the same key, in any numbering
+    and any process."""
     labels = graph.labels
     n = len(labels)
     roles = sorted({role for _, _, role in graph.edges})
@@ -314,6 +315,12 @@ def entry_fits(labels: list[str], edges: dict, conv: int, recs: dict, limits: Me
         if rec["bytes"] * 8 * 10**12 > bottleneck_bps * conv + int(m.group(1)) * 8 * 10**12:
             return False
     return conv <= MEMO_SETTLE_RTTS * rtt_ps * nf + limits.detect_ps
+
+
+def _read_text(path: str, limit: int) -> str:
+    """At most ``limit`` characters of the UTF-8 file at ``path`` (the one read of a cache file)."""
+    with open(path, encoding="utf-8") as fh:
+        return fh.read(limit)
 
 
 def _is_int(v: object) -> TypeGuard[int]:
@@ -502,8 +509,7 @@ class MemoCache:
             warn(too_big)
             return cache
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read(MAX_FILE_BYTES + 1)
+            text = _read_text(path, MAX_FILE_BYTES + 1)
             if len(text) > MAX_FILE_BYTES:
                 warn(too_big)
                 return cache

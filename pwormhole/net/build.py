@@ -58,8 +58,9 @@ class OnePortRoutes(dict):
 
 
 class NicRoutes(dict):
-    """Route table of a host whose links but NVLink all lead to one switch (a GPU and its NIC switch,
-    :func:`~pwormhole.topology.routing.nic_switch`): every destination but its NVSwitch peers leaves by
+    """Route table of a host with NVLink whose other links all lead to one switch (a GPU and its NIC
+    switch, :func:`~pwormhole.topology.routing.nic_switch`; built only in fabrics with NVSwitches, other
+    hosts of several links keep a full ``dict``): every destination but its NVSwitch peers leaves by
     its links to that switch, so only the routes that differ are stored (a full table costs GPUs x
     destinations: ~2.7 GB at 8,192 GPUs). A miss returns those links (``nic``); a link failure makes
     it a :class:`~pwormhole.net.device.RouteTable` of every destination again."""
@@ -131,7 +132,7 @@ class Network:
                     node.routes = NicRoutes(node.ports, [k for k, (v, _) in enumerate(self.adj[node.node_id])
                                                          if v == switch])
         self._routed: set[int] = set()
-        # ToR switch -> next_hops toward it, of the nodes that keep routes (its hosts' routes derive)
+        # NIC switch -> next_hops toward it, of the nodes that keep a full table (its hosts' routes derive)
         self._to_switch: dict[int, list[tuple[int, list[int]]]] = {}
         self._hop_lists: dict[tuple, list] = {}  # (node id, next-hop port indexes) -> the one list of those ports
         self.lossy = (not cfg.enable_pfc) or cfg.error_rate_per_link > 0 or any(ln.error_rate > 0 for ln in topo.links)
@@ -269,7 +270,7 @@ class Network:
             # hosts store none: a million entries fewer to walk on the 1024-host fat tree)
             to_switch = self._to_switch.get(switch)
             if to_switch is None:
-                to_switch = self._to_switch[switch] = [  # (a host's next hops toward a switch: its own NIC's)
+                to_switch = self._to_switch[switch] = [  # (not NicRoutes: their routes toward it are the NIC's)
                     (u, ks) for u, ks in next_hops(self.topo, self.adj, switch).items()
                     if type(self.nodes[u].routes) is dict]
             hops = next_hops_past(self.topo, self.adj, dst, switch, to_switch)

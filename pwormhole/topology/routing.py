@@ -132,19 +132,10 @@ def next_hops(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, list
     return out
 
 
-def sole_switch(topo: Topology, adj, host: int) -> int | None:
-    """The switch every link of ``host`` leads to, when it is one switch and not an NVSwitch (a
-    single-homed host), else None."""
-    ends = {v for v, _ in adj[host]}
-    if len(ends) != 1:
-        return None
-    (switch,) = ends
-    return switch if switch in topo.switches and switch not in topo.nvswitches else None
-
-
 def nic_switch(topo: Topology, adj, host: int) -> int | None:
-    """The one switch other than NVSwitches that ``host`` links to (a GPU's NIC switch beside its
-    NVSwitches; a single-homed host's :func:`sole_switch`), else None."""
+    """The switch every link of ``host`` but its NVLink leads to (a GPU's NIC switch; a single-homed
+    host's switch), when there is one; None for a switch, a host with links to two switches or to
+    another host, or one with NVLink alone."""
     if host in topo.switches:
         return None
     nv = topo.nvswitches
@@ -291,7 +282,8 @@ def largest_rtt_bdp(topo: Topology, adj, payload_bytes: int) -> tuple[int, int]:
     host but those sharing its NVSwitches along the switch's own BFS tree, one link farther: one BFS
     per switch, and each host's largest pair read from the switch's hosts by bottleneck rate (the
     largest path term in each, skipping the host and its NVSwitch peers). Other hosts: one BFS per
-    attachment class (the same neighbours, rates and delays)."""
+    attachment class (the same links to the same neighbours, in the same order: the first-found paths
+    are then the same)."""
     links = topo.links
     bits = payload_bytes * 8 * 10**12
     classes: dict[tuple, list[int]] = {}
@@ -299,7 +291,7 @@ def largest_rtt_bdp(topo: Topology, adj, payload_bytes: int) -> tuple[int, int]:
     for h in topo.hosts:
         switch = nic_switch(topo, adj, h)
         if switch is None:
-            sig = tuple(sorted((v, links[li].rate_bps, links[li].delay_ps) for v, li in adj[h]))
+            sig = tuple((v, links[li].rate_bps, links[li].delay_ps) for v, li in adj[h])  # (in order: the BFS's)
             classes.setdefault(sig, []).append(h)
         else:
             at_switch.setdefault(switch, []).append(h)
@@ -389,5 +381,5 @@ def path_delay_ps(topo: Topology, adj, src: int, dst: int) -> int:
     return d
 
 
-__all__ = ["adjacency", "hop_distances", "next_hops", "next_hops_past", "next_hops_via_switches", "path_facts",
-           "path_delays_ps", "path_delay_ps", "sole_switch"]
+__all__ = ["adjacency", "hop_distances", "largest_rtt_bdp", "next_hops", "next_hops_past", "next_hops_via_switches",
+           "nic_switch", "path_facts", "path_delays_ps", "path_delay_ps", "share_nvswitch"]

@@ -226,7 +226,7 @@ def test_memo_cache_size_and_entry_caps(recorded, tmp_path, monkeypatch):
     def no_open(*a, **k):
         raise AssertionError("the file was opened")
 
-    monkeypatch.setattr(memo_mod, "open", no_open, raising=False)
+    monkeypatch.setattr(memo_mod, "_read_text", no_open)
     warnings = []
     assert len(MemoCache.load(str(big), fp, warnings.append, lim)) == 0
     assert warnings == [f"memo cache {big} is larger than the limit of {memo_mod.MAX_FILE_BYTES} bytes (64 MiB); "

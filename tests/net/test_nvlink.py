@@ -6,12 +6,15 @@ from helpers import config, flows_of
 
 from pwormhole.accel.config import AccelConfig
 from pwormhole.config import LinkDown
+from pwormhole.errors import InputError
 from pwormhole.net.build import Network
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario, topology_from_arg, training_scenario
+from pwormhole.topology.model import Link, Topology
 from pwormhole.topology.routing import adjacency, next_hops, nic_switch
 from pwormhole.workload.models import build_model
 
+G = 10**9
 NVLINK_BPS = 2_880_000_000_000  # the rail-optimized server's default NVLink rate
 DELAY_PS = 25_000  # its NVLink delay (host -> NVSwitch and NVSwitch -> host)
 
@@ -142,3 +145,37 @@ def test_a_gpu_stores_the_routes_to_its_nvswitch_peers_only():
         routes = net.nodes[g].routes
         assert sorted(routes) == [h for h in gpus if h != g and h // 8 == g // 8]
         assert [p.peer.node_id for p in routes[(g + 8) % 32]] == [nic_switch(topo, adj, g)]
+
+
+def test_a_gpu_cut_from_its_nic_switch_reaches_its_nvswitch_peers_only():
+    """GPU 0's NIC link (to its rail switch) fails on 2 servers x 8 GPUs: its table becomes a full one
+    again, its NVSwitch peers keep their NVLink route, every other GPU is dropped (no route, no
+    choice), and every other node's routes stay those of the topology without the link; a GPU with
+    no path to a host at all is refused at build."""
+    topo = topology_from_arg("rail-optimized:gpus=16")
+    cfg = config("dcqcn")
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    gpus = list(range(16))
+    net = Network(topo, flows_of([(a, b, 1000, 0) for a in gpus for b in gpus if a != b]), cfg)
+    adj = adjacency(topo)
+    rail = nic_switch(topo, adj, 0)
+    assert net.fail_link(0, rail, 0)
+    down = {li for li, ln in enumerate(topo.links) if {ln.a, ln.b} == {0, rail}}
+    for dst in gpus:
+        hops = next_hops(topo, adj, dst, down)
+        for u in range(topo.n_nodes):
+            if u != dst:
+                want = [net.nodes[u].ports[k] for k in hops[u]] if hops.get(u) else None
+                assert net.hop_choices(u, dst) == want, (u, dst)
+    assert [net._reaches(0, g) for g in gpus[1:]] == [g < 8 for g in gpus[1:]]
+    assert net.hop_choices(0, 9) is None and net.nodes[0].routes[9] is net.nodes[0].routes.drop
+    assert net.no_path == {f.flow_id for f in net.flows if 0 in (f.src, f.dst) and max(f.src, f.dst) >= 8}
+    # GPUs 0 and 1 share NVSwitch 4 and 2 and 3 NVSwitch 5; the NICs of 0, 2 and 3 on switch 6, GPU 1's
+    # on switch 7, which nothing else reaches: 1 talks to 0 only
+    links = [Link(g, 6, 100 * G, 1000 * 1000) for g in (0, 2, 3)] + [Link(1, 7, 100 * G, 1000 * 1000)]
+    island = Topology(8, frozenset({4, 5, 6, 7}), links + [Link(g, 4 + g // 2, 900 * G, 25_000) for g in range(4)],
+                      nvswitches=frozenset({4, 5}), gpus_per_server=2)
+    cfg.fill_k_maps({ln.rate_bps for ln in island.links})
+    assert Network(island, flows_of([(1, 0, 1000, 0), (0, 1, 1000, 0)]), cfg).hop_choices(1, 0)
+    with pytest.raises(InputError, match="unreachable"):
+        Network(island, flows_of([(1, 0, 1000, 0), (2, 1, 1000, 0)]), cfg)

@@ -29,7 +29,6 @@ from pwormhole.topology.routing import (
     path_delay_ps,
     path_delays_ps,
     path_facts,
-    sole_switch,
 )
 from pwormhole.topology.simai import read_simai_topology
 
@@ -446,14 +445,22 @@ def test_a_hosts_routes_are_its_nic_switchs(topo, nic_switched):
     for dst in topo.hosts:
         ref = next_hops(topo, adj, dst)
         via = next_hops_via_switches(topo, adj, dst, by_switch)
-        assert dict(via) == ref and len(via) == len(ref) and list(via) == list(dict(via))
+        assert dict(via) == ref and len(via) == len(ref) and sorted(via) == sorted(ref)
         switch = nic_switch(topo, adj, dst)
-        assert switch == sole_switch(topo, adj, dst) or topo.nvswitches
         if switch is None:
             continue
         derived += 1
         assert dict(next_hops_past(topo, adj, dst, switch, next_hops(topo, adj, switch).items())) == ref
     assert derived == nic_switched and len(by_switch) < max(1, nic_switched)
+
+
+def crossed_links() -> Topology:
+    """Hosts 0 and 1 both on switches 2 and 3, listed in the other order (0: 2 then 3; 1: 3 then 2),
+    2-5 1 us, 3-5 10 us, host 4 on switch 5: the two take different first-found paths to 4."""
+    return Topology(6, frozenset({2, 3, 5}), [
+        Link(0, 2, 100 * G, 1 * US), Link(0, 3, 100 * G, 1 * US), Link(1, 3, 100 * G, 1 * US),
+        Link(1, 2, 100 * G, 1 * US), Link(2, 5, 100 * G, 1 * US), Link(3, 5, 100 * G, 10 * US),
+        Link(4, 5, 100 * G, 1 * US)])
 
 
 def far_peers() -> Topology:
@@ -468,16 +475,17 @@ def far_peers() -> Topology:
 
 @pytest.mark.parametrize("topo", [
     fat_tree(4), leaf_spine(8, 2, 3, oversubscription=2.0), star(5), single_tor(nv=False), single_tor(),
-    single_tor(nv_uplink=True), far_peers(),
+    single_tor(nv_uplink=True), far_peers(), crossed_links(),
     rail_optimized(4, nvswitches_per_server=2, nvlink_rate_bps=50 * G, nvlink_delay_ps=10 * US),
     rail_optimized(8, dual_tor=True), rail_optimized(16, servers_per_segment=4, oversubscription=2.0),
     read_hpcc_topology(DATA / "hpcc" / "mix" / "ali_32host_10rack.txt"),
 ], ids=["fattree4", "leafspine", "star", "singletor-plain", "singletor-nv", "singletor-nv-uplink", "far-peers",
-        "rail-slow-nvlink", "rail-dualtor", "rail-segments", "ali-dual-homed"])
+        "crossed-links", "rail-slow-nvlink", "rail-dualtor", "rail-segments", "ali-dual-homed"])
 def test_largest_rtt_and_bdp_are_those_of_every_pair(topo):
     """HPCC's GLOBAL_T window: the largest RTT and BDP over all host pairs, read per NIC switch,
     are those of a BFS from every host (NVSwitch peers by NVLink: never over the fabric, where
-    ``far_peers`` has its longest path; the longest pair over a slow NVLink)."""
+    ``far_peers`` has its longest path; the longest pair over a slow NVLink; hosts of the same
+    neighbours listed in another order, ``crossed_links``, each BFS'd)."""
     adj = adjacency(topo)
     for payload in (1000, 4096):
         rtt = bdp = 0
