@@ -200,16 +200,17 @@ def earlier_outputs(folder: str, names_of_summary=()) -> list[str]:
 OUT_DIR_MARKS = ("summary.json", "compare.json", "scaling.csv", "prediction.csv")
 
 
-def check_claimable(folder: str, names_of_summary=()) -> None:
-    """InputError when ``folder`` holds files of pwormhole's output names (:func:`earlier_outputs`) but
-    nothing that marks it as an output folder of pwormhole (:data:`OUT_DIR_MARKS`): they are someone
-    else's, and a run would replace or remove them."""
-    found = earlier_outputs(folder, names_of_summary)
+def check_claimable(folder: str, names_of_summary=(), found: list[str] | None = None) -> None:
+    """InputError when ``folder`` holds files of pwormhole's output names (``found``, else
+    :func:`earlier_outputs`) but nothing that marks it as an output folder of pwormhole
+    (:data:`OUT_DIR_MARKS`): they are someone else's, and a run would replace or remove them."""
+    if found is None:
+        found = earlier_outputs(folder, names_of_summary)
     marks = set(OUT_DIR_MARKS) | {m + PART_SUFFIX for m in OUT_DIR_MARKS}
     if found and not marks.intersection(found):
-        raise InputError(f"{folder} holds {', '.join(found)} but no summary.json, compare.json or scaling.csv: "
-                         "not an output folder of pwormhole, and a run would write over them; give a new or "
-                         "empty folder (--out), or remove them")
+        raise InputError(f"{folder} holds {', '.join(found)} but no {', '.join(OUT_DIR_MARKS[:-1])} or "
+                         f"{OUT_DIR_MARKS[-1]}: not an output folder of pwormhole, and a run would write over "
+                         "them; give a new or empty folder (--out), or remove them")
 
 
 def claim_out_dir(folder: str, writes, names_of_summary=(), keep: str | None = None) -> None:
@@ -218,9 +219,9 @@ def claim_out_dir(folder: str, writes, names_of_summary=(), keep: str | None = N
     ``keep`` (a path: the memo cache the run reads) excepted; one warning line names what is replaced
     and what is removed. OutputError when a file cannot be removed; InputError when the folder is not
     pwormhole's (:func:`check_claimable`)."""
-    check_claimable(folder, names_of_summary)
-    writes = set(writes)
     found = earlier_outputs(folder, names_of_summary)
+    check_claimable(folder, found=found)
+    writes = set(writes)
     kept = {os.path.abspath(keep)} if keep else set()
     replaced = [n for n in found if n in writes]
     removed = [n for n in found if n not in writes and n.removesuffix(PART_SUFFIX) not in writes

@@ -127,8 +127,10 @@ def check_outputs(out_dir: str, names: list[str], source: str | None = None, mem
     for name in names:
         if os.path.isdir(os.path.join(out_dir, name)):
             raise InputError(f"cannot write {os.path.join(out_dir, name)}: it is a folder")
-    check_claimable(out_dir, summary_output_names(out_dir))
-    written = set(names) | set(earlier_outputs(out_dir, summary_output_names(out_dir))) | OWN_FILE_NAMES
+    earlier = earlier_outputs(out_dir, summary_output_names(out_dir))
+    check_claimable(out_dir, found=earlier)
+    taken = set(names) | set(earlier)  # (files of this run or of the earlier run it replaces)
+    written = taken | OWN_FILE_NAMES
     for path in inputs:
         for name in sorted(written):
             if _same_file(path, os.path.join(out_dir, name)) or _same_file(path, os.path.join(out_dir, name + ".part")):
@@ -148,7 +150,6 @@ def check_outputs(out_dir: str, names: list[str], source: str | None = None, mem
             if not ours:
                 raise InputError(f"--memo-cache {memo_cache!r} is a file but not a memo cache of pwormhole (it "
                                  "would be written over); give another file, or remove it")
-        taken = set(names) | set(earlier_outputs(out_dir, summary_output_names(out_dir)))
         for name in sorted(taken | OWN_OUTPUT_NAMES):
             for p in (os.path.join(out_dir, name), os.path.join(out_dir, name + ".part")):
                 if _same_file(memo_cache, p) or _same_file(memo_cache + ".part", p):
