@@ -112,7 +112,7 @@ class Followers:
             pend.at = {}
             for fid, (lf, _) in pend.lead.items():
                 f = lf.fid
-                rate = lf.samples[-1].pacing_rate_bps if lf.samples else lf.line_rate_bps
+                rate = lf.samples[-1].rate_bps if lf.samples else lf.line_rate_bps
                 pend.at[fid] = (fz.una0[f] + fz.inflight0[f] + max(0, advance.get(f, 0)), rate)
             wh._wake(g, t)
 

@@ -61,19 +61,20 @@ class FlowState:
 
     def rate(self) -> int:
         """Congestion-control rate at the last sample (the line rate before the first)."""
-        return self.samples[-1].rate_bps if self.samples else self.line_rate_bps
+        return self.samples[-1].cc_rate_bps if self.samples else self.line_rate_bps
 
     def pacing_rate(self) -> int:
         """The QP's pacing rate at the last sample (the line rate before the first); under HPCC
         with ``GLOBAL_T`` not the window over the base RTT."""
-        return self.samples[-1].pacing_rate_bps if self.samples else self.line_rate_bps
+        return self.samples[-1].rate_bps if self.samples else self.line_rate_bps
 
 
 class Group:
     """A conflict group: its flows (ids) and ports, and its acceleration state."""
 
     __slots__ = ("gid", "cell", "flows", "ports", "formed_ps", "newest_start_ps", "max_start_ps", "frozen",
-                 "memo_checked", "memo_key", "memo_base", "refill", "next_check_ps", "backoff_periods", "unsettled")
+                 "memo_checked", "memo_key", "memo_base", "refill", "next_check_ps", "backoff_periods", "unsettled",
+                 "probe")
 
     def __init__(self, gid, flows, ports, formed_ps, newest_start_ps, cell=None):
         self.gid = gid
@@ -91,6 +92,7 @@ class Group:
         self.next_check_ps = 0  # neither sampled nor checked before this (config.BACKOFF_AFTER_SAMPLES)
         self.backoff_periods = 0  # sampling periods between its checks once backed off (0: every period)
         self.unsettled = 0  # checks failed since it could last settle (sampling.back_off)
+        self.probe = [-1, -1]  # the flows that failed its last steadiness and early tests (tried first)
 
 
 def components(fids, flows: dict) -> list:

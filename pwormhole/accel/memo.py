@@ -39,6 +39,8 @@ import re
 import stat
 from typing import NamedTuple, TypeGuard
 
+import numpy as np
+
 from ..config import CC_HPCC
 from ..net.switch import SwitchPort
 from ..outfiles import atomic
@@ -51,7 +53,7 @@ from .config import (
     SETTLE_RTTS,
 )
 
-FORMAT = "pwormhole-memo-11"  # bumped whenever what a recording means changes (history: git log)
+FORMAT = "pwormhole-memo-12"  # bumped whenever what a recording means changes (history: git log)
 FILE_HEAD = b'{"format": "pwormhole-memo-'  # how every cache file MemoCache.save writes begins, of any FORMAT
 CC_FIELDS = ("cc_mode", "packet_payload_bytes", "alpha_resume_interval_ps", "rate_decrease_interval_ps",
              "rp_timer_ps", "ewma_gain", "fast_recovery_times", "rate_ai_bps", "rate_hai_bps", "min_rate_bps",
@@ -109,13 +111,13 @@ def group_key(wh, g):
     return wl_hash(graph), graph, order
 
 
-def group_parts(g, flows: dict, new: set, *, hpcc: bool):
+def group_parts(g, flows: dict, new: set, *, hpcc: bool, port_labels: dict | None = None):
     """``(order, labels, edges)`` of conflict group ``g`` (``flows``: flow id -> FlowState;
     ``new``: its flows that are new in it; ``hpcc``: the others' rates to :data:`OLD_RATE_STEPS`
-    per octave): ``order`` lists its flow
-    ids in the index order of the flow vertices (``0..F-1``; ports ``F..``), ``labels`` the
-    vertex labels by vertex, ``edges`` ``{(flow vertex, port vertex): role}`` (a flow's data
-    hop ``d<i>``, else ``a`` where only its ACKs cross the port)."""
+    per octave; ``port_labels``: a cache of :func:`port_label` by port, kept by the caller): ``order``
+    lists its flow ids in the index order of the flow vertices (``0..F-1``; ports ``F..``),
+    ``labels`` the vertex labels by vertex, ``edges`` ``{(flow vertex, port vertex): role}`` (a
+    flow's data hop ``d<i>``, else ``a`` where only its ACKs cross the port)."""
     order = sorted(g.flows)
     nf = len(order)
     labels = []
@@ -124,22 +126,40 @@ def group_parts(g, flows: dict, new: set, *, hpcc: bool):
         fs = flows[fid]  # its window bounds its transient and its FIFO share; its priority, its queue
         q = _q_rate(fs.rate(), OLD_RATE_STEPS if hpcc and age == "o" else 4)
         labels.append(f"f{q}{age}/w{fs.win_bytes}/g{fs.pg}")
+    if port_labels is None:
+        port_labels = {}
+    known = []
+    for p in g.ports:
+        pl = port_labels.get(p)
+        if pl is None:
+            pl = port_labels[p] = port_label(p)
+        known.append(pl)
+    known.sort()
     pid: dict = {}
-    for p in sorted(g.ports, key=lambda p: (p.node.node_id, p.idx)):
-        label = f"p{p.rate_bps}/{p.delay_ps}"
-        if isinstance(p, SwitchPort):
-            sw = p.node
-            label += f"/s{p.kmin_bytes}/{p.kmax_bytes}/{p.pmax}/{p.headroom_bytes}/{p.pfc_shift}/{sw.buffer_bytes}"
+    for _node_id, _idx, label, p in known:
         pid[p] = nf + len(pid)
         labels.append(label)
     edges: dict = {}
     for i, fid in enumerate(order):
         fs = flows[fid]
         for hop, p in enumerate(fs.data_ports):
-            edges[(i, pid[p])] = f"d{hop}"
+            edges[(i, pid[p])] = _HOP_ROLES[hop] if hop < len(_HOP_ROLES) else f"d{hop}"
         for p in fs.ack_ports:
             edges.setdefault((i, pid[p]), "a")
     return order, labels, edges
+
+
+_HOP_ROLES = tuple(f"d{hop}" for hop in range(16))  # the roles of a flow's first data hops
+
+
+def port_label(p) -> tuple:
+    """``(node id, port index, vertex label, port)`` of a port in a group graph: its rate and
+    delay, and a switch port's ECN marking, PFC and buffer settings."""
+    label = f"p{p.rate_bps}/{p.delay_ps}"
+    if isinstance(p, SwitchPort):
+        sw = p.node
+        label += f"/s{p.kmin_bytes}/{p.kmax_bytes}/{p.pmax}/{p.headroom_bytes}/{p.pfc_shift}/{sw.buffer_bytes}"
+    return p.node.node_id, p.idx, label, p
 
 
 def parts_graph(labels, edges) -> GroupGraph:
@@ -154,45 +174,51 @@ def group_graph(wh, g):
 
 
 WL_ROUNDS = 3  # rounds of colour refinement in a key
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # the 64-bit golden-ratio constant (Knuth, TAOCP vol. 3, 6.4)
+_MIX = tuple(np.uint64(k) for k in (30, 0xBF58476D1CE4E5B9, 27, 0x94D049BB133111EB, 31))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer (Steele, Lea and Flood, OOPSLA 2014) on a uint64 array (wrapping)."""
+    s1, m1, s2, m2, s3 = _MIX
+    x = (x ^ (x >> s1)) * m1
+    x = (x ^ (x >> s2)) * m2
+    return x ^ (x >> s3)
 
 
 def wl_hash(graph: GroupGraph) -> str:
     """The entry key of a group graph: Weisfeiler-Lehman colour refinement (Shervashidze et al.,
-    JMLR 2011) from the vertex labels, :data:`WL_ROUNDS` rounds. Colours are numbers: a vertex's
-    signature in a round is its colour and its neighbours' ``(role, colour)`` sorted, and the
-    round's distinct signatures, sorted, number the next colours, so that they are the same in any
-    numbering of the graph; the key is the digest of the roles and labels, sorted, and of every
-    round's sorted signatures with their counts. Isomorphic graphs get the same key, in any numbering
-    and any process."""
-    labels = graph.labels
-    n = len(labels)
-    roles = sorted({role for _, _, role in graph.edges})
-    role_base = {role: (i + 1) * n for i, role in enumerate(roles)}  # (role, colour) as one number
-    nbrs: list[list[tuple[int, int]]] = [[] for _ in labels]
-    for u, v, role in graph.edges:
-        base = role_base[role]
-        nbrs[u].append((base, v))
-        nbrs[v].append((base, u))
+    JMLR 2011) from the vertex labels, :data:`WL_ROUNDS` rounds, with hashed colours: a vertex's
+    next colour mixes its colour with the sum of its neighbours' mixed ``(role, colour)`` (a sum:
+    the same in any order; arithmetic wraps at 2^64). The key is the digest of the roles and
+    labels, sorted, and of every round's colours, sorted. Isomorphic graphs get the same key, in
+    any numbering and any process (a key shared by graphs that are not costs a match:
+    :meth:`MemoCache.find` compares the graphs). A few array operations a round, not a Python
+    step a vertex."""
+    labels, edges = graph.labels, graph.edges
+    roles = sorted({role for _, _, role in edges})
+    role_no = {role: i + 1 for i, role in enumerate(roles)}
     distinct = sorted(set(labels))
-    number: dict = {label: i for i, label in enumerate(distinct)}
-    colours = [number[label] for label in labels]
-    rounds = [repr(roles), repr(distinct)]
+    number = {label: i for i, label in enumerate(distinct)}
+    colours = np.array([number[label] for label in labels], dtype=np.uint64)
+    us, vs, rs = zip(*edges) if edges else ((), (), ())
+    ends = np.array((us + vs, vs + us), dtype=np.int64)  # both ways: (owner, neighbour)
+    order = np.argsort(ends[0], kind="stable")
+    owner, nbr = ends[0][order], ends[1][order]
+    role = np.array([role_no[r] for r in rs] * 2, dtype=np.uint64)[order]
+    starts = np.searchsorted(owner, np.arange(len(labels)))
+    runs = len(owner) > 0 and bool(np.all(np.diff(np.append(starts, len(owner))) > 0))  # (reduceat's case)
+    digest = hashlib.blake2b(repr((roles, distinct)).encode(), digest_size=16)
     for _ in range(WL_ROUNDS):
-        counts: dict = {}
-        sigs = []
-        for c, vs in zip(colours, nbrs):
-            sig = (c, *sorted([base + colours[u] for base, u in vs]))
-            sigs.append(sig)
-            counts[sig] = counts.get(sig, 0) + 1
-        ranked = sorted(counts.items())
-        number = {sig: i for i, (sig, _) in enumerate(ranked)}
-        colours = [number[sig] for sig in sigs]
-        rounds.append(repr(ranked))
-    return _digest("\n".join(rounds))
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        terms = _mix(colours[nbr] * _GOLDEN + role)
+        if runs:
+            sums = np.add.reduceat(terms, starts)
+        else:  # a vertex without edges
+            sums = np.zeros(len(labels), dtype=np.uint64)
+            np.add.at(sums, owner, terms)
+        colours = _mix(colours * _GOLDEN ^ sums)
+        digest.update(np.sort(colours).tobytes())
+    return digest.hexdigest()
 
 
 def flow_match(graph: GroupGraph, other: GroupGraph):

@@ -67,7 +67,7 @@ def due(g, t: int, flows: dict, hpcc: bool, rerouted: set, window_ps: int):
             sampled = False
             continue
         s = q[-1]
-        if not hpcc and (s.rate_bps < fs.line_rate_bps or s.rp_due_ps >= 0):
+        if not hpcc and (s.cc_rate_bps < fs.line_rate_bps or s.rate_change_ps >= 0):
             return False
         if s.t_ps != t:
             sampled = False
@@ -176,14 +176,14 @@ def lead_position(lead, lf, t: int, since_ps: int):
     f = lf.fid
     if fz is not None and fz.memo is None:
         b = min(int(fz.goodput[f] * (t - fz.t0)) // lf.mtu * lf.mtu, room(lf, fz.una0[f], fz.inflight0[f]))
-        return fz.una0[f] + fz.inflight0[f] + b, s.pacing_rate_bps
+        return fz.una0[f] + fz.inflight0[f] + b, s.rate_bps
     sent = s.sent_bytes
     if t > s.t_ps:
         p = q[-2] if len(q) > 1 and q[-2].t_ps >= since_ps else None
         rate = ((s.sent_bytes - p.sent_bytes) / (s.t_ps - p.t_ps) if p is not None
-                else min(s.pacing_rate_bps, lf.line_rate_bps) / BPS_PER_BYTE_PS)
+                else min(s.rate_bps, lf.line_rate_bps) / BPS_PER_BYTE_PS)
         sent += int(rate * (t - s.t_ps))
-    return sent, s.pacing_rate_bps
+    return sent, s.rate_bps
 
 
 def progress(g, fz, t: int, flows: dict, net, local, hpcc: bool) -> dict:

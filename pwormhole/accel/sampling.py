@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from itertools import chain
-from typing import NamedTuple
 
+from ..net.host import QPSnapshot
 from .config import (
     BACKOFF_AFTER_SAMPLES,
     BACKOFF_EVERY,
@@ -14,40 +14,31 @@ from .config import (
     BACKOFF_UNSETTLED_CHECKS,
 )
 
-
-class Sample(NamedTuple):
-    """One sample of a flow (a tuple: exchanged between ranks and kept by the thousand): the fields
-    of ``net.host.QPSnapshot`` in their order, read at a boundary."""
-
-    t_ps: int  # the boundary it was taken at
-    rate_bps: int  # CC rate: DCQCN's rate; HPCC's window over its base RTT (its pacing rate without a window)
-    una_bytes: int  # bytes acknowledged
-    una_ps: int  # when the last ACK advanced una_bytes
-    sent_bytes: int  # highest byte sent (after a go-back-N, packets up to it are still in the network)
-    rp_due_ps: int  # when a pending DCQCN rate-increase timer will change the rate (-1: none)
-    cnps: int  # CNPs received so far
-    pacing_rate_bps: int  # the QP's pacing rate
+Sample = QPSnapshot
+"""One sample of a flow: its sender's :class:`~pwormhole.net.host.QPSnapshot` at a boundary (exchanged
+between ranks as its eight integers, kept by the thousand)."""
 
 
 def sample_of(values) -> Sample:
     """A :class:`Sample` of its fields' integers, in their order (a list or tuple)."""
-    return tuple.__new__(Sample, values)
+    return QPSnapshot(*values)
 
 
 def take_samples(t: int, due_flows, flows: dict, net, local) -> list:
-    """Sorted ``(flow id, Sample)`` at ``t`` of the flows in ``due_flows`` (iterables of flow
-    ids) whose sender node is in ``local``; ``flows``: flow id -> FlowState."""
+    """``(flow id, Sample)`` at ``t`` of the flows in ``due_flows`` (iterables of flow ids) whose
+    sender node is in ``local``, in no order (each goes to its own flow's history: :func:`store_samples`);
+    ``flows``: flow id -> FlowState."""
     samples = []
-    make = tuple.__new__  # Sample's own constructor is Python code
     nodes = net.nodes  # (net.sender_qp, inlined)
     for fid in chain.from_iterable(due_flows):
-        src = flows[fid].src
+        fs = flows[fid]
+        src = fs.src
         if src not in local:
             continue
-        qp = nodes[src].sqp.get(fid)
+        host = nodes[src]
+        qp = host.sqp.get(fid)
         if qp is not None:
-            samples.append((fid, make(Sample, qp.snapshot(t))))
-    samples.sort()
+            samples.append((fid, qp.snapshot(t)))
     return samples
 
 
@@ -72,8 +63,6 @@ def merge_reports(reports):
             receipts.extend(rep[2][1])
     if len(started) > 1:
         started.sort()
-    if len(sampled) > 1:
-        sampled.sort()
     if rings:
         return started, (sampled if any_samples else None), (sorted(carried), sorted(receipts))
     return started, (sampled if any_samples else None)
@@ -82,9 +71,8 @@ def merge_reports(reports):
 def store_samples(samples, flows: dict, groups: dict, keep: int, keep_backed_off: int) -> None:
     """Append each ``(flow id, Sample)`` to its flow's history unless the flow left the table or
     its group is frozen; a flow keeps ``keep`` samples, ``keep_backed_off`` in a backed-off group."""
-    flows_get = flows.get
     for fid, sample in samples:
-        fs = flows_get(fid)
+        fs = flows.get(fid)
         if fs is None:
             continue
         g = groups[fs.group_cell[0]]

@@ -61,7 +61,7 @@ def goodput(fs, since: int, newest_start_ps: int, samples: int, theta: float, mi
     last = list(islice(reversed(q), need))  # newest first
     if last[-1].t_ps < since or last[-1].una_bytes <= 0:
         return None
-    rates = [x.rate_bps for x in last]
+    rates = [x.cc_rate_bps for x in last]
     mean = sum(rates) / need
     if mean <= 0 or (max(rates) - min(rates)) / mean >= theta:
         return None
@@ -314,12 +314,15 @@ def lift_at(top: float, facts: NetFacts) -> float:
     return top / (top - ai) if top * (1 - u) > ai else 1 / u
 
 
-def per_flow(flows: list, rate_of, *args):
-    """``{flow id: rate_of(flow, *args)}`` for each of ``flows``, or None as soon as one is None."""
+def per_flow(flows: list, rate_of, *args, failed: list | None = None, slot: int = 0):
+    """``{flow id: rate_of(flow, *args)}`` for each of ``flows``, or None as soon as one is None
+    (its id then goes to ``failed[slot]``, where given)."""
     out = {}
     for fs in flows:
         r = rate_of(fs, *args)
         if r is None:
+            if failed is not None:
+                failed[slot] = fs.fid
             return None
         out[fs.fid] = r
     return out

@@ -128,6 +128,7 @@ class Wormhole:
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
                               ncfg.rate_bound, ncfg.ack_high_prio, ncfg.u_target, ncfg.rate_ai_bps)
         self.hpcc_models: dict = {}  # HPCC fluid steady states by flow layout (steady.hpcc_model)
+        self.port_labels: dict = {}  # port -> memo.port_label (a group graph's port vertices)
 
     # -- boundary ------------------------------------------------------------------
     def local_report(self, t: int):
@@ -320,9 +321,11 @@ class Wormhole:
                     if min(gps.values()) > 0:
                         self._try_freeze(g, t, gps)
                 continue
+            if self._probe_fails(g):
+                continue  # (the answer of the tests below, at the cost of one flow's)
             flows = [self.flows[f] for f in sorted(g.flows)]
             gps = per_flow(flows, goodput, g.formed_ps, g.newest_start_ps, self.samples, self.theta,
-                           self.min_span_packets)
+                           self.min_span_packets, failed=g.probe, slot=0)
             if gps is None and self.early_on:
                 gps = self._early_goodputs(flows, g, t)
             if gps is None:
@@ -339,12 +342,28 @@ class Wormhole:
                 self._try_freeze(g, t, gps)
             self.follow.froze(self, g, t)  # a leader's followers mirror it
 
+    def _probe_fails(self, g: Group) -> bool:
+        """Whether the flows that failed ``g``'s last tests fail them again: its steady goodput
+        (:func:`.steady.goodput`) and, under HPCC's early freezing, its recent goodput (both are
+        functions of the flow's samples alone, so the whole group's tests would fail too)."""
+        fid = g.probe[0]
+        if fid < 0 or fid not in g.flows:
+            return False
+        fs = self.flows[fid]
+        if goodput(fs, g.formed_ps, g.newest_start_ps, self.samples, self.theta, self.min_span_packets) is not None:
+            return False
+        if not self.early_on:
+            return True
+        fid = g.probe[1]
+        return fid >= 0 and fid in g.flows and recent_goodput(
+            self.flows[fid], g.formed_ps, g.newest_start_ps, self.samples, HPCC_EARLY_MIN_PACKETS) is None
+
     def _early_goodputs(self, flows: list, g: Group, t: int):
         """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not
         yet steady, or None. Not for a group that a known flow start would wake first (HPCC's
         join depends on the state it meets, here an unsettled one)."""
         measured = per_flow(flows, recent_goodput, g.formed_ps, g.newest_start_ps, self.samples,
-                            HPCC_EARLY_MIN_PACKETS)
+                            HPCC_EARLY_MIN_PACKETS, failed=g.probe, slot=1)
         if measured is None:
             return None
         model = hpcc_early(flows, measured, self.facts, HPCC_EARLY_TOLERANCE, HPCC_EARLY_WINDOW_SPREAD,
@@ -366,7 +385,7 @@ class Wormhole:
         for fid in g.flows:
             fs = self.flows[fid]
             done = ff.wake_by(fs, t, fs.una(), gps[fid], self.cfg.margin_rtts)
-            rp_due = fs.samples[-1].rp_due_ps
+            rp_due = fs.samples[-1].rate_change_ps
             if 0 <= rp_due < done:  # the DCQCN rate changes then: the steady state ends there
                 done = rp_due
             done_ps.append(done)
@@ -491,7 +510,8 @@ class Wormhole:
                 for f in g.flows:
                     self.flows[f].ring = True
             return  # a ring's next step: its last steady state again, from this boundary
-        parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc)
+        parts = group_parts(g, self.flows, {f for f in g.flows if self.is_new(f, g)}, hpcc=self.hpcc,
+                            port_labels=self.port_labels)
         hit = replay.lookup(self.memo, g, t, self.flows, self.window_ps, self.cfg.margin_rtts, parts)
         if hit is None:
             self.memo_misses += not self.follow.follow(self, g, t)

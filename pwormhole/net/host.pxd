@@ -17,6 +17,12 @@ cdef class Host
 cdef class SendQP
 
 
+cdef class QPSnapshot:
+    cdef readonly long long t_ps, cc_rate_bps, una_bytes, una_ps, sent_bytes, rate_change_ps, cnps, rate_bps
+
+    cpdef tuple fields(self)
+
+
 cdef class HostPort(Port):
     cdef public Fifo ctrl
     cdef public list qps
@@ -50,7 +56,8 @@ cdef class SendQP:
     @cython.locals(seq=cython.longlong, pay=cython.longlong, wire=cython.longlong, nxt=cython.longlong,
                    rate=cython.longlong, host=Host)
     cpdef Packet next_packet(self, long long t)
-    cpdef tuple snapshot(self, long long t)
+    @cython.locals(s=QPSnapshot)
+    cpdef QPSnapshot snapshot(self, long long t)
 
 
 cdef class Host(Node):

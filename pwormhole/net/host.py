@@ -13,7 +13,7 @@ module (``host.pxd``) so that the per-packet calls between them stay C calls.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..engine.events import EventQueue
 from . import cc
@@ -128,18 +128,34 @@ def drop_host_port(node) -> HostPort:
     return port
 
 
-class QPSnapshot(NamedTuple):
-    """A sender's state at a moment, as a flow-level observer reads it: the fields, in their order,
-    of the plain tuple :meth:`SendQP.snapshot` returns."""
+class QPSnapshot:
+    """A sender's state at a moment, as a flow-level observer reads it (:meth:`SendQP.snapshot`):
+    eight integers in a small object (compiled: a C struct; a sampler takes one per QP of the groups
+    it samples at each boundary, and keeps thousands)."""
 
-    t_ps: int  # the moment it was read
-    cc_rate_bps: int  # DCQCN: its rate; HPCC: its window over its base RTT (its rate without a window)
-    una_bytes: int  # bytes acknowledged
-    una_ps: int  # when the last ACK advanced una_bytes
-    sent_bytes: int  # highest byte sent (after a go-back-N, packets up to it are still in the network)
-    rate_change_ps: int  # DCQCN: when its rate next changes without a new CNP (-1: none; HPCC: -1)
-    cnps: int  # CNPs received so far
-    rate_bps: int  # its pacing rate
+    __slots__ = ("t_ps", "cc_rate_bps", "una_bytes", "una_ps", "sent_bytes", "rate_change_ps", "cnps", "rate_bps")
+
+    def __init__(self, t_ps: int, cc_rate_bps: int, una_bytes: int, una_ps: int, sent_bytes: int,
+                 rate_change_ps: int, cnps: int, rate_bps: int):
+        self.t_ps = t_ps  # the moment it was read
+        self.cc_rate_bps = cc_rate_bps  # DCQCN: its rate; HPCC: its window over its base RTT (without one: its rate)
+        self.una_bytes = una_bytes  # bytes acknowledged
+        self.una_ps = una_ps  # when the last ACK advanced una_bytes
+        self.sent_bytes = sent_bytes  # highest byte sent (after a go-back-N, packets up to it are still in flight)
+        self.rate_change_ps = rate_change_ps  # DCQCN: when its rate next changes without a CNP (-1: none; HPCC: -1)
+        self.cnps = cnps  # CNPs received so far
+        self.rate_bps = rate_bps  # its pacing rate
+
+    def fields(self) -> tuple:
+        """The eight integers, in the order of :meth:`__init__`'s arguments."""
+        return (self.t_ps, self.cc_rate_bps, self.una_bytes, self.una_ps, self.sent_bytes, self.rate_change_ps,
+                self.cnps, self.rate_bps)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, QPSnapshot) and self.fields() == other.fields()
+
+    def __repr__(self) -> str:
+        return f"QPSnapshot({', '.join(map(str, self.fields()))})"
 
 
 class SendQP:
@@ -234,10 +250,8 @@ class SendQP:
         self.win_bytes = self.bdp_bytes if self.host.cfg.has_win and not port.cc_off else 0
         self.cur_win = max(self.win_bytes, self.min_win_bytes) if self.win_bytes else (1 << 62)
 
-    def snapshot(self, t: int) -> tuple:
-        """Its state at ``t``: the fields of :class:`QPSnapshot` in their order, as a plain tuple (a
-        sampler reads every QP of the groups it samples at each boundary, and a named tuple's
-        constructor is Python code)."""
+    def snapshot(self, t: int) -> QPSnapshot:
+        """Its state at ``t``."""
         due = -1
         if self.hpcc and self.win_bytes:
             rate = self.cur_win * PS_BITS_INT // max(1, self.base_rtt_ps)  # windows can pass 2^63 / PS_BITS
@@ -247,8 +261,16 @@ class SendQP:
                 due = cc.dcqcn_rate_change_ps(self, t)
             elif (self.timely or self.dctcp) and self.rate_bps < self.max_rate_bps:
                 due = t  # below its line rate, it changes its rate every RTT
-        sent = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
-        return (t, rate, self.snd_una, self.una_ps, sent, due, self.cnps_rx, self.rate_bps)
+        s = QPSnapshot.__new__(QPSnapshot)  # (compiled: no argument tuple, no boxed integers)
+        s.t_ps = t
+        s.cc_rate_bps = rate
+        s.una_bytes = self.snd_una
+        s.una_ps = self.una_ps
+        s.sent_bytes = self.max_sent if self.max_sent > self.snd_nxt else self.snd_nxt
+        s.rate_change_ps = due
+        s.cnps = self.cnps_rx
+        s.rate_bps = self.rate_bps
+        return s
 
     def advance(self, b: int, t0_ps: int, d_ps: int, alpha_decay: float | None = None, hop_tx_bytes=None) -> None:
         """Fast-forward: ``b`` more bytes sent and acknowledged, and ``d_ps`` of time from

@@ -449,7 +449,7 @@ def _common_sections(mine: tuple) -> list:
         flags = REP_SENT | (REP_SAMPLES if rep[1] is not None else 0) | (REP_PAIRS if len(rep) > 2 else 0)
     head = np.array([local_min, local_hz, n_fin, n_ops, sig, 1 if flush_next else 0, flags], dtype=np.int64)
     started = _ints(rep[0]) if rep is not None and rep[0] else _NO_INTS
-    samples = _ints(chain.from_iterable((fid, *sample) for fid, sample in rep[1])) \
+    samples = _ints(chain.from_iterable((fid, *sample.fields()) for fid, sample in rep[1])) \
         if flags & REP_SAMPLES and rep[1] else _NO_INTS
     out = _sections(head, _ints(chain.from_iterable(tracked)) if tracked else _NO_INTS, started, samples)
     if flags & REP_PAIRS:

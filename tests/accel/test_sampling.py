@@ -40,7 +40,7 @@ def test_a_long_unsteady_group_of_many_flows_is_sampled_less_often():
                 f: list(fs.samples) for f, fs in mid.accel.flows.items()}
         (g,) = mid.accel.groups.values()
         assert g.formed_ps == (n - 2) * 3 * US + 4 * US and g.frozen is None
-        times = [s[0] for fid in g.flows for s in mid.accel.flows[fid].samples if s[0] >= g.formed_ps + 64 * US]
+        times = [s.t_ps for fid in g.flows for s in mid.accel.flows[fid].samples if s.t_ps >= g.formed_ps + 64 * US]
         assert len(times) == n * len(expect) and set(times) == {t * US for t in expect}, n
     ref, fast = both(star_topo(17), [(i, 16, 500_000, i * 3 * US) for i in range(16)], cfg=cfg)
     assert fast.finish_ps == ref.finish_ps and ref.counters()["cnps"] == 5557

@@ -194,6 +194,6 @@ def test_a_flow_getting_cnps_is_not_steady():
     qp = run.net.nodes[0].sqp[0]
     assert qp.rate_bps == qp.max_rate_bps and qp.rp_due_ps == -1
     w.next_sample_ps = 0
-    assert w.local_report(8 * US)[1][0][1][5] == -1
+    assert w.local_report(8 * US)[1][0][1].rate_change_ps == -1
     qp.decrease_cnp = True
-    assert w.local_report(8 * US)[1][0][1][5] == 8 * US
+    assert w.local_report(8 * US)[1][0][1].rate_change_ps == 8 * US
