@@ -37,6 +37,7 @@ import math
 import os
 import re
 import stat
+from operator import itemgetter
 from typing import NamedTuple, TypeGuard
 
 import numpy as np
@@ -134,7 +135,7 @@ def group_parts(g, flows: dict, new: set, *, hpcc: bool, port_labels: dict | Non
         if pl is None:
             pl = port_labels[p] = port_label(p)
         known.append(pl)
-    known.sort()
+    known.sort(key=_node_and_index)
     pid: dict = {}
     for _node_id, _idx, label, p in known:
         pid[p] = nf + len(pid)
@@ -150,6 +151,7 @@ def group_parts(g, flows: dict, new: set, *, hpcc: bool, port_labels: dict | Non
 
 
 _HOP_ROLES = tuple(f"d{hop}" for hop in range(16))  # the roles of a flow's first data hops
+_node_and_index = itemgetter(0, 1)  # a port_label's order: by node id, then port index
 
 
 def port_label(p) -> tuple:
@@ -217,7 +219,7 @@ def wl_hash(graph: GroupGraph) -> str:
             sums = np.zeros(len(labels), dtype=np.uint64)
             np.add.at(sums, owner, terms)
         colours = _mix(colours * _GOLDEN ^ sums)
-        digest.update(np.sort(colours).tobytes())
+        digest.update(np.sort(colours).astype("<u8", copy=False).tobytes())  # (little-endian on any host)
     return digest.hexdigest()
 
 
