@@ -226,12 +226,20 @@ def wl_hash(graph: GroupGraph) -> str:
 def flow_match(graph: GroupGraph, other: GroupGraph):
     """``{flow vertex of graph: flow vertex of other}`` of an isomorphism of two group graphs
     (labels and roles kept), or None: the identity where they are numbered alike (VF2 might map
-    alike flows onto each other instead: flows of the same labels and edges), else VF2's."""
+    alike flows onto each other instead: flows of the same labels and edges); where colour
+    refinement of the two graphs together gives every flow a colour of its own, the one flow
+    mapping there can be (:func:`_distinct_flows_match`); else VF2's."""
     if graph == other:
         return {v: v for v, label in enumerate(graph.labels) if label[0] == "f"}
     if sorted(graph.labels) != sorted(other.labels) or len(graph.edges) != len(other.edges):
         return None
-    # networkx takes ~70 ms to load: only for groups that meet an entry numbered otherwise
+    colours = _stable_colours(graph, other)
+    if colours is None:
+        return None  # (an isomorphism keeps colours)
+    match = _distinct_flows_match(graph, *colours)
+    if match is not None:
+        return match
+    # networkx takes ~70 ms to load: only for groups that meet an entry numbered otherwise, alike flows in both
     import networkx as nx
 
     gm = nx.isomorphism.GraphMatcher(_nx_graph(nx, graph), _nx_graph(nx, other),
@@ -241,6 +249,48 @@ def flow_match(graph: GroupGraph, other: GroupGraph):
         return None
     m = gm.mapping
     return {v: m[v] for v, label in enumerate(graph.labels) if label[0] == "f"}
+
+
+def _distinct_flows_match(graph: GroupGraph, mine: list, theirs: list):
+    """Where every flow vertex of ``graph`` has a stable colour of its own (``mine``, ``theirs``:
+    the two graphs' :func:`_stable_colours`), the mapping of each flow to the flow of its colour,
+    the only one an isomorphism can make; else None. The graphs are then isomorphic: edges join
+    flows to ports, so ports of a stable colour have the same flows, with the same roles, in both."""
+    flows = [v for v, label in enumerate(graph.labels) if label[0] == "f"]
+    if len({mine[v] for v in flows}) < len(flows):
+        return None
+    at = {c: w for w, c in enumerate(theirs)}
+    return {v: at[mine[v]] for v in flows}
+
+
+def _stable_colours(graph: GroupGraph, other: GroupGraph):
+    """Colour refinement of two graphs with the same labels, numbered together (a vertex's next
+    colour ranks its colour and its neighbours' ``(role, colour)``, sorted, among both graphs'),
+    until no class splits: ``(colours of graph, colours of other)`` by vertex, or None when the
+    two graphs' colours differ as multisets at some round (no isomorphism)."""
+    n = len(graph.labels)
+    nbrs = []
+    for g in (graph, other):
+        nb: list[list[tuple[str, int]]] = [[] for _ in range(n)]
+        for u, v, role in g.edges:
+            nb[u].append((role, v))
+            nb[v].append((role, u))
+        nbrs.append(nb)
+    number = {label: i for i, label in enumerate(sorted(set(graph.labels)))}
+    mine = [number[label] for label in graph.labels]
+    theirs = [number[label] for label in other.labels]
+    classes = len(number)
+    while True:
+        sig_mine = [(mine[v], tuple(sorted((role, mine[u]) for role, u in nbrs[0][v]))) for v in range(n)]
+        sig_theirs = [(theirs[v], tuple(sorted((role, theirs[u]) for role, u in nbrs[1][v]))) for v in range(n)]
+        if sorted(sig_mine) != sorted(sig_theirs):
+            return None
+        rank = {sig: i for i, sig in enumerate(sorted(set(sig_mine)))}
+        mine = [rank[sig] for sig in sig_mine]
+        theirs = [rank[sig] for sig in sig_theirs]
+        if len(rank) == classes:
+            return mine, theirs
+        classes = len(rank)
 
 
 def _nx_graph(nx, graph: GroupGraph):

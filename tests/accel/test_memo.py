@@ -103,9 +103,53 @@ def test_keys_of_a_large_group_follow_the_graph_not_its_numbering():
         assert wl_hash(parts_graph(*_renumbered(labels, edges, perm))) == key
 
 
+def _vf2_match(graph, other):
+    """flow_match as networkx's VF2 alone answers it."""
+    import networkx as nx
+
+    gm = nx.isomorphism.GraphMatcher(memo_mod._nx_graph(nx, graph), memo_mod._nx_graph(nx, other),
+                                     node_match=lambda a, b: a["label"] == b["label"],
+                                     edge_match=lambda a, b: a["role"] == b["role"])
+    if not gm.is_isomorphic():
+        return None
+    return {v: gm.mapping[v] for v, label in enumerate(graph.labels) if label[0] == "f"}
+
+
+def test_matches_read_off_the_colours_are_vf2s():
+    """Random small group graphs against a renumbering of themselves and against a graph with one
+    role changed: flow_match answers as VF2 does (where every flow gets a colour of its own, the
+    flows' mapping is the only one, found without networkx)."""
+    rng = random.Random(11)
+    shortcut = twins = 0
+    for _ in range(400):
+        nf, nport = rng.randint(1, 5), rng.randint(1, 6)
+        labels = [f"f{rng.randint(1, 2)}o/w0/g3" for _ in range(nf)] + [f"p{rng.randint(1, 2)}/1" for _ in range(nport)]
+        edges = {}
+        for f in range(nf):
+            for hop, p in enumerate(rng.sample(range(nf, nf + nport), rng.randint(1, nport))):
+                edges[(f, p)] = rng.choice((f"d{hop}", "a"))
+        g = parts_graph(labels, edges)
+        perm = list(range(nf)) + [nf + i for i in rng.sample(range(nport), nport)]
+        fperm = rng.sample(range(nf), nf)
+        perm[:nf] = fperm
+        h = parts_graph(*_renumbered(labels, edges, perm))
+        k = rng.choice(list(edges))
+        changed = parts_graph(labels, {**edges, k: "a" if edges[k] != "a" else "d9"})
+        for a, b in ((h, g), (g, h), (changed, g)):
+            assert flow_match(a, b) == _vf2_match(a, b)
+            colours = memo_mod._stable_colours(a, b)
+            if colours is not None and memo_mod._distinct_flows_match(a, *colours) is not None:
+                shortcut += 1
+                twins += len(set(colours[0])) < len(a.labels)  # (ports alike: not every vertex told apart)
+    assert shortcut > 300 and twins > 20
+
+
 def test_memo_lookups_load_no_networkx():
-    """networkx (VF2, ~70 ms to import) is loaded only to match graphs numbered otherwise: not by
-    importing the CLI, nor by lookups of groups numbered as their entry."""
+    """networkx (VF2, ~70 ms to import) is loaded only to match graphs numbered otherwise whose
+    flows are alike: not by importing the CLI, nor by lookups of groups numbered as their entry,
+    nor of groups numbered otherwise whose colour refinement tells every vertex apart."""
+    perm = [2, 0, 1, 4, 5, 3]
+    other = _renumbered(LABELS, EDGES, perm)
     script = ("import sys\n"
               "import pwormhole.commands.cli, pwormhole.simulate\n"
               "from pwormhole.accel.memo import MemoCache\n"
@@ -115,6 +159,8 @@ def test_memo_lookups_load_no_networkx():
               "cache.insert(key, graph, 1000, {i: {'bytes': 1} for i in range(3)})\n"
               "(entry, mapping), _, _ = cache.lookup(list(labels), dict(edges))\n"
               "assert hit is None and mapping == {0: 0, 1: 1, 2: 2}\n"
+              f"(entry, mapping), _, _ = cache.lookup(*{other!r})\n"
+              f"assert mapping == {({perm[v]: v for v in range(3)})!r}, mapping\n"
               "print('networkx' in sys.modules)\n")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
