@@ -10,9 +10,10 @@ group formed) or was already under way, its window
 and its priority, plus the
 congestion-control parameters of the run. Entries are grouped by the
 Weisfeiler-Lehman hash of that graph (:func:`wl_hash`) and confirmed by the
-graph itself when the two are numbered alike, else by an exact isomorphism
-test (networkx VF2 ``GraphMatcher``), which also maps the flows of a new
-group onto the recorded ones. This is richer than the paper's flow conflict
+graph itself when the two are numbered alike, else by colour refinement of
+the two graphs together where it tells every flow apart, else by an exact
+isomorphism test (networkx VF2 ``GraphMatcher``); each also maps the flows
+of a new group onto the recorded ones (:func:`flow_match`). This is richer than the paper's flow conflict
 graph, so that fabrics with different link rates never share an entry.
 
 An entry holds the convergence time (group formed -> steady), and per

@@ -115,10 +115,27 @@ def _vf2_match(graph, other):
     return {v: gm.mapping[v] for v, label in enumerate(graph.labels) if label[0] == "f"}
 
 
+def _edge_swap(edges: dict, rng) -> dict:
+    """The edges with two of one role swapped between their flows where that makes new edges:
+    (f1, p1), (f2, p2) -> (f1, p2), (f2, p1); degrees and role counts kept."""
+    out = dict(edges)
+    keys = sorted(out)
+    for _ in range(20):
+        (f1, p1), (f2, p2) = rng.sample(keys, 2) if len(keys) > 1 else (keys[0], keys[0])
+        if f1 != f2 and p1 != p2 and out[(f1, p1)] == out[(f2, p2)] and (f1, p2) not in out and (f2, p1) not in out:
+            role = out.pop((f1, p1))
+            del out[(f2, p2)]
+            out[(f1, p2)] = out[(f2, p1)] = role
+            return out
+    return out
+
+
 def test_matches_read_off_the_colours_are_vf2s():
-    """Random small group graphs against a renumbering of themselves and against a graph with one
-    role changed: flow_match answers as VF2 does (where every flow gets a colour of its own, the
-    flows' mapping is the only one, found without networkx)."""
+    """Random small group graphs against a renumbering of themselves, a graph with one role
+    changed and one with two edges swapped: flow_match answers as VF2 does (where every flow gets
+    a colour of its own, the flows' mapping is the only one, found without networkx). And a pair
+    colour refinement cannot tell apart (the incidence graphs of a 6-cycle and of two 3-cycles:
+    every vertex of degree 2): not isomorphic, as VF2 finds."""
     rng = random.Random(11)
     shortcut = twins = 0
     for _ in range(400):
@@ -135,19 +152,26 @@ def test_matches_read_off_the_colours_are_vf2s():
         h = parts_graph(*_renumbered(labels, edges, perm))
         k = rng.choice(list(edges))
         changed = parts_graph(labels, {**edges, k: "a" if edges[k] != "a" else "d9"})
-        for a, b in ((h, g), (g, h), (changed, g)):
+        swapped = parts_graph(labels, _edge_swap(edges, rng))  # the same degrees and roles
+        for a, b in ((h, g), (g, h), (changed, g), (swapped, g), (g, swapped)):
             assert flow_match(a, b) == _vf2_match(a, b)
             colours = memo_mod._stable_colours(a, b)
             if colours is not None and memo_mod._distinct_flows_match(a, *colours) is not None:
                 shortcut += 1
                 twins += len(set(colours[0])) < len(a.labels)  # (ports alike: not every vertex told apart)
     assert shortcut > 300 and twins > 20
+    ring = {(f, 6 + f): "d0" for f in range(6)} | {(f, 6 + (f + 1) % 6): "d0" for f in range(6)}
+    rings = {(f, 6 + f): "d0" for f in range(6)} | {(f, 6 + 3 * (f // 3) + (f + 1) % 3): "d0" for f in range(6)}
+    labels = ["f1o/w0/g3"] * 6 + ["p1/1"] * 6
+    one, two = parts_graph(labels, ring), parts_graph(labels, rings)
+    assert memo_mod._stable_colours(one, two) is not None
+    assert flow_match(one, two) is None and _vf2_match(one, two) is None
 
 
 def test_memo_lookups_load_no_networkx():
     """networkx (VF2, ~70 ms to import) is loaded only to match graphs numbered otherwise whose
     flows are alike: not by importing the CLI, nor by lookups of groups numbered as their entry,
-    nor of groups numbered otherwise whose colour refinement tells every vertex apart."""
+    nor of groups numbered otherwise whose colour refinement tells every flow apart."""
     perm = [2, 0, 1, 4, 5, 3]
     other = _renumbered(LABELS, EDGES, perm)
     script = ("import sys\n"
