@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import chain
 
-from ..net.host import QPSnapshot
+from ..net.snapshot import QPSnapshot
 from .config import (
     BACKOFF_AFTER_SAMPLES,
     BACKOFF_EVERY,
@@ -15,7 +15,7 @@ from .config import (
 )
 
 Sample = QPSnapshot
-"""One sample of a flow: its sender's :class:`~pwormhole.net.host.QPSnapshot` at a boundary (exchanged
+"""One sample of a flow: its sender's :class:`~pwormhole.net.snapshot.QPSnapshot` at a boundary (exchanged
 between ranks as its eight integers, kept by the thousand)."""
 
 

@@ -7,6 +7,7 @@ import cython
 from pwormhole.net cimport cc  # the CC's QP timers: C calls (cc.pxd cimports this module's classes)
 from pwormhole.net.device cimport Node, Port, ns3_tx_ps
 from pwormhole.net.packet cimport Fifo, Packet, new_packet
+from pwormhole.net.snapshot cimport QPSnapshot
 
 cdef long long PS_BITS
 cdef long long RX_EXPECTED, RX_MILESTONE, RX_NACK_TIMER_PS, RX_LAST_NACK, RX_SIZE
@@ -15,12 +16,6 @@ cdef int T_ACK, T_DATA, T_NACK, T_PFC
 
 cdef class Host
 cdef class SendQP
-
-
-cdef class QPSnapshot:
-    cdef readonly long long t_ps, cc_rate_bps, una_bytes, una_ps, sent_bytes, rate_change_ps, cnps, rate_bps
-
-    cpdef tuple fields(self)
 
 
 cdef class HostPort(Port):

@@ -21,7 +21,10 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 
 from ..errors import InputError
+from ..units import PS_PER_S
 from .model import Topology
+
+_BITS_PS = 8 * PS_PER_S  # bits per byte x ps per second: bytes x _BITS_PS // rate_bps is ps
 
 _NO_BW = 1 << 62
 
@@ -232,7 +235,7 @@ def path_facts(topo: Topology, adj, src: int, payload_bytes: int) -> dict[int, t
     links = topo.links
     switches = topo.switches
     nv = topo.nvswitches
-    bits = payload_bytes * 8 * 10**12
+    bits = payload_bytes * _BITS_PS
     out = {}
     while frontier:
         v = frontier.popleft()
@@ -285,7 +288,7 @@ def largest_rtt_bdp(topo: Topology, adj, payload_bytes: int) -> tuple[int, int]:
     attachment class (the same links to the same neighbours, in the same order: the first-found paths
     are then the same)."""
     links = topo.links
-    bits = payload_bytes * 8 * 10**12
+    bits = payload_bytes * _BITS_PS
     classes: dict[tuple, list[int]] = {}
     at_switch: dict[int, list[int]] = {}
     for h in topo.hosts:
@@ -302,7 +305,7 @@ def largest_rtt_bdp(topo: Topology, adj, payload_bytes: int) -> tuple[int, int]:
             if h != rep:
                 rtt = 2 * delay + tx
                 max_rtt = max(max_rtt, rtt)
-                max_bdp = max(max_bdp, rtt * bw // 8_000_000_000_000)
+                max_bdp = max(max_bdp, rtt * bw // _BITS_PS)
     for switch, members in at_switch.items():
         by_bw: dict[int, list[tuple[int, int]]] = {}  # bottleneck -> (2 x delay + tx, host), largest first
         for h, (delay, tx, bw) in path_facts(topo, adj, switch, payload_bytes).items():
@@ -317,10 +320,10 @@ def largest_rtt_bdp(topo: Topology, adj, payload_bytes: int) -> tuple[int, int]:
                 term = next((t for t, h in terms if h != src and h not in peers), None)
                 if term is not None:
                     max_rtt = max(max_rtt, base + term)
-                    max_bdp = max(max_bdp, (base + term) * min(ln.rate_bps, bw) // 8_000_000_000_000)
+                    max_bdp = max(max_bdp, (base + term) * min(ln.rate_bps, bw) // _BITS_PS)
             for delay, tx, bw in peers.values():
                 max_rtt = max(max_rtt, 2 * delay + tx)
-                max_bdp = max(max_bdp, (2 * delay + tx) * bw // 8_000_000_000_000)
+                max_bdp = max(max_bdp, (2 * delay + tx) * bw // _BITS_PS)
     return max_rtt, max_bdp
 
 
