@@ -6,6 +6,7 @@ Rows (``--rows``; all but ``perm1024-hpcc`` by default):
 * ``fbhdp50-dcqcn``: ``pwormhole gen-flows`` with HPCC's FbHdp size distribution, 50% load, 200 us
   of arrivals, seed 1, on the 320-host fat tree of ``tests/data/hpcc/mix/fat.txt``, DCQCN: thousands
   of short flows, so the conflict groups change at almost every boundary and few are ever steady;
+* ``fbhdp30-dcqcn``: the same at 30% load;
 * ``websearch30-dcqcn``, ``websearch70-dcqcn``: the same with the WebSearch distribution at 30% and
   70% load (fewer, longer flows);
 * ``s3-dcqcn``, ``s3-hpcc``: HPCC's S3 (100-flow incast, ``tests/data/hpcc/reference/s3_dcqcn``),
@@ -114,6 +115,7 @@ def perm1024(out: Path) -> list[str]:
 # name -> the run arguments (bar --mode and --out), given the bench's output folder
 ROWS: dict[str, Callable[[Path], list[str]]] = {
     "fbhdp50-dcqcn": lambda out: gen_flows(out, "FbHdp_distribution.txt", "0.5"),
+    "fbhdp30-dcqcn": lambda out: gen_flows(out, "FbHdp_distribution.txt", "0.3"),
     "websearch30-dcqcn": lambda out: gen_flows(out, "WebSearch_distribution.txt", "0.3"),
     "websearch70-dcqcn": lambda out: gen_flows(out, "WebSearch_distribution.txt", "0.7"),
     "s3-dcqcn": lambda out: ["--hpcc-config", str(S3 / "config.txt")],
@@ -142,6 +144,10 @@ PARTS = [
     ("freezes (_freeze)", "pwormhole.accel.wormhole", "Wormhole", "_freeze"),
     ("wakes (_wake)", "pwormhole.accel.wormhole", "Wormhole", "_wake"),
     ("_checks_due", "pwormhole.accel.wormhole", "Wormhole", "_checks_due"),
+    ("parts: find", "pwormhole.accel.parts", "Parts", "find"),
+    ("parts: check_loads", "pwormhole.accel.parts", "Parts", "check_loads"),
+    ("parts: changed", "pwormhole.accel.parts", "Parts", "changed"),
+    ("parts: wake", "pwormhole.accel.parts", "Parts", "wake"),
 ]
 PARTS_C = """#define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -25,7 +25,7 @@ COMPILED_MODULES = (
     "pwormhole.sync.codec", "pwormhole.accel.fluid", "pwormhole.net.dagrun", "pwormhole.accel.steady",
     "pwormhole.accel.sampling", "pwormhole.accel.groups", "pwormhole.accel.wormhole", "pwormhole.accel.replay",
     "pwormhole.accel.ringstep", "pwormhole.accel.fastforward", "pwormhole.accel.successor", "pwormhole.accel.memo",
-    "pwormhole.accel.follow", "pwormhole.accel.solvers", "pwormhole.net.snapshot",
+    "pwormhole.accel.follow", "pwormhole.accel.solvers", "pwormhole.net.snapshot", "pwormhole.accel.parts",
 )
 MANIFEST = "_compiled.json"  # beside this file: module name -> sha256 of the .py and .pxd it was compiled from
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -109,6 +109,7 @@ class RunOptions:
     no_memo: bool = False
     memo_cache: str | None = None
     no_successors: bool = False
+    no_parts: bool = False
     follow: bool = False
     no_ring_steps: bool = False
     theta: float | None = None
@@ -508,7 +509,7 @@ def _accel_config(opts, comm):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
         for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow",
-                     "no_successors", "no_ring_steps"):
+                     "no_successors", "no_ring_steps", "no_parts"):
             if getattr(opts, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -532,6 +533,7 @@ def _accel_config(opts, comm):
     cfg.memo = not opts.no_memo
     cfg.follow = opts.follow
     cfg.successors = not opts.no_successors
+    cfg.parts = not opts.no_parts
     cfg.ring_steps = not opts.no_ring_steps
     if opts.nvlink is not None:
         cfg.nvlink = opts.nvlink

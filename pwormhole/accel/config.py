@@ -40,6 +40,7 @@ class AccelConfig:
             breaks the lockstep of identical rails: measured in bench/RESULTS.md).
         ring_steps: under HPCC with successors, a lock-step ring's later steps on a route are carried
             without packets from the template of two agreeing packet steps (:mod:`.ringstep`).
+        parts: fast-forward the steady parts of groups not steady as a whole (:mod:`.parts`).
         nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
             :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
             else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
@@ -57,6 +58,7 @@ class AccelConfig:
     successors: bool = True
     follow: bool = False
     ring_steps: bool = True
+    parts: bool = True
     nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:
@@ -65,6 +67,20 @@ class AccelConfig:
         return replace(self, theta=self.theta or THETA[hpcc], samples=self.samples or SAMPLES[hpcc],
                        min_span_packets=self.min_span_packets or MIN_SPAN_PACKETS[hpcc])
 
+
+LOADED_SHARE = 0.8
+"""A port is loaded, and the flows whose data crosses it one steady part (:mod:`.parts`), when
+their pacing rates add up to this share of its rate; a part fast-forwarded wakes when the flows
+beside it bring one of its other ports there."""
+
+PARTS_EVERY = 8
+"""Groups not steady as a whole are searched for steady parts (:mod:`.parts`) at every this many
+sampling periods, all at the same boundaries (a search costs a goodput test per flow; a part then
+freezes up to this many periods late, against freezes hundreds of periods long)."""
+
+PART_DRAIN_RTTS = 4
+"""A part is fast-forwarded only for at least this many of its longest path RTT (its packets in
+flight drain first, :mod:`.parts`)."""
 
 MAX_MIN_ROUNDS = 50
 """Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` and of

@@ -69,14 +69,15 @@ def merge_reports(reports):
 
 
 def store_samples(samples, flows: dict, groups: dict, keep: int, keep_backed_off: int) -> None:
-    """Append each ``(flow id, Sample)`` to its flow's history unless the flow left the table or
-    its group is frozen; a flow keeps ``keep`` samples, ``keep_backed_off`` in a backed-off group."""
+    """Append each ``(flow id, Sample)`` to its flow's history unless the flow left the table, its
+    group is frozen or it woke since the sample was taken (a fast-forwarded part that woke at this
+    boundary); a flow keeps ``keep`` samples, ``keep_backed_off`` in a backed-off group."""
     for fid, sample in samples:
         fs = flows.get(fid)
         if fs is None:
             continue
         g = groups[fs.group_cell[0]]
-        if g.frozen is not None:
+        if g.frozen is not None or sample.t_ps <= fs.woke_ps:
             continue
         q = fs.samples
         q.append(sample)

@@ -113,6 +113,16 @@ def enforced_window(fs, rate_bps: int, facts: NetFacts) -> int:
     return win
 
 
+def window_bound(fs, samples: int, facts: NetFacts, every: bool) -> bool:
+    """Whether flow ``fs`` has its enforced window in flight, bytes left to send, at each of its
+    last ``samples`` samples (``every``), or at one of them."""
+    win = enforced_window(fs, fs.rate(), facts)
+    if not win or fs.samples[-1].sent_bytes >= fs.size:
+        return False
+    full = [x.sent_bytes - x.una_bytes >= win - 2 * fs.mtu for x in islice(reversed(fs.samples), samples)]
+    return all(full) if every else any(full)
+
+
 def port_loads(flows: list, goodput: dict, facts: NetFacts) -> tuple:
     """``(data, acks)``: bytes/ps into each port of the flows' data (wire bytes, at ``goodput``)
     and of their ACKs (one per ``ack_every_pkts`` packets)."""
@@ -200,12 +210,7 @@ def fifo_shares(flows: list, goodput: dict, samples: int, facts: NetFacts) -> No
     enforced window in flight at each of the last ``samples`` samples, bytes left to send. A port
     the shares would overload (read just under saturation) joins the model and it is solved again;
     the measured goodputs stand when that fails."""
-    bound = set()
-    for fs in flows:
-        win = enforced_window(fs, fs.rate(), facts)
-        if win and fs.samples[-1].sent_bytes < fs.size and all(
-                x.sent_bytes - x.una_bytes >= win - 2 * fs.mtu for x in islice(reversed(fs.samples), samples)):
-            bound.add(fs.fid)
+    bound = {fs.fid for fs in flows if window_bound(fs, samples, facts, True)}
     if not bound:
         return
     load, ack_load = port_loads(flows, goodput, facts)

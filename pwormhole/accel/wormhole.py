@@ -39,6 +39,7 @@ from .fastforward import Frozen
 from .follow import Followers
 from .groups import FlowState, FlowTable, Group, crowded_nic_flows
 from .memo import group_parts
+from .parts import Parts
 from .ringstep import RingSteps, call_on_event
 from .sampling import back_off, merge_reports, sample_of, store_samples, take_samples
 from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
@@ -100,6 +101,7 @@ class Wormhole:
         self.skipped_ps = self.skipped_flow_ps = self.skipped_bytes = self.memo_hits = self.memo_misses = 0
         self.follow = Followers(self.hpcc and cfg.follow and cfg.skip and self.memo is not None)  # groups alike
         self.successors = Successors(self.hpcc and cfg.successors and cfg.skip and self.memo is not None)
+        self.parts = Parts(cfg.skip and cfg.parts and self.cc_limits is None)  # steady parts of unsteady groups
         self.lp_work_s = 0.0
         self.crowded: set = set()  # HPCC: flows frozen in a group with HPCC_CROWDED_NIC flows on one NIC
         self.rerouted: set = set()  # flows under way at a link failure (never looked up in the memo cache)
@@ -186,12 +188,17 @@ class Wormhole:
                                     t + max(self.flows[f].path_rtt_ps for f in g.flows))
                     else:
                         self._skip_after_memo(g, t, fz, advance)
+        parts = self.parts
+        if parts.live and parts.next_wake_ps() <= t:
+            parts.due(self, t)
         if samples is None:
             return
         self.next_sample_ps = t + self.sample_ps
         if t < self.check_from_ps or not self._checks_due(t):
             return  # no group to sample, look up or check now (all backed off or frozen)
         store_samples(samples, self.flows, self.groups, self.keep_samples, max(self.samples, BACKOFF_KEEP_SAMPLES))
+        if parts.live:
+            parts.check_loads(self, t)
         if self.memo is not None:
             # looked up once every flow has a sample taken now: a recording starts, and a
             # replay jumps, from known state
@@ -199,6 +206,8 @@ class Wormhole:
                 g = self.groups[gid]
                 if g.memo_checked or g.frozen is not None or g.next_check_ps > t:  # (not sampled now)
                     continue
+                if parts.holds(g):
+                    continue  # (its state is partly fast-forwarded)
                 now = replay.due(g, t, self.flows, self.hpcc, self.rerouted, self.window_ps)
                 if now is False:
                     g.memo_checked = True
@@ -230,6 +239,10 @@ class Wormhole:
         if self.rings.carried:  # (a new flow is no ring member yet)
             behind = net.dag_rt.fifo_after[fid] if net.dag_rt is not None else -1
             self._handed_back(self.rings.crossed(fs.ports, t, self.heap_of, behind), t)
+        if self.parts.on:
+            for part in self.parts.crossing(fs):
+                self.parts.wake(self, part, t)
+            self.parts.changed(fs, t)
         merged = self.table.touching(fs.ports)
         for g in merged:
             if g.frozen is not None:
@@ -249,6 +262,8 @@ class Wormhole:
             finished.add(fid)
             if fid in flows:
                 fs = flows[fid]
+                if self.parts.on:
+                    self.parts.changed(fs, t)
                 self.successors.finished(fs, t_fin)
                 if rings and fs.ring:
                     self.rings.learned(fs, t_fin, t_start)
@@ -264,6 +279,7 @@ class Wormhole:
         """A link failure at boundary ``t``: every frozen group wakes, ``apply()`` fails the
         link, then each active flow follows its new route (flows left without a path leave the
         table) and the groups are rebuilt, with no samples from before ``t`` and no memo lookup."""
+        self.parts.wake_all(self, t)
         for gid in sorted(self.groups):
             g = self.groups[gid]
             if g.frozen is not None:
@@ -307,6 +323,7 @@ class Wormhole:
 
     # -- steadiness ----------------------------------------------------------------------
     def _decide(self, t: int) -> None:
+        self.parts.open_search(t, self.sample_ps)
         for gid in sorted(self.groups):
             g = self.groups[gid]
             if g.frozen is not None or g.next_check_ps > t:
@@ -321,7 +338,12 @@ class Wormhole:
                     if min(gps.values()) > 0:
                         self._try_freeze(g, t, gps)
                 continue
+            if self.parts.on and self.parts.holds(g):
+                if self.parts.search:
+                    self.parts.find(self, g, t)  # (partly fast-forwarded: never frozen whole)
+                continue
             if self._probe_fails(g):
+                self._unsteady(g, t)
                 continue  # (the answer of the tests below, at the cost of one flow's)
             flows = [self.flows[f] for f in sorted(g.flows)]
             gps = per_flow(flows, goodput, g.formed_ps, g.newest_start_ps, self.samples, self.theta,
@@ -329,18 +351,32 @@ class Wormhole:
             if gps is None and self.early_on:
                 gps = self._early_goodputs(flows, g, t)
             if gps is None:
+                self._unsteady(g, t)
                 continue
-            if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts, self.theta):
+            if self.steady_tests_fail(flows, gps):
                 continue
-            if self.hpcc and hpcc_unfair(flows, gps, self.facts):
-                continue
-            if not self.hpcc and self.net.cfg.has_win:
-                fifo_shares(flows, gps, self.samples, self.facts)
             if self.memo is not None and g.memo_base is not None:
                 replay.record(self.memo, g, t, gps, self.flows, self.hpcc)
             if self.cfg.skip:
                 self._try_freeze(g, t, gps)
             self.follow.froze(self, g, t)  # a leader's followers mirror it
+
+    def steady_tests_fail(self, flows: list, gps: dict) -> bool:
+        """The tests of flows (sorted by id) steady one by one at goodputs ``gps``, taken together:
+        True when a queue fills or HPCC is unfair (:mod:`.steady`). Under DCQCN with windows, replaces the
+        goodputs of window-bound flows by their FIFO shares (:func:`.steady.fifo_shares`)."""
+        if (not self.hpcc or not self.net.cfg.has_win) and fills_a_queue(flows, gps, self.facts, self.theta):
+            return True
+        if self.hpcc and hpcc_unfair(flows, gps, self.facts):
+            return True
+        if not self.hpcc and self.net.cfg.has_win:
+            fifo_shares(flows, gps, self.samples, self.facts)
+        return False
+
+    def _unsteady(self, g: Group, t: int) -> None:
+        """Group ``g`` is not steady as a whole at ``t``: its steady parts are fast-forwarded."""
+        if self.parts.search and len(g.flows) > 1:
+            self.parts.find(self, g, t)
 
     def _probe_fails(self, g: Group) -> bool:
         """Whether the flows that failed ``g``'s last tests fail them again: its steady goodput
@@ -535,7 +571,8 @@ class Wormhole:
     # -- end of run ----------------------------------------------------------------------
     def settle(self, t: int) -> None:
         """For a run that stops at boundary ``t`` with flows unfinished: wake every frozen
-        group and count the bytes of rate-level NVLink flows and carried ring steps sent by ``t``."""
+        group and part and count the bytes of rate-level NVLink flows and carried ring steps sent by ``t``."""
+        self.parts.wake_all(self, t)
         for gid in sorted(self.groups):
             g = self.groups[gid]
             if g.frozen is not None:
@@ -550,8 +587,8 @@ class Wormhole:
         return self.next_sample_ps if self.sample_ps > self.window_ps else max(self.next_sample_ps, self.check_from_ps)
 
     def next_wake_ps(self) -> int:
-        """Earliest planned wake of a frozen group (``INF_PS`` when none)."""
-        w = INF_PS
+        """Earliest planned wake of a frozen group or part (``INF_PS`` when none)."""
+        w = self.parts.next_wake_ps() if self.parts.live else INF_PS
         groups = self.groups
         for g in self.frozen:
             wake_ps = g.frozen.wake_ps
@@ -562,7 +599,8 @@ class Wormhole:
     def stats(self) -> dict:
         return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
                 "skipped_bytes": self.skipped_bytes, "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
-                "wakes_interrupted": self.wakes_interrupted, "hpcc_crowded_nic_flows": len(self.crowded),
+                "wakes_interrupted": self.wakes_interrupted, "part_skips": self.parts.skips,
+                "hpcc_crowded_nic_flows": len(self.crowded),
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_follows": self.follow.follows, "memo_follows_steady": self.follow.steady,
                 "memo_successors": self.successors.handed,

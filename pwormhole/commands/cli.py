@@ -305,6 +305,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-successors", action="store_true",
                    help="under HPCC, do not let a ring's next step take the finished step's place in its group's "
                         "last steady state (it is then looked up and detected like any new flow)")
+    w.add_argument("--no-parts", action="store_true",
+                   help="do not fast-forward the steady parts of a group that is not steady as a whole (its flows "
+                        "joined by loaded ports, while the rest of the group runs as packets)")
     w.add_argument("--no-ring-steps", action="store_true",
                    help="under HPCC, run every step of a lock-step ring (the distributed optimizer's reduce-scatter "
                         "and all-gather) as packets, instead of carrying its later steps from two agreeing packet "

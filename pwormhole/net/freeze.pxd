@@ -19,6 +19,15 @@ cdef class GroupEvents(EventFilter):
     cpdef bint owns(self, long long kind, target, arg)
 
 
+cdef class FlowTimers(EventFilter):
+    cdef public object flows
+
+    cpdef bint owns(self, long long kind, target, arg)
+
+
+cpdef list take_timers(heap, flows)
+
+
 @cython.locals(owner=GroupEvents, out=list, kind=cython.int, pkt=Packet, port=Port)
 cpdef list take_events(heap, ports, flows)
 

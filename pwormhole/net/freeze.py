@@ -1,6 +1,7 @@
 """What acceleration needs of a network's pending events to freeze and wake a conflict group:
 the events of a set of ports and flows taken out of a heap (:func:`take_events`), packets moved
-by a fast-forward (:func:`shift_packets`), a flow's path as its packets take it
+by a fast-forward (:func:`shift_packets`), the timers of flows whose packets drain
+(:func:`take_timers`), a flow's path as its packets take it
 (:func:`route_path`), and wires turned into events of their own (:func:`unwire`, also before a
 link failure edits a heap). Compiled with the engine; nothing here decides when to freeze.
 """
@@ -43,6 +44,24 @@ class GroupEvents(EventFilter):
         if kind == EV_TIMER:
             return arg[0].fid in self.flows
         return kind == EV_WIRE
+
+
+class FlowTimers(EventFilter):
+    """The pending QP timers (DCQCN's, the RTO) of a set of ``flows`` (flow ids)."""
+
+    __slots__ = ("flows",)
+
+    def __init__(self, flows) -> None:
+        self.flows = flows
+
+    def owns(self, kind: int, target, arg) -> bool:
+        return kind == EV_TIMER and arg[0].fid in self.flows
+
+
+def take_timers(heap, flows) -> list:
+    """Take out of ``heap`` (an EventQueue) the pending QP timers of ``flows`` (:class:`FlowTimers`)
+    and return them; their packets stay pending."""
+    return heap.take(FlowTimers(flows))
 
 
 def route_path(nodes, src: int, dst: int, h: int) -> list:

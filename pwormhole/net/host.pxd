@@ -41,7 +41,7 @@ cdef class SendQP:
     cdef public bint var_win, done, rate_bound, dcqcn, hpcc, timely, dctcp
     cdef public double alpha, u
     cdef public long long target_rate_bps, rp_stage, rp_gen, rp_due_ps, cnps_rx
-    cdef public bint alpha_cnp, decrease_cnp, first_cnp, rto_armed
+    cdef public bint alpha_cnp, decrease_cnp, first_cnp, rto_armed, withdrawn
     cdef public long long last_update_seq, cur_rate_bps, inc_stage, rto_una, una_ps
     cdef public list hops
     cdef public long long last_rtt_ps, ecn_cnt, batch_pkts, high_seq

@@ -107,6 +107,20 @@ class HostPort(Port):
     def queued(self):
         return iter(self.ctrl)
 
+    def withdraw(self, qp) -> None:
+        """Take ``qp`` out of the round robin until :meth:`readmit`: it sends nothing and its CC
+        ignores the ACKs of its packets in flight, which drain (a flow fast-forwarded while its
+        neighbours run; its timers are the caller's)."""
+        Host._detach(qp)
+        qp.withdrawn = True
+
+    def readmit(self, qp, t: int) -> None:
+        """Put ``qp`` back into the round robin (last) and send if free."""
+        qp.withdrawn = False
+        self.qps.append(qp)
+        if not self.busy:
+            self.kick(t)
+
     def skip_time(self, t0_ps: int, d_ps: int) -> None:
         if self.wake_ps >= t0_ps:
             self.wake_ps += d_ps
@@ -151,6 +165,8 @@ class SendQP:
         "rto_armed", "rto_una",
         # time (ps) snd_una last advanced (a flow's goodput is timed by these)
         "una_ps",
+        # out of its NIC's round robin (HostPort.withdraw)
+        "withdrawn",
     )
 
     def __init__(self, flow, host, port, line_rate_bps: int, win_bytes: int, base_rtt_ps: int, cfg, hdr_bytes: int):
@@ -207,6 +223,7 @@ class SendQP:
         self.high_seq = 0  # DCTCP: CWR ends when an ACK passes it
         self.rto_armed = False
         self.rto_una = -1
+        self.withdrawn = False
 
     def use_port(self, port) -> None:
         """Send by ``port`` from now on under the CC it runs, from its line rate, as a new QP would
@@ -636,7 +653,9 @@ class Host(Node):
         if pkt.kind == T_NACK:
             self.retx_bytes += qp.snd_nxt - qp.snd_una
             qp.snd_nxt = qp.snd_una
-        if qp.dcqcn:
+        if qp.withdrawn:
+            pass  # (its CC state is the one it left the round robin with: HostPort.withdraw)
+        elif qp.dcqcn:
             if pkt.ecn:
                 self.cnps_rx += 1
                 qp.cnps_rx += 1

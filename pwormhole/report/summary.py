@@ -110,7 +110,8 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
             "ring_steps_carried": stats["ring_steps_carried"],
             "ring_steps_handed_back": stats["ring_steps_handed_back"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
-            "wakes_interrupted": stats["wakes_interrupted"], "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
+            "wakes_interrupted": stats["wakes_interrupted"], "part_skips": stats["part_skips"],
+            "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
             "nvlink_model": nvlink_model,
             "nvlink_packets_reason": nvlink_packets_reason,
             "fluid_flows": fluid_flows,
@@ -120,7 +121,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
                       "min_span_packets": min_span_packets, "margin_rtts": accel.margin_rtts, "skip": accel.skip,
                       "memo": accel.memo, "follow": accel.follow and stats["follow_on"],
                       "successors": accel.successors and stats["successors_on"],
-                      "ring_steps": accel.ring_steps and stats["ring_steps_on"],
+                      "ring_steps": accel.ring_steps and stats["ring_steps_on"], "parts": accel.parts,
                       "nvlink": accel.nvlink}}
 
 
