@@ -1,14 +1,15 @@
 """Steady parts of a conflict group: flows fast-forwarded while their neighbours run as packets.
 
 A group that is not steady as a whole may hold parts that are. A port is *loaded* when the pacing
-rates of the flows whose data crosses it (and the goodputs of parts fast-forwarded there) add up
-to at least :data:`~.config.LOADED_SHARE` of its rate: the flows crossing it share it, and their
-rates move together; so do the flows whose ACKs queue there (a window-bound flow goes at its ACKs'
-pace). A part is a set of flows of one group joined by loaded ports and closed under them (every
-flow whose data or ACKs cross a part's loaded port is in the part), every flow steady by its own
-samples since the last flow start or finish on one of its ports loaded with that flow
-(:func:`.steady.goodput`; a port that stops being loaded when a flow leaves it changes the others'
-rates too).
+rates of the flows whose data crosses it, or their recent goodputs where higher (and the goodputs
+of parts fast-forwarded there), add up to at least :data:`~.config.LOADED_SHARE` of its rate: the
+flows crossing it share it, and their rates move together; so do the flows whose ACKs queue there
+(a window-bound flow goes at its ACKs' pace). A part is a set of flows of one group joined by
+loaded ports and closed under them (every flow whose data or ACKs cross a part's loaded port is
+in the part), every flow steady by its own samples since the last flow start or finish on one of
+its ports loaded with that flow (:func:`.steady.goodput`; a port that stops being loaded when a
+flow leaves it changes the others' rates too). Groups backed off (unsettled for long) are not
+searched, and the others only every :data:`~.config.PARTS_EVERY` sampling periods.
 
 Flows that go at their ACKs' pace (window-bound under their pacing rate) are left out: a drained
 pipe would refill a whole window at once, ahead of the ACK clock.
@@ -126,10 +127,10 @@ class Parts:
         for fid in fids:
             if fid in of:
                 continue
-            q = flows[fid].samples
-            if q:
-                r = q[-1].rate_bps
-                for p in flows[fid].data_ports:
+            fs = flows[fid]
+            if fs.samples:
+                r = self.rate_of(fs, w.samples)
+                for p in fs.data_ports:
                     load[p] = load.get(p, 0) + r
         for p in load:
             load[p] += part_load.get(p, 0)
@@ -143,8 +144,25 @@ class Parts:
         for fid in w.table.port_flows.get(p, ()):
             fs = flows[fid]
             if fid not in of and fs.samples and p in fs.data_ports:
-                load += fs.samples[-1].rate_bps
+                load += self.rate_of(fs, w.samples)
         return load
+
+    @staticmethod
+    def rate_of(fs, samples: int) -> float:
+        """What flow ``fs`` puts into its ports (bits per second on the wire): its pacing rate at
+        the last sample, or its goodput over the last ``samples`` samples where higher (a queue
+        draining at the port's rate after DCQCN cut the pacing rates under it)."""
+        q = fs.samples
+        last = q[-1]
+        rate = last.rate_bps
+        if len(q) > 1:
+            first = q[-min(len(q), samples + 1)]
+            dt = last.t_ps - first.t_ps
+            if dt > 0:
+                gp = (last.una_bytes - first.una_bytes) / dt * fs.wire_bytes / fs.mtu * BPS_PER_BYTE_PS
+                if gp > rate:
+                    return gp
+        return rate
 
     def find(self, w, g, t: int) -> None:
         """Freeze the steady parts of group ``g`` (not steady as a whole) at sampling boundary ``t``."""

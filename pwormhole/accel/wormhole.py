@@ -374,8 +374,10 @@ class Wormhole:
         return False
 
     def _unsteady(self, g: Group, t: int) -> None:
-        """Group ``g`` is not steady as a whole at ``t``: its steady parts are fast-forwarded."""
-        if self.parts.search and len(g.flows) > 1:
+        """Group ``g`` is not steady as a whole at ``t``: its steady parts are fast-forwarded (not in
+        a group backed off: unsettled for long, its flows' rates keep moving, and a search costs a
+        goodput test per flow)."""
+        if self.parts.search and len(g.flows) > 1 and not g.backoff_periods:
             self.parts.find(self, g, t)
 
     def _probe_fails(self, g: Group) -> bool:
