@@ -110,13 +110,14 @@ class Parts:
         return bool(of) and any(f in of for f in g.flows)
 
     def crossing(self, fs) -> list:
-        """The parts with a loaded port that flow ``fs`` (starting) crosses."""
+        """The parts with a loaded port that flow ``fs`` (starting) crosses, by their first flow (the
+        order they wake in, and their QPs rejoin their NICs' round robins in)."""
         out: list = []
         for p in fs.ports:
             part = self.on_port.get(p)
             if part is not None and part not in out:
                 out.append(part)
-        return out
+        return sorted(out, key=lambda part: part.flows[0])
 
     # -- finding and freezing ----------------------------------------------------------
     def port_loads(self, w, fids) -> dict:
