@@ -8,8 +8,9 @@ flows crossing it share it, and their rates move together; so do the flows whose
 loaded ports and closed under them (every flow whose data or ACKs cross a part's loaded port is
 in the part), every flow steady by its own samples since the last flow start or finish on one of
 its ports loaded with that flow (:func:`.steady.goodput`; a port that stops being loaded when a
-flow leaves it changes the others' rates too). Groups backed off (unsettled for long) are not
-searched, and the others only every :data:`~.config.PARTS_EVERY` sampling periods.
+flow leaves it changes the others' rates too). Groups are searched every
+:data:`~.config.PARTS_EVERY` sampling periods, but not those backed off (unsettled for long) unless
+they hold a part already.
 
 Flows that go at their ACKs' pace (window-bound under their pacing rate) are left out: a drained
 pipe would refill a whole window at once, ahead of the ACK clock.
@@ -25,7 +26,10 @@ drained pipe refilling at the same rate delivers what the full one would: the re
 the pipe's bytes until the first new packet arrives, then follows the same line.
 
 The part's load leaves the ports it shares with other flows (ports not loaded when it froze,
-whose other flows are limited elsewhere). A part wakes at its planned time (a flow's margin,
+whose other flows are limited elsewhere), and at its wake their byte counters (HPCC's INT) do not
+jump by its bytes. A part wakes no earlier than :data:`~.config.PART_DRAIN_RTTS` path RTTs after
+it froze (its packets in flight have drained; but at a link failure and at the run's end), at its
+planned time (a flow's margin,
 :func:`.fastforward.wake_by`, or a DCQCN rate change), before a known flow start on one of its
 loaded ports, when a flow starts crossing one of its loaded ports, and when the flows running
 beside it load one of its shared ports (at a sample: their pacing rates and the part's goodputs).
@@ -51,18 +55,20 @@ TIMER_KIND = 1
 
 class Part:
     """A fast-forwarded part: its flows (sorted ids), loaded ports, the other ports its flows cross
-    (data), its load on each port (bits per second), when it froze and wakes, the sampled goodputs
-    (bytes per ps), acknowledged bytes and bytes in flight at the freeze, and its timers by LP."""
+    (data and ACKs), its load on each port (bits per second), when it froze, may wake and wakes, the
+    sampled goodputs (bytes per ps), acknowledged bytes and bytes in flight at the freeze, and its
+    timers by LP."""
 
-    __slots__ = ("flows", "loaded", "shared", "load_bps", "t0", "wake_ps", "goodput", "una0", "inflight0",
-                 "timers")
+    __slots__ = ("flows", "loaded", "shared", "load_bps", "t0", "drained_ps", "wake_ps", "goodput", "una0",
+                 "inflight0", "timers")
 
-    def __init__(self, flows, loaded, shared, load_bps, t0, wake_ps, gps, una0, inflight0, timers):
+    def __init__(self, flows, loaded, shared, load_bps, t0, drained_ps, wake_ps, gps, una0, inflight0, timers):
         self.flows = flows
         self.loaded = loaded
         self.shared = shared
         self.load_bps = load_bps
         self.t0 = t0
+        self.drained_ps = drained_ps  # no wake before (its packets in flight drain), but at a failure or the end
         self.wake_ps = wake_ps
         self.goodput = gps
         self.una0 = una0
@@ -226,10 +232,10 @@ class Parts:
             done = min(done, end)
         win = w.window_ps
         wake = ff.cap_wake(w.starts_on, mine, t, done // win * win, win)
-        drain = PART_DRAIN_RTTS * max(fs.path_rtt_ps for fs in comp)
-        if wake - t < max(w.min_skip_ps, drain):
+        drained = -(-(t + PART_DRAIN_RTTS * max(fs.path_rtt_ps for fs in comp)) // win) * win
+        if wake - t < w.min_skip_ps or wake < drained:
             return
-        self._freeze(w, comp, mine, gps, t, wake)
+        self._freeze(w, comp, mine, gps, t, drained, wake)
 
     @staticmethod
     def acked_pace(w, fs, gp: float) -> bool:
@@ -238,7 +244,7 @@ class Parts:
         wire_bps = gp * fs.wire_bytes / fs.mtu * BPS_PER_BYTE_PS
         return wire_bps < (1 - w.theta) * fs.pacing_rate() and window_bound(fs, w.samples, w.facts, False)
 
-    def _freeze(self, w, comp: list, mine: set, gps: dict, t: int, wake_ps: int) -> None:
+    def _freeze(self, w, comp: list, mine: set, gps: dict, t: int, drained_ps: int, wake_ps: int) -> None:
         fids = [fs.fid for fs in comp]
         load: dict = {}
         shared: set = set()
@@ -257,7 +263,7 @@ class Parts:
                     qp.port.withdraw(qp)
         fidset = set(fids)
         timers = [(lp, take_timers(lp.heap, fidset)) for lp in w.lps]
-        part = Part(fids, mine, shared, load, t, wake_ps, gps, una0, inflight0, timers)
+        part = Part(fids, mine, shared, load, t, drained_ps, wake_ps, gps, una0, inflight0, timers)
         self.live.append(part)
         for p, b in load.items():
             self.part_load[p] = self.part_load.get(p, 0) + b
@@ -270,6 +276,14 @@ class Parts:
         self.skips += 1
 
     # -- waking ------------------------------------------------------------------------
+    def call(self, w, part: Part, t: int) -> None:
+        """Wake ``part`` at boundary ``t``, or once its packets in flight have drained if later (a
+        wake advances its senders and receivers alike: a byte still on its way would open a gap)."""
+        if t >= part.drained_ps:
+            self.wake(w, part, t)
+        elif part.drained_ps < part.wake_ps:
+            part.wake_ps = part.drained_ps
+
     def due(self, w, t: int) -> None:
         """Wake the parts whose wake is due at boundary ``t``."""
         for part in [p for p in self.live if p.wake_ps <= t]:
@@ -282,7 +296,7 @@ class Parts:
         for part in list(self.live):
             for p in part.shared:
                 if self.port_load(w, p) >= LOADED_SHARE * p.rate_bps:
-                    self.wake(w, part, t)
+                    self.call(w, part, t)
                     break
 
     def wake(self, w, part: Part, t: int) -> None:
@@ -312,6 +326,10 @@ class Parts:
             acks = pkts // w.ack_every_pkts
             for p in fs.ack_ports:
                 port_adv[p] = port_adv.get(p, 0) + acks * w.ack_bytes
+        # the byte counters (INT's txBytes) of its own ports only: where other flows' packets
+        # carry INT records, a jump would read as a burst (HPCC would cut them)
+        shared_adv = {p: a for p, a in port_adv.items() if p in part.shared}
+        port_adv = {p: a for p, a in port_adv.items() if p not in part.shared}
         for p, a in port_adv.items():
             p.carried(a)
         decay = cc.dcqcn_alpha_decay(net.cfg, d) if net.cfg.cc_mode == CC_DCQCN else None
@@ -344,9 +362,11 @@ class Parts:
         w.skipped_bytes += sum(advance.values())
         if w.on_carried is not None:
             w.on_carried(port_adv, part.t0, d)
+            w.on_carried(shared_adv, part.t0, d, False)
         w.heaps_changed = True
         w.check_from_ps = 0
 
     def wake_all(self, w, t: int) -> None:
+        """Wake every part now (a link failure, whose packets are lost anyway, or the run's end)."""
         for part in list(self.live):
             self.wake(w, part, t)

@@ -241,7 +241,7 @@ class Wormhole:
             self._handed_back(self.rings.crossed(fs.ports, t, self.heap_of, behind), t)
         if self.parts.on:
             for part in self.parts.crossing(fs):
-                self.parts.wake(self, part, t)
+                self.parts.call(self, part, t)
             self.parts.changed(fs, t)
         merged = self.table.touching(fs.ports)
         for g in merged:
