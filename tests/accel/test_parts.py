@@ -68,11 +68,12 @@ def test_parts_identical_on_2_ranks(tmp_path):
 
 
 def test_a_part_woken_early_waits_for_its_packets_to_drain():
-    """The flows above on 12 hosts (6 a leaf) of a 1.5x oversubscribed fabric, and from 49.5 us,
-    every 24 us, hosts 3-5 sending 30 KB each across its 400 Gb/s leaf-spine links, loading them: the 20 MB flow's part wakes at the next sample
-    after its freeze. Woken at once, 2 us after its freeze (its path RTT is 8.2 us), a receiver
-    still missing 30 KB was moved past them: 6 NACKs, 618 KB resent and the flow 3.6% late. A
-    wake now waits until its packets in flight have drained."""
+    """The flows above from one leaf to the other of 12 hosts on a 1.5x oversubscribed fabric,
+    and from 49.5 us, every 24 us, hosts 3-5 sending 30 KB each across its 400 Gb/s leaf-spine
+    links, loading them: the 20 MB flow's part wakes at the next sample after its freeze. Woken
+    at once, 2 us after its freeze (its path RTT is 8.2 us), a receiver still missing 30 KB was
+    moved past them: 6 NACKs, 618 KB resent and the flow 3.6% late. A wake now waits until its
+    packets in flight have drained."""
     specs = [(0, 6, 20_000_000, 0)] + [(1 + k % 2, 7, 50_000, FIRST_PS + k * EVERY_PS) for k in range(SHORT)]
     specs += [(h, 6 + h, 30_000, 49_500_000 + k * 24 * US) for k in range(12) for h in (3, 4, 5)]
     topo = leaf_spine(12, 2, 1, oversubscription=1.5)
