@@ -69,9 +69,10 @@ class AccelConfig:
 
 
 LOADED_SHARE = 0.8
-"""A port is loaded, and the flows whose data crosses it one steady part (:mod:`.parts`), when
-their pacing rates add up to this share of its rate; a part fast-forwarded wakes when the flows
-beside it bring one of its other ports there."""
+"""A port is loaded, and the flows whose data or ACKs cross it one steady part (:mod:`.parts`),
+when the pacing rates of the flows whose data crosses it (or their recent goodputs where higher)
+add up to this share of its rate; a part fast-forwarded wakes when the flows beside it bring one of
+its other ports there."""
 
 PARTS_EVERY = 8
 """Groups not steady as a whole are searched for steady parts (:mod:`.parts`) at every this many
@@ -79,8 +80,8 @@ sampling periods, all at the same boundaries (a search costs a goodput test per 
 freezes up to this many periods late, against freezes hundreds of periods long)."""
 
 PART_DRAIN_RTTS = 4
-"""A part is fast-forwarded only for at least this many of its longest path RTT (its packets in
-flight drain first, :mod:`.parts`)."""
+"""A part is fast-forwarded for at least this many of its longest path RTT, and woken no earlier
+(its packets in flight drain first, :mod:`.parts`), but at a link failure and at the run's end."""
 
 MAX_MIN_ROUNDS = 50
 """Rounds of the ACK-load fixed point of :func:`~pwormhole.accel.solvers.max_min` and of
