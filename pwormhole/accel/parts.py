@@ -10,7 +10,8 @@ in the part), every flow steady by its own samples since the last flow start or 
 its ports loaded with that flow (:func:`.steady.goodput`; a port that stops being loaded when a
 flow leaves it changes the others' rates too). Groups are searched every
 :data:`~.config.PARTS_EVERY` sampling periods, but not those backed off (unsettled for long) unless
-they hold a part already.
+they hold a part already, and a group found one component is searched again only once it changed
+or ``PARTS_EVERY`` searches later.
 
 Flows that go at their ACKs' pace (window-bound under their pacing rate) are left out: a drained
 pipe would refill a whole window at once, ahead of the ACK clock.
@@ -89,11 +90,14 @@ class Parts:
         self.search = False  # groups are searched at this boundary (every PARTS_EVERY sampling periods)
         self.next_search_ps = 0
         self.part_load: dict = {}  # port -> bits per second the live parts put into it
+        self.whole: dict = {}  # group id -> (its formed_ps, until when) where a search found one component
+        self.sample_ps = 0
         self.loaded_seen: set = set()  # the ports found loaded at the last search
 
     def open_search(self, t: int, sample_ps: int) -> None:
         """At sampling boundary ``t``: whether groups are searched for parts now, and when next."""
         self.search = self.on and t >= self.next_search_ps
+        self.sample_ps = sample_ps
         if self.search:
             self.next_search_ps = t + PARTS_EVERY * sample_ps
             self.loaded_seen = set()
@@ -173,6 +177,9 @@ class Parts:
 
     def find(self, w, g, t: int) -> None:
         """Freeze the steady parts of group ``g`` (not steady as a whole) at sampling boundary ``t``."""
+        seen = self.whole.get(g.gid)
+        if seen is not None and seen[0] == g.formed_ps and t < seen[1]:
+            return  # (one component at its last search, and not changed since)
         flows, of = w.flows, self.of_flow
         cands = [flows[f] for f in sorted(g.flows) if f not in of]
         if len(cands) < 2 and not self.holds(g):
@@ -204,7 +211,10 @@ class Parts:
         for i in range(len(cands)):
             comps.setdefault(root(i), []).append(cands[i])
         if len(comps) == 1 and not self.holds(g):
-            return  # (the whole group: its own test)
+            if len(self.whole) > 2 * len(w.groups):
+                self.whole = {gid: v for gid, v in self.whole.items() if gid in w.groups}
+            self.whole[g.gid] = (g.formed_ps, t + PARTS_EVERY * PARTS_EVERY * self.sample_ps)
+            return  # (the whole group: its own test; searched again when it changes, or later)
         for r in sorted(comps):
             self._try(w, comps[r], loaded, t)
 
