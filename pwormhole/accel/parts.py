@@ -131,8 +131,8 @@ class Parts:
 
     # -- finding and freezing ----------------------------------------------------------
     def port_loads(self, w, fids) -> dict:
-        """Port -> bits per second into it: the latest pacing rate of each flow of ``fids`` not in
-        a part (data ports), and the live parts' loads there."""
+        """Port -> bits per second into it: what each flow of ``fids`` not in a part puts into its
+        data ports (:meth:`rate_of`), and the live parts' loads there."""
         load: dict = {}
         flows, of, part_load = w.flows, self.of_flow, self.part_load
         for fid in fids:
@@ -147,9 +147,9 @@ class Parts:
             load[p] += part_load.get(p, 0)
         return load
 
-    def port_load(self, w, p) -> int:
-        """Bits per second into port ``p``: the latest pacing rates of the flows whose data crosses
-        it, not in a part, and the live parts' loads there."""
+    def port_load(self, w, p) -> float:
+        """Bits per second into port ``p``: what the flows whose data crosses it, not in a part,
+        put into it (:meth:`rate_of`), and the live parts' loads there."""
         load = self.part_load.get(p, 0)
         flows, of = w.flows, self.of_flow
         for fid in w.table.port_flows.get(p, ()):
@@ -190,7 +190,7 @@ class Parts:
         load = self.port_loads(w, g.flows)
         loaded = {p for p, b in load.items() if b >= LOADED_SHARE * p.rate_bps}
         self.loaded_seen |= loaded
-        # components of the candidates joined by loaded data ports (union-find on their indices)
+        # components of the candidates joined by loaded ports, data or ACKs (union-find on their indices)
         parent = list(range(len(cands)))
 
         def root(i: int) -> int:
