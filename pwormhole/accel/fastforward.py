@@ -106,6 +106,34 @@ def cap_wake(starts_on: dict, ports, t: int, wake_ps: int, window_ps: int) -> in
     return wake_ps
 
 
+def carried_bytes(flows: dict, advance_bytes: dict, ack_every_pkts: int, ack_bytes: int) -> dict:
+    """Port -> the bytes that crossed it without packets when each flow (``flows``: flow id ->
+    FlowState) advanced by ``advance_bytes[fid]``: whole packets on its data ports (the NIC's too:
+    its counter is the link's, for the monitors), one ACK per ``ack_every_pkts`` on its ACK ports."""
+    port_adv: dict = {}
+    for fid, b in advance_bytes.items():
+        if b <= 0:
+            continue
+        fs = flows[fid]
+        pkts = b // fs.mtu
+        for p in fs.data_ports:
+            port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
+        acks = pkts // ack_every_pkts
+        for p in fs.ack_ports:
+            port_adv[p] = port_adv.get(p, 0) + acks * ack_bytes
+    return port_adv
+
+
+def retimer(t: int, rp_timer_ps: int):
+    """The ``retime`` of ``LogicalProcess.reinsert`` for events frozen until ``t``: DCQCN
+    rate-increase timers at their own time (:func:`cc.dcqcn_timer_after_skip`), the others shifted."""
+    def retime(ev):
+        if ev[EV_KIND] == EV_TIMER and ev[EV_ARG][TIMER_KIND] == TM_RP:
+            return cc.dcqcn_timer_after_skip(ev[EV_T], t, rp_timer_ps)
+        return None
+    return retime
+
+
 def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, local, ack_every_pkts: int,
             ack_bytes: int, alpha_decay) -> dict:
     """Move a group (``flows``: its flow id -> FlowState; ``ports``: its ports) forward by
@@ -113,17 +141,7 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
     senders, receivers, the ports' byte counters and the packets frozen or queued at its ports.
     ``alpha_decay``: the DCQCN alpha factor over ``d`` (None: not decayed). Returns port ->
     the bytes its counter moved by (every port of the group, on every process)."""
-    port_adv: dict = {}
-    for fid, b in advance_bytes.items():
-        if b <= 0:
-            continue
-        fs = flows[fid]
-        pkts = b // fs.mtu
-        for p in fs.data_ports:  # (the NIC's too: its counter is the link's, for the monitors)
-            port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
-        acks = pkts // ack_every_pkts
-        for p in fs.ack_ports:
-            port_adv[p] = port_adv.get(p, 0) + acks * ack_bytes
+    port_adv = carried_bytes(flows, advance_bytes, ack_every_pkts, ack_bytes)
     for p, a in port_adv.items():
         p.carried(a)
     t0 = fz.t0
@@ -150,11 +168,7 @@ def advance(flows: dict, ports, fz: Frozen, d: int, advance_bytes: dict, net, lo
 def thaw(fz: Frozen, t: int, d: int, local, rp_timer_ps: int) -> None:
     """Return the frozen events ``d`` later (DCQCN rate-increase timers at their own time) and
     release the ports, then kick the local ones that are free, in port order."""
-    def retime(ev):
-        if ev[EV_KIND] == EV_TIMER and ev[EV_ARG][TIMER_KIND] == TM_RP:
-            return cc.dcqcn_timer_after_skip(ev[EV_T], t, rp_timer_ps)
-        return None
-
+    retime = retimer(t, rp_timer_ps)
     for lp, evs in fz.events:
         lp.reinsert(evs, d, retime)
     for p, was in fz.busy.items():

@@ -44,14 +44,9 @@ from ..config import CC_DCQCN
 from ..engine.lp import INF_PS
 from ..net import cc
 from ..net.freeze import take_timers
-from ..net.packet import TM_RP
 from . import fastforward as ff
 from .config import BPS_PER_BYTE_PS, LOADED_SHARE, PART_DRAIN_RTTS, PARTS_EVERY
 from .steady import goodput, window_bound
-
-# fields of an event tuple (engine/lp.py) and of a timer's argument (net/host.py Host.timer)
-EV_T, EV_KIND, EV_ARG = 0, 2, 4
-TIMER_KIND = 1
 
 
 class Part:
@@ -325,17 +320,11 @@ class Parts:
         d = t - part.t0
         flows, net, local = w.flows, w.net, w.heap_of
         advance: dict = {}
-        port_adv: dict = {}
         for fid in part.flows:
             fs = flows[fid]
             b = int(part.goodput[fid] * d) // fs.mtu * fs.mtu
-            b = advance[fid] = min(b, ff.room(fs, part.una0[fid], part.inflight0[fid]))
-            pkts = b // fs.mtu
-            for p in fs.data_ports:  # (bytes that crossed the ports without packets: the monitors' link bytes)
-                port_adv[p] = port_adv.get(p, 0) + pkts * fs.wire_bytes
-            acks = pkts // w.ack_every_pkts
-            for p in fs.ack_ports:
-                port_adv[p] = port_adv.get(p, 0) + acks * w.ack_bytes
+            advance[fid] = min(b, ff.room(fs, part.una0[fid], part.inflight0[fid]))
+        port_adv = ff.carried_bytes(flows, advance, w.ack_every_pkts, w.ack_bytes)
         # the byte counters (INT's txBytes) of its own ports only: where other flows' packets
         # carry INT records, a jump would read as a burst (HPCC would cut them)
         shared_adv = {p: a for p, a in port_adv.items() if p in part.shared}
@@ -358,13 +347,7 @@ class Parts:
                     qp.port.readmit(qp, t)
             fs.samples.clear()
             fs.woke_ps = t
-        rp_timer_ps = net.cfg.rp_timer_ps
-
-        def retime(ev):
-            if ev[EV_ARG][TIMER_KIND] == TM_RP:
-                return cc.dcqcn_timer_after_skip(ev[EV_T], t, rp_timer_ps)
-            return None
-
+        retime = ff.retimer(t, net.cfg.rp_timer_ps)
         for lp, evs in part.timers:
             lp.reinsert(evs, d, retime)
         w.skipped_ps += d
