@@ -148,6 +148,8 @@ PARTS = [
     ("parts: check_loads", "pwormhole.accel.parts", "Parts", "check_loads"),
     ("parts: changed", "pwormhole.accel.parts", "Parts", "changed"),
     ("parts: wake", "pwormhole.accel.parts", "Parts", "wake"),
+    ("memo: group_parts", "pwormhole.accel.wormhole", None, "group_parts"),
+    ("memo: wl_hash", "pwormhole.accel.memo", None, "wl_hash"),
 ]
 PARTS_C = """#define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -289,7 +291,7 @@ def main() -> int:
                     print(f"{n}: parts of Wormhole's hook (instructions inside each, loop {total / 1e9:.3f} G "
                           "with the parts' calls)")
                     for label, _m, _o, _a in PARTS:
-                        print(f"  {label:<32} {got.get(label, 0) / 1e9:8.3f} G")
+                        print(f"  {label:<32} {got.get(label, 0) / 1e6:9.2f} M")
                     with open(log.out / "results.jsonl", "a") as fh:
                         fh.write(json.dumps({"row": n, "parts": got, "loop_with_part_calls": total}) + "\n")
     return 0

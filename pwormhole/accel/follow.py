@@ -46,6 +46,8 @@ class Followers:
         if t != self.at_ps:
             self.at_ps, self.by_key = t, {}
         key, graph, order = g.memo_key
+        if key is None:
+            key = wh.memo.key_of(graph)
         flows = wh.flows
         if not all(wh.is_new(f, g) for f in g.flows):
             return False

@@ -492,6 +492,7 @@ class MemoCache:
         self.matched: dict[GroupGraph, tuple] = {}  # -> (entry, mapping) of a hit
         self.held: set[GroupGraph] = set()  # known to match an entry
         self.keyed: dict[GroupGraph, str] = {}  # -> its key
+        self.shapes: set[tuple[int, int]] = set()  # (vertices, edges) of the entries' graphs
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
@@ -509,26 +510,40 @@ class MemoCache:
         """``(hit, key, graph)`` for a group described by :func:`group_parts`: ``hit`` is
         :meth:`find`'s answer. A graph that hit before is answered from that hit (``key`` and
         ``graph`` are then None); one that missed before is not hashed again (identical rails miss
-        together)."""
+        together), nor one of a size no entry has (``key`` None: :meth:`key_of` when needed)."""
         graph = parts_graph(labels, edges)
         hit = self.matched.get(graph)
         if hit is not None:
             return hit, None, None
-        key = self.keyed.get(graph)
-        if key is None:
-            key = self.keyed[graph] = wl_hash(graph)
+        if (len(labels), len(edges)) not in self.shapes:
+            return None, None, graph
+        key = self.key_of(graph)
         hit = self.find(key, graph)
         if hit is not None:
             self.matched[graph] = hit
         return hit, key, graph
 
-    def insert(self, key: str, graph: GroupGraph, convergence_ps: int, flows: dict) -> None:
-        """Add a recording unless an entry matches its graph (a graph inserted before does)."""
+    def key_of(self, graph: GroupGraph) -> str:
+        """The entry key of ``graph`` (:func:`wl_hash`), hashed once."""
+        key = self.keyed.get(graph)
+        if key is None:
+            key = self.keyed[graph] = wl_hash(graph)
+        return key
+
+    def insert(self, key: str | None, graph: GroupGraph, convergence_ps: int, flows: dict) -> None:
+        """Add a recording unless an entry matches its graph (a graph inserted before does);
+        ``key`` None: :meth:`key_of` it."""
         if graph in self.held:
             return
+        if key is None:
+            key = self.key_of(graph)
         if self.find(key, graph) is None:
-            self.entries.setdefault(key, []).append(Entry(graph, convergence_ps, flows))
+            self._add(key, Entry(graph, convergence_ps, flows))
         self.held.add(graph)
+
+    def _add(self, key: str, entry: Entry) -> None:
+        self.entries.setdefault(key, []).append(entry)
+        self.shapes.add((len(entry.graph.labels), len(entry.graph.edges)))
 
     def size_bytes(self) -> int:
         """Size of the cache as saved (JSON bytes)."""
@@ -623,7 +638,7 @@ class MemoCache:
                 dup += 1
                 continue
             seen.add(graph)
-            cache.entries.setdefault(key, []).append(Entry(graph, conv, flows))
+            cache._add(key, Entry(graph, conv, flows))
         over = max(0, len(items) - MAX_ENTRIES)
         if bad or dup or over:
             why = [f"{bad} malformed or outside this scenario's bounds"] if bad else []

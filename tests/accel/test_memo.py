@@ -256,17 +256,24 @@ def test_memo_decisions_do_not_depend_on_the_process(tmp_path):
     assert outs[0] == outs[1]
 
 
-def test_a_graph_that_missed_is_not_hashed_again(monkeypatch):
-    """Identical groups (rails) that miss the memo cache one after another are hashed once and get
-    the same key and graph; once their recording is in they hit (after one hit, without a graph)."""
+def test_a_graph_is_hashed_once_and_only_where_an_entry_has_its_size(monkeypatch):
+    """A group whose graph size (vertices, edges) no entry has misses without its hash (its key is
+    made when its recording goes in); identical groups (rails) that miss one after another are
+    hashed once and get the same key and graph; once a recording is in they hit (after one hit,
+    without a graph)."""
     hashed = []
     monkeypatch.setattr(memo_mod, "wl_hash", lambda graph: hashed.append(1) or wl_hash(graph))
     cache = MemoCache("t")
     labels, edges = ["f3n/w0/g3", "f3n/w0/g3", "p100/1000"], {(0, 2): "d0", (1, 2): "d0"}
+    assert cache.lookup(labels, edges)[:2] == (None, None) and hashed == []
+    other = ["f3n/w0/g3", "f4n/w0/g3", "p100/1000"]  # the same size, another graph
+    _, _, other_graph = cache.lookup(other, edges)
+    cache.insert(None, other_graph, 5 * US, {0: {"bytes": 1}, 1: {"bytes": 1}})
+    assert len(hashed) == 1
     hit, key, graph = cache.lookup(labels, edges)
     again = cache.lookup(labels, dict(edges))
-    assert hit is None and again == (None, key, graph) and len(hashed) == 1
-    cache.insert(key, graph, 5 * US, {0: {"bytes": 1}, 1: {"bytes": 1}})
+    assert hit is None and key == wl_hash(graph) and again == (None, key, graph) and len(hashed) == 2
+    cache.insert(key, graph, 7 * US, {0: {"bytes": 1}, 1: {"bytes": 1}})
     (entry, mapping), hit_key, _ = cache.lookup(labels, dict(edges))
-    assert entry.convergence_ps == 5 * US and sorted(mapping) == [0, 1] and hit_key == key
-    assert cache.lookup(labels, dict(edges)) == ((entry, mapping), None, None) and len(hashed) == 1
+    assert entry.convergence_ps == 7 * US and sorted(mapping) == [0, 1] and hit_key == key
+    assert cache.lookup(labels, dict(edges)) == ((entry, mapping), None, None) and len(hashed) == 2
