@@ -182,4 +182,8 @@ def path_rtt_ps(data: list, mtu: int) -> int:
     """The RTT of a path (its egress ports in order): twice the propagation delays plus one
     ``mtu`` packet's serialization per hop (``third.cc``'s pair RTT, on this path)."""
     bits = mtu * BPS_PER_BYTE_PS
-    return 2 * sum(p.delay_ps for p in data) + sum(bits // p.rate_bps for p in data)
+    delay_ps = serial_ps = 0
+    for p in data:  # (a loop, not sums of generators: a flow start's cost)
+        delay_ps += p.delay_ps
+        serial_ps += bits // p.rate_bps
+    return 2 * delay_ps + serial_ps

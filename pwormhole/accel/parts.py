@@ -49,19 +49,69 @@ from .config import BPS_PER_BYTE_PS, LOADED_SHARE, PART_DRAIN_RTTS, PARTS_EVERY
 from .steady import goodput, window_bound
 
 
+def flow_rate_bps(fs, samples: int) -> float:
+    """What flow ``fs`` (sampled) puts into its ports (bits per second on the wire): its pacing
+    rate at the last sample, or its goodput over the last ``samples`` samples where higher (a queue
+    draining at the port's rate after DCQCN cut the pacing rates under it)."""
+    q = fs.samples
+    last = q[-1]
+    rate = last.rate_bps
+    n = len(q)
+    if n > 1:
+        first = q[-min(n, samples + 1)]
+        dt = last.t_ps - first.t_ps
+        if dt > 0:
+            gp = (last.una_bytes - first.una_bytes) / dt * fs.wire_bytes / fs.mtu * BPS_PER_BYTE_PS
+            if gp > rate:
+                return gp
+    return rate
+
+
+def port_load_bps(p, port_flows: dict, flows: dict, of: dict, part_load: dict, samples: int) -> float:
+    """Bits per second into port ``p``: what the flows whose data crosses it (``port_flows``: the
+    flow table's port -> flow ids), not in a part (``of``), put into it (:func:`flow_rate_bps`),
+    and the live parts' loads there (``part_load``)."""
+    load = part_load.get(p, 0)
+    for fid in port_flows.get(p, ()):
+        fs = flows[fid]
+        if fid not in of and fs.samples and p in fs.data_ports:
+            load += flow_rate_bps(fs, samples)
+    return load
+
+
+def mark_changed(fs, seen: set, changed_ps: dict, t: int) -> None:
+    """Flow ``fs`` starts or ends at boundary ``t``: its ports loaded at the last search (``seen``),
+    or by its line rate alone, mark the change in ``changed_ps`` (the rates of the flows there move)."""
+    line = fs.line_rate_bps
+    data = fs.data_ports
+    for p in fs.ports:
+        if p in seen or (line >= LOADED_SHARE * p.rate_bps and p in data):
+            changed_ps[p] = t
+
+
+def any_loaded(watch: list, port_flows: dict, flows: dict, of: dict, part_load: dict, samples: int) -> bool:
+    """Whether a port of ``watch`` (``(port, load limit bps)``) carries at least its limit
+    (:func:`port_load_bps`)."""
+    for p, limit in watch:
+        if port_load_bps(p, port_flows, flows, of, part_load, samples) >= limit:
+            return True
+    return False
+
+
 class Part:
     """A fast-forwarded part: its flows (sorted ids), loaded ports, the other ports its flows cross
     (data and ACKs), its load on each port (bits per second), when it froze, may wake and wakes, the
     sampled goodputs (bytes per ps), acknowledged bytes and bytes in flight at the freeze, and its
     timers by LP."""
 
-    __slots__ = ("flows", "loaded", "shared", "load_bps", "t0", "drained_ps", "wake_ps", "goodput", "una0",
-                 "inflight0", "timers")
+    __slots__ = ("flows", "loaded", "shared", "watch", "load_bps", "t0", "drained_ps", "wake_ps", "goodput",
+                 "una0", "inflight0", "timers")
 
     def __init__(self, flows, loaded, shared, load_bps, t0, drained_ps, wake_ps, gps, una0, inflight0, timers):
         self.flows = flows
         self.loaded = loaded
         self.shared = shared
+        self.watch = [(p, LOADED_SHARE * p.rate_bps) for p in shared]  # (port, the load that wakes it)
         self.load_bps = load_bps
         self.t0 = t0
         self.drained_ps = drained_ps  # no wake before (its packets in flight drain), but at a failure or the end
@@ -101,13 +151,8 @@ class Parts:
         return min((p.wake_ps for p in self.live), default=INF_PS)
 
     def changed(self, fs, t: int) -> None:
-        """Flow ``fs`` starts or ends at boundary ``t``: its ports loaded at the last search, or by
-        its line rate alone, mark the change (the rates of the flows there move)."""
-        seen = self.loaded_seen
-        line = fs.line_rate_bps
-        for p in fs.ports:
-            if p in seen or (line >= LOADED_SHARE * p.rate_bps and p in fs.data_ports):
-                self.changed_ps[p] = t
+        """Flow ``fs`` starts or ends at boundary ``t``: :func:`mark_changed`."""
+        mark_changed(fs, self.loaded_seen, self.changed_ps, t)
 
     def holds(self, g) -> bool:
         """Whether a flow of group ``g`` is in a part (the group is then never frozen whole)."""
@@ -127,48 +172,21 @@ class Parts:
     # -- finding and freezing ----------------------------------------------------------
     def port_loads(self, w, fids) -> dict:
         """Port -> bits per second into it: what each flow of ``fids`` not in a part puts into its
-        data ports (:meth:`rate_of`), and the live parts' loads there."""
+        data ports (:func:`flow_rate_bps`), and the live parts' loads there."""
         load: dict = {}
         flows, of, part_load = w.flows, self.of_flow, self.part_load
+        samples = w.samples
         for fid in fids:
             if fid in of:
                 continue
             fs = flows[fid]
             if fs.samples:
-                r = self.rate_of(fs, w.samples)
+                r = flow_rate_bps(fs, samples)
                 for p in fs.data_ports:
                     load[p] = load.get(p, 0) + r
         for p in load:
             load[p] += part_load.get(p, 0)
         return load
-
-    def port_load(self, w, p) -> float:
-        """Bits per second into port ``p``: what the flows whose data crosses it, not in a part,
-        put into it (:meth:`rate_of`), and the live parts' loads there."""
-        load = self.part_load.get(p, 0)
-        flows, of = w.flows, self.of_flow
-        for fid in w.table.port_flows.get(p, ()):
-            fs = flows[fid]
-            if fid not in of and fs.samples and p in fs.data_ports:
-                load += self.rate_of(fs, w.samples)
-        return load
-
-    @staticmethod
-    def rate_of(fs, samples: int) -> float:
-        """What flow ``fs`` puts into its ports (bits per second on the wire): its pacing rate at
-        the last sample, or its goodput over the last ``samples`` samples where higher (a queue
-        draining at the port's rate after DCQCN cut the pacing rates under it)."""
-        q = fs.samples
-        last = q[-1]
-        rate = last.rate_bps
-        if len(q) > 1:
-            first = q[-min(len(q), samples + 1)]
-            dt = last.t_ps - first.t_ps
-            if dt > 0:
-                gp = (last.una_bytes - first.una_bytes) / dt * fs.wire_bytes / fs.mtu * BPS_PER_BYTE_PS
-                if gp > rate:
-                    return gp
-        return rate
 
     def find(self, w, g, t: int) -> None:
         """Freeze the steady parts of group ``g`` (not steady as a whole) at sampling boundary ``t``."""
@@ -298,11 +316,10 @@ class Parts:
         """At a sampling boundary: wake the parts whose shared ports the flows beside them load."""
         if not self.live:
             return
+        port_flows, flows, samples = w.table.port_flows, w.flows, w.samples
         for part in list(self.live):
-            for p in part.shared:
-                if self.port_load(w, p) >= LOADED_SHARE * p.rate_bps:
-                    self.call(w, part, t)
-                    break
+            if any_loaded(part.watch, port_flows, flows, self.of_flow, self.part_load, samples):
+                self.call(w, part, t)
 
     def wake(self, w, part: Part, t: int) -> None:
         """Advance ``part``'s flows to ``t`` and put them back in their NICs' round robins."""

@@ -1,1 +1,10 @@
-# replay.py compiled as it is (no C types): the boundary hook's Python without the interpreter's dispatch.
+# replay.py compiled as it is, but for due (every group not checked, at every sampling boundary):
+# the flow table's records and the samples read by C calls (groups.pxd, snapshot.pxd).
+import cython
+
+from pwormhole.accel.groups cimport FlowState
+from pwormhole.net.snapshot cimport QPSnapshot
+
+
+@cython.locals(fs=FlowState, s=QPSnapshot, sampled=cython.bint, sent_all=cython.bint)
+cpdef due(g, long long t, dict flows, bint hpcc, set rerouted, long long window_ps)
