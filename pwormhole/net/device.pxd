@@ -47,10 +47,11 @@ cdef class Port:
 cdef class Node:
     cdef public long long node_id, kbase, seq, pfc_pauses_rx, lost, drops
     cdef public long long salt
-    cdef public object rng, routes
+    cdef public object rng, rng_seed, routes
     cdef public list ports, pfc_log
     cdef public ArrayQueue heap
     cdef public Port sole_port
 
     cpdef on_arrive(self, Packet pkt, long long t)
     cpdef pick_port(self, long long dst, long long h)
+    cpdef double draw(self)

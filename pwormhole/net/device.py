@@ -68,8 +68,22 @@ def counters():
 
 
 def node_rng(seed: int, node_id: int) -> random.Random:
-    """The per-node random stream, seeded from ``(seed, node_id)`` (docs/design.md invariant 7)."""
+    """The per-node random stream, seeded from ``(seed, node_id)`` (docs/design.md invariant 7); its
+    first 62 bits are the node's ECMP salt (:func:`node_salt`)."""
     return random.Random(seed * 1_000_003 + node_id * 7_919 + 1)
+
+
+_SALTS: dict = {}  # (seed, node id) -> salt: the networks a process builds (standalone FCTs) share them
+
+
+def node_salt(seed: int, node_id: int) -> int:
+    """The first 62 bits of ``node_rng(seed, node_id)``: the node's ECMP hash salt (seeding a
+    Mersenne Twister costs ~36 K instructions; a process builds a node for every hop of every
+    standalone FCT's network)."""
+    salt = _SALTS.get((seed, node_id))
+    if salt is None:
+        salt = _SALTS[(seed, node_id)] = node_rng(seed, node_id).getrandbits(62)
+    return salt
 
 
 class Port:
@@ -125,7 +139,7 @@ class Port:
         k = node.kbase + node.seq
         node.seq += 2
         self.heap.push(t + tx_ps, k, EV_TX_DONE, self, None)
-        if self.error_rate and node.rng.random() < self.error_rate:
+        if self.error_rate and node.draw() < self.error_rate:
             node.lost += 1
             return
         pkt.inport = self.peer_idx
@@ -225,8 +239,9 @@ class Node:
         self.node_id = node_id
         self.kbase = node_id << KEY_NODE_SHIFT
         self.seq = 0
-        self.rng = node_rng(seed, node_id)
-        self.salt = self.rng.getrandbits(62)  # ECMP hash salt, per node so tiers do not polarize
+        self.rng_seed = seed
+        self.rng: random.Random | None = None  # its random stream past the salt, made at its first draw
+        self.salt = node_salt(seed, node_id)  # ECMP hash salt, per node so tiers do not polarize
         # (a Switch has SwitchPorts, a Host HostPorts: the subclasses say which)
         self.ports: Sequence[Port] = []
         self.routes: Mapping[int, Sequence[Port]] = {}  # dst node id -> list of egress ports (equal-cost next hops)
@@ -261,3 +276,12 @@ class Node:
         if len(ports) == 1:
             return ports[0]
         return ports[ecmp_index(h, self.salt, len(ports))]
+
+    def draw(self) -> float:
+        """The next number in [0, 1) of this node's random stream, past its salt's bits (ECN marking
+        between the thresholds, link errors)."""
+        rng = self.rng
+        if rng is None:
+            rng = self.rng = node_rng(self.rng_seed, self.node_id)
+            rng.getrandbits(62)  # (the salt's)
+        return rng.random()

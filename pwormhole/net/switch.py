@@ -91,7 +91,7 @@ class SwitchPort(Port):
             self.mon.changed(self, t)
         if pkt.kind == T_DATA:
             if sw.ecn and eg > self.kmin_bytes:
-                if eg > self.kmax_bytes or (sw.rng.random()
+                if eg > self.kmax_bytes or (sw.draw()
                                             < self.pmax * (eg - self.kmin_bytes) / (self.kmax_bytes - self.kmin_bytes)):
                     if not pkt.ecn:
                         pkt.ecn = True

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pwormhole.net.build import Network
-from pwormhole.net.device import ns3_tx_ps
+from pwormhole.net.device import node_rng, ns3_tx_ps
 from pwormhole.run import Run
 from pwormhole.scenario import Scenario
 from pwormhole.topology.model import Link, Topology
@@ -230,3 +230,19 @@ def test_flow_ids_must_be_their_positions():
     flows = flows_of([(0, 1, 1000, 0), (1, 0, 1000, 0)])
     with pytest.raises(ValueError, match="flow 1 has id 5"):
         Network(star_topo(2), [flows[0], flows[1]._replace(flow_id=5)], config())
+
+
+def test_node_salt_and_draws_come_from_its_stream():
+    """A node's ECMP salt is the first 62 bits of its random stream (seeded from the run's seed and
+    its id; the same in every network a process builds) and its draws (ECN marking between the
+    thresholds, link errors) the numbers after them; the stream is made at the first draw."""
+    topo = star_topo(3)
+    cfg = config()
+    cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
+    a, b = (Network(topo, [], cfg, seed=7) for _ in range(2))
+    for node in a.nodes:
+        ref = node_rng(7, node.node_id)
+        assert node.salt == ref.getrandbits(62) == b.nodes[node.node_id].salt
+        assert node.rng is None
+        assert [node.draw() for _ in range(3)] == [ref.random() for _ in range(3)]
+    assert a.nodes[0].salt != Network(topo, [], cfg, seed=8).nodes[0].salt
