@@ -185,7 +185,7 @@ class _HopsPast(Mapping):
     """:func:`next_hops_past` as a read-only mapping over the switch's own, made in O(1) but the
     NVSwitch peers'."""
 
-    def __init__(self, topo: Topology, adj, dst: int, switch: int, to_switch: dict[int, list[int]]):
+    def __init__(self, topo: Topology, adj, dst: int, switch: int, to_switch: Mapping[int, list[int]]):
         self.dst, self.to_switch = dst, to_switch
         self.near = _near_hops(topo, adj, dst, switch)
 
@@ -205,17 +205,46 @@ class _HopsPast(Mapping):
         return len(self.to_switch) - 1 + sum(1 for u in self.near if u not in self.to_switch)
 
 
+class _HopsAsked(Mapping):
+    """:func:`next_hops` toward a node of a fabric without NVSwitches (no failed links), a node's list
+    made when it is asked for: one BFS, then only the nodes a caller walks through (the traffic
+    weights of a plan walk a few paths toward each switch, not the whole fabric)."""
+
+    def __init__(self, topo: Topology, adj, dst: int):
+        self.switches, self.adj, self.dst = topo.switches, adj, dst
+        self.dist = hop_distances(topo, adj, dst)
+        self.made: dict[int, list[int]] = {}
+
+    def __getitem__(self, u: int) -> list[int]:
+        ks = self.made.get(u)
+        if ks is None:
+            du = self.dist[u]
+            if u == self.dst:
+                raise KeyError(u)
+            dist, dst, switches = self.dist, self.dst, self.switches
+            ks = self.made[u] = [k for k, (v, _) in enumerate(self.adj[u])
+                                 if dist.get(v, -1) == du - 1 and (v == dst or v in switches)]
+        return ks
+
+    def __iter__(self):
+        return (u for u in self.dist if u != self.dst)
+
+    def __len__(self) -> int:
+        return len(self.dist) - 1
+
+
 def next_hops_via_switches(topo: Topology, adj, dst: int, by_switch: dict) -> Mapping[int, list[int]]:
     """:func:`next_hops` toward ``dst`` (no failed links) as a mapping, those of a host with one
     :func:`nic_switch` read through that switch's (:func:`next_hops_past`), kept in ``by_switch``
     (switch -> next hops toward it): one BFS per switch, not per host, for a caller asking for many
-    destinations."""
+    destinations; without NVSwitches a node's next hops are made when asked for."""
     switch = nic_switch(topo, adj, dst)
     if switch is None:
         return next_hops(topo, adj, dst)
     to_switch = by_switch.get(switch)
     if to_switch is None:
-        to_switch = by_switch[switch] = next_hops(topo, adj, switch)
+        to_switch = by_switch[switch] = next_hops(topo, adj, switch) if topo.nvswitches else \
+            _HopsAsked(topo, adj, switch)
     return _HopsPast(topo, adj, dst, switch, to_switch)
 
 
