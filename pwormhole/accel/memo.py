@@ -487,7 +487,7 @@ class MemoCache:
 
     def __init__(self, fingerprint: str = ""):
         self.fingerprint = fingerprint
-        self.entries: dict[str, list[Entry]] = {}
+        self.entries: dict[str, list[Entry]] = {}  # key -> entries; added by _add only (it keeps shapes)
         # not saved: what earlier lookups and insertions found, by group graph
         self.matched: dict[GroupGraph, tuple] = {}  # -> (entry, mapping) of a hit
         self.held: set[GroupGraph] = set()  # known to match an entry

@@ -100,7 +100,8 @@ def any_loaded(watch: list, port_flows: dict, flows: dict, of: dict, part_load: 
 
 class Part:
     """A fast-forwarded part: its flows (sorted ids), loaded ports, the other ports its flows cross
-    (data and ACKs), its load on each port (bits per second), when it froze, may wake and wakes, the
+    (data and ACKs) and the load on each of those that wakes it (``watch``), its load on each port
+    (bits per second), when it froze, may wake and wakes, the
     sampled goodputs (bytes per ps), acknowledged bytes and bytes in flight at the freeze, and its
     timers by LP."""
 

@@ -7,6 +7,7 @@ from helpers import G100, US, config, flows_of, line_topo, run, star_topo
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pwormhole.net import device
 from pwormhole.net.build import Network
 from pwormhole.net.device import node_rng, ns3_tx_ps
 from pwormhole.run import Run
@@ -232,14 +233,16 @@ def test_flow_ids_must_be_their_positions():
         Network(star_topo(2), [flows[0], flows[1]._replace(flow_id=5)], config())
 
 
-def test_node_salt_and_draws_come_from_its_stream():
+def test_node_salt_and_draws_come_from_its_stream(monkeypatch):
     """A node's ECMP salt is the first 62 bits of its random stream (seeded from the run's seed and
-    its id; the same in every network a process builds) and its draws (ECN marking between the
+    its id; kept for the process's other networks) and its draws (ECN marking between the
     thresholds, link errors) the numbers after them; the stream is made at the first draw."""
     topo = star_topo(3)
     cfg = config()
     cfg.fill_k_maps({ln.rate_bps for ln in topo.links})
-    a, b = (Network(topo, [], cfg, seed=7) for _ in range(2))
+    a = Network(topo, [], cfg, seed=7)
+    monkeypatch.setattr(device, "_SALTS", {})  # (the second network's salts made afresh)
+    b = Network(topo, [], cfg, seed=7)
     for node in a.nodes:
         ref = node_rng(7, node.node_id)
         assert node.salt == ref.getrandbits(62) == b.nodes[node.node_id].salt
