@@ -101,9 +101,8 @@ def any_loaded(watch: list, port_flows: dict, flows: dict, of: dict, part_load: 
 class Part:
     """A fast-forwarded part: its flows (sorted ids), loaded ports, the other ports its flows cross
     (data and ACKs) and the load on each of those that wakes it (``watch``), its load on each port
-    (bits per second), when it froze, may wake and wakes, the
-    sampled goodputs (bytes per ps), acknowledged bytes and bytes in flight at the freeze, and its
-    timers by LP."""
+    (bits per second), when it froze, may wake and wakes, the sampled goodputs (bytes per ps),
+    acknowledged bytes and bytes in flight at the freeze, and its timers by LP."""
 
     __slots__ = ("flows", "loaded", "shared", "watch", "load_bps", "t0", "drained_ps", "wake_ps", "goodput",
                  "una0", "inflight0", "timers")
@@ -358,10 +357,7 @@ class Parts:
             if fs.src in local:
                 qp = net.sender_qp(fid)
                 if qp is not None:
-                    if qp.hops:  # HPCC: the INT records of before the skip describe nothing after it
-                        qp.hops = []
-                        qp.last_update_seq = 0
-                    qp.advance(b, part.t0, d, decay, None)
+                    qp.advance(b, part.t0, d, decay, None)  # (no INT records: HostPort.withdraw)
                     qp.port.readmit(qp, t)
             fs.samples.clear()
             fs.woke_ps = t

@@ -108,11 +108,15 @@ class HostPort(Port):
         return iter(self.ctrl)
 
     def withdraw(self, qp) -> None:
-        """Take ``qp`` out of the round robin until :meth:`readmit`: it sends nothing and its CC
-        ignores the ACKs of its packets in flight, which drain (a flow fast-forwarded while its
+        """Take ``qp`` out of the round robin until :meth:`readmit`: it sends nothing, its CC
+        ignores the ACKs of its packets in flight, which drain, and HPCC takes its next INT records
+        afresh (those of before describe nothing after a fast-forward; a flow fast-forwarded while its
         neighbours run; its timers are the caller's)."""
         Host._detach(qp)
         qp.withdrawn = True
+        if qp.hops:
+            qp.hops = []
+            qp.last_update_seq = 0
 
     def readmit(self, qp, t: int) -> None:
         """Put ``qp`` back into the round robin (last) and send if free."""
