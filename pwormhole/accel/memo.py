@@ -76,6 +76,12 @@ MAX_ENTRIES = 20_000
 """Entries kept from a cache file (the rest are dropped with the warning); :meth:`MemoCache.save`
 writes no more."""
 
+MATCH_STEPS_PER_VERTEX = 50
+"""VF2's candidate pairs tried per vertex of a group graph at most (:func:`flow_match`); past it the
+group is a miss. An isomorphism found took at most ~6 a vertex on the per-layer GPT-7B rows
+(bench/RESULTS.md, "Memo matches"); a search of graphs with many alike flows that colour refinement
+cannot tell apart (several rings on one NIC) ran for minutes on one lookup without it."""
+
 _ROLE = re.compile(r"a|d[0-9]{1,6}")
 _MAX_LABEL = 200
 
@@ -229,7 +235,8 @@ def flow_match(graph: GroupGraph, other: GroupGraph):
     (labels and roles kept), or None: the identity where they are numbered alike (VF2 might map
     alike flows onto each other instead: flows of the same labels and edges); where colour
     refinement of the two graphs together gives every flow a colour of its own, the one flow
-    mapping there can be (:func:`_distinct_flows_match`); else VF2's."""
+    mapping there can be (:func:`_distinct_flows_match`); else VF2's, within
+    :data:`MATCH_STEPS_PER_VERTEX` (None past it: VF2 is exponential in the worst case)."""
     if graph == other:
         return {v: v for v, label in enumerate(graph.labels) if label[0] == "f"}
     if sorted(graph.labels) != sorted(other.labels) or len(graph.edges) != len(other.edges):
@@ -243,13 +250,42 @@ def flow_match(graph: GroupGraph, other: GroupGraph):
     # networkx takes ~70 ms to load: only for groups that meet an entry numbered otherwise, alike flows in both
     import networkx as nx
 
-    gm = nx.isomorphism.GraphMatcher(_nx_graph(nx, graph), _nx_graph(nx, other),
-                                     node_match=lambda a, b: a["label"] == b["label"],
-                                     edge_match=lambda a, b: a["role"] == b["role"])
-    if not gm.is_isomorphic():
+    gm = _bounded_matcher(nx)(_nx_graph(nx, graph), _nx_graph(nx, other),
+                              node_match=lambda a, b: a["label"] == b["label"],
+                              edge_match=lambda a, b: a["role"] == b["role"])
+    gm.steps = MATCH_STEPS_PER_VERTEX * len(graph.labels)
+    try:
+        if not gm.is_isomorphic():
+            return None
+    except _OutOfSteps:
         return None
     m = gm.mapping
     return {v: m[v] for v, label in enumerate(graph.labels) if label[0] == "f"}
+
+
+class _OutOfSteps(Exception):
+    """VF2 tried :data:`MATCH_STEPS_PER_VERTEX` candidate pairs a vertex."""
+
+
+_BOUNDED: list = []  # networkx's GraphMatcher that counts its steps (made at the first search: networkx loads late)
+
+
+def _bounded_matcher(nx):
+    """A VF2 ``GraphMatcher`` that raises :class:`_OutOfSteps` once its ``steps`` candidate pairs are tried."""
+    if not _BOUNDED:
+        base = nx.isomorphism.GraphMatcher
+
+        class Bounded(base):
+            steps = 0
+
+            def syntactic_feasibility(self, a, b) -> bool:
+                self.steps -= 1
+                if self.steps < 0:
+                    raise _OutOfSteps
+                return base.syntactic_feasibility(self, a, b)
+
+        _BOUNDED.append(Bounded)
+    return _BOUNDED[0]
 
 
 def _distinct_flows_match(graph: GroupGraph, mine: list, theirs: list):

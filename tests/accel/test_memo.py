@@ -168,6 +168,59 @@ def test_matches_read_off_the_colours_are_vf2s():
     assert flow_match(one, two) is None and _vf2_match(one, two) is None
 
 
+def test_vf2_stops_after_its_steps(monkeypatch):
+    """An incast's group graph (64 alike flows, each on its own NIC and uplink, into one port)
+    renumbered: colour refinement cannot tell its flows apart, so VF2 matches it, in at most
+    MATCH_STEPS_PER_VERTEX candidate pairs a vertex; with no step allowed the lookup is a miss
+    (None), as a search past its steps is."""
+    rng = random.Random(3)
+    labels = ["f1o/w0/g3"] * 64 + ["p100/1000"] * 128 + ["p100/1000/s1"]
+    edges = {}
+    for f in range(64):
+        edges[(f, 64 + 2 * f)] = "d0"
+        edges[(f, 65 + 2 * f)] = "d1"
+        edges[(f, 192)] = "d2"
+    g = parts_graph(labels, edges)
+    perm = rng.sample(range(64), 64) + [64 + i for i in range(128)] + [192]
+    h = parts_graph(*_renumbered(labels, edges, perm))
+    colours = memo_mod._stable_colours(h, g)
+    assert colours is not None and memo_mod._distinct_flows_match(h, *colours) is None  # (VF2's case)
+    m = flow_match(h, g)
+    assert m is not None and sorted(m.values()) == list(range(64))  # (any bijection of alike flows is one)
+    monkeypatch.setattr(memo_mod, "MATCH_STEPS_PER_VERTEX", 0)
+    assert flow_match(h, g) is None
+
+
+def test_a_pair_vf2_searches_for_minutes_is_a_miss_within_its_steps(monkeypatch):
+    """Two real group graphs of overlapping rings (tests/data/wormhole/vf2_hard_pair.json) that
+    colour refinement cannot tell apart and that VF2 alone searched for over 100 s: a miss after
+    MATCH_STEPS_PER_VERTEX candidate pairs a vertex (counted; a search past four times that fails
+    here instead of running on)."""
+    import networkx as nx
+
+    pair = json.loads((ROOT / "tests" / "data" / "wormhole" / "vf2_hard_pair.json").read_text())
+
+    def graph(nl):
+        labels = [n["label"] for n in sorted(nl["nodes"], key=lambda n: n["id"])]
+        return parts_graph(labels, {(e["source"], e["target"]): e["role"] for e in nl["links"]})
+
+    a, b = graph(pair["graph"]), graph(pair["other"])
+    colours = memo_mod._stable_colours(a, b)
+    assert colours is not None and memo_mod._distinct_flows_match(a, *colours) is None
+    limit = memo_mod.MATCH_STEPS_PER_VERTEX * len(a.labels)
+    base = nx.isomorphism.GraphMatcher.syntactic_feasibility
+    steps = [0]
+
+    def counted(self, u, v):
+        steps[0] += 1
+        assert steps[0] <= 4 * limit, "VF2 searched past its steps"
+        return base(self, u, v)
+
+    monkeypatch.setattr(nx.isomorphism.GraphMatcher, "syntactic_feasibility", counted)
+    assert flow_match(a, b) is None
+    assert limit <= steps[0] <= limit + 1
+
+
 def test_memo_lookups_load_no_networkx():
     """networkx (VF2, ~70 ms to import) is loaded only to match graphs numbered otherwise whose
     flows are alike: not by importing the CLI, nor by lookups of groups numbered as their entry,
