@@ -110,6 +110,7 @@ class RunOptions:
     memo_cache: str | None = None
     no_successors: bool = False
     no_parts: bool = False
+    no_line_rate: bool = False
     follow: bool = False
     no_ring_steps: bool = False
     theta: float | None = None
@@ -509,7 +510,7 @@ def _accel_config(opts, comm):
         raise InputError(f"--mode must be wormhole or packet, got {mode!r}")
     if mode == "packet":
         for flag in ("no_memo", "no_skip", "memo_cache", "theta", "samples", "sample", "nvlink", "follow",
-                     "no_successors", "no_ring_steps", "no_parts"):
+                     "no_successors", "no_ring_steps", "no_parts", "no_line_rate"):
             if getattr(opts, flag) not in (None, False):
                 raise InputError(f"--{flag.replace('_', '-')} applies to --mode wormhole only")
         return None
@@ -534,6 +535,7 @@ def _accel_config(opts, comm):
     cfg.follow = opts.follow
     cfg.successors = not opts.no_successors
     cfg.parts = not opts.no_parts
+    cfg.line_rate = not opts.no_line_rate
     cfg.ring_steps = not opts.no_ring_steps
     if opts.nvlink is not None:
         cfg.nvlink = opts.nvlink

@@ -41,6 +41,9 @@ class AccelConfig:
         ring_steps: under HPCC with successors, a lock-step ring's later steps on a route are carried
             without packets from the template of two agreeing packet steps (:mod:`.ringstep`).
         parts: fast-forward the steady parts of groups not steady as a whole (:mod:`.parts`).
+        line_rate: under DCQCN, freeze a group whose flows all send at their line rate at once, with
+            their NICs' round-robin shares (:func:`.steady.line_rate_shares`), not once their
+            goodputs are measured steady.
         nvlink: how the flows inside each server's NVSwitches are simulated: ``auto`` (by rates,
             :mod:`pwormhole.accel.fluid`, where NVLink runs no end-to-end CC and the rates hold;
             else packets), ``fluid`` (by rates; refused where they do not hold) or ``packet``.
@@ -59,6 +62,7 @@ class AccelConfig:
     follow: bool = False
     ring_steps: bool = True
     parts: bool = True
+    line_rate: bool = True
     nvlink: str = "auto"
 
     def resolved(self, hpcc: bool) -> AccelConfig:
@@ -89,8 +93,14 @@ MAX_MIN_ROUNDS = 50
 of the data bytes)."""
 
 HPCC_MODEL_LAYOUTS = 4096
-"""Fixed points of :func:`~pwormhole.accel.steady.hpcc_model` kept per run, by flow layout (the
-memo starts over when full)."""
+"""Fixed points of :func:`~pwormhole.accel.steady.hpcc_model`, and shares of
+:func:`~pwormhole.accel.steady.line_rate_shares`, kept per run, by flow layout (each memo starts
+over when full)."""
+
+LINE_RATE_WINDOW_SHARE = 0.8
+"""A DCQCN flow frozen at its NIC's round-robin share (:func:`~pwormhole.accel.steady.line_rate_shares`)
+has at most this share of its window in flight at that share over its path RTT (a window that binds
+would hold it under the share)."""
 
 NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET = "auto", "fluid", "packet"
 NVLINK_CHOICES = (NVLINK_AUTO, NVLINK_FLUID, NVLINK_PACKET)

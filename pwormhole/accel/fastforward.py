@@ -70,6 +70,22 @@ def room(fs, una0: int, inflight0: int) -> int:
     return max(0, (fs.size - una0 - inflight0 - fs.mtu) // fs.mtu * fs.mtu)
 
 
+def whole_packets(fs, goodput: float, d_ps: int, una0: int, inflight0: int) -> int:
+    """The bytes a flow frozen at ``goodput`` for ``d_ps`` advances at its wake: whole packets, at
+    most :func:`room`. The fraction of a packet left over is kept (``fs.lag_bytes``) and advanced at
+    its next wake: a wake that dropped it would leave the flow half a packet behind on average each
+    time (one packet at its share of a NIC, a per-flow lag that grew with every change of a group
+    woken and frozen at each)."""
+    want = goodput * d_ps + fs.lag_bytes
+    b = int(want) // fs.mtu * fs.mtu
+    cap = room(fs, una0, inflight0)
+    if b > cap:
+        fs.lag_bytes = 0.0
+        return cap
+    fs.lag_bytes = want - b
+    return b
+
+
 def wake_by(fs, t: int, una: int, goodput: float, margin_rtts: int, known: dict | None = None) -> int:
     """When a flow sending at ``goodput`` from ``una`` at ``t`` must be awake: with ``margin_rtts``
     of its own path's RTTs of data left, and never less than :func:`room` keeps."""

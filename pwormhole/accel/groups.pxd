@@ -4,7 +4,7 @@
 cdef class FlowState:
     cdef public object fid, src, dst, pg, size, ports, data_ports, data_hops, ack_ports, samples, group_cell
     cdef public object rtt_ps, path_rtt_ps, win_bytes, mtu, wire_bytes, line_rate_bps, start_ps, woke_ps
-    cdef public object last_steady, ring
+    cdef public object last_steady, ring, lag_bytes
 
 
 cdef class Group:

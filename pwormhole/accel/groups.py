@@ -21,7 +21,7 @@ class FlowState:
 
     __slots__ = ("fid", "src", "dst", "pg", "size", "ports", "data_ports", "data_hops", "ack_ports", "samples",
                  "group_cell", "rtt_ps", "path_rtt_ps", "win_bytes", "mtu", "wire_bytes", "line_rate_bps", "start_ps",
-                 "woke_ps", "last_steady", "ring")
+                 "woke_ps", "last_steady", "ring", "lag_bytes")
 
     def __init__(self, flow, rtt_ps, win_bytes, mtu, hdr_bytes, data, ack, path_rtt_ps, start_ps) -> None:
         self.fid = flow.flow_id
@@ -34,6 +34,7 @@ class FlowState:
         self.rtt_ps = rtt_ps  # the QP's base RTT (the network's largest with HPCC's global_t)
         self.start_ps = start_ps  # the boundary that reported the start
         self.woke_ps = -1  # the boundary its group last woke from a freeze at (-1: never frozen)
+        self.lag_bytes = 0.0  # the fraction of a packet its wakes did not advance (fastforward.whole_packets)
         self.ring = False  # a ring step handed its predecessor's state after its end, not cut short since
         self.last_steady: dict | None = None  # its group's last steady freeze (successor.Successors.froze)
         self.win_bytes = win_bytes
@@ -92,7 +93,7 @@ class Group:
         self.next_check_ps = 0  # neither sampled nor checked before this (config.BACKOFF_AFTER_SAMPLES)
         self.backoff_periods = 0  # sampling periods between its checks once backed off (0: every period)
         self.unsettled = 0  # checks failed since it could last settle (sampling.back_off)
-        self.probe = [-1, -1]  # the flows that failed its last steadiness and early tests (tried first)
+        self.probe = [-1, -1, -1]  # the flows that failed its last steadiness, early and line-rate tests (tried first)
 
 
 def components(fids, flows: dict) -> list:

@@ -275,16 +275,14 @@ def _bounded_matcher(nx):
     if not _BOUNDED:
         base = nx.isomorphism.GraphMatcher
 
-        class Bounded(base):
-            steps = 0
+        def syntactic_feasibility(self, a, b) -> bool:
+            self.steps -= 1
+            if self.steps < 0:
+                raise _OutOfSteps
+            return base.syntactic_feasibility(self, a, b)
 
-            def syntactic_feasibility(self, a, b) -> bool:
-                self.steps -= 1
-                if self.steps < 0:
-                    raise _OutOfSteps
-                return base.syntactic_feasibility(self, a, b)
-
-        _BOUNDED.append(Bounded)
+        _BOUNDED.append(type("BoundedGraphMatcher", (base,), {"steps": 0,
+                                                               "syntactic_feasibility": syntactic_feasibility}))
     return _BOUNDED[0]
 
 

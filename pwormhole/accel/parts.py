@@ -339,8 +339,7 @@ class Parts:
         advance: dict = {}
         for fid in part.flows:
             fs = flows[fid]
-            b = int(part.goodput[fid] * d) // fs.mtu * fs.mtu
-            advance[fid] = min(b, ff.room(fs, part.una0[fid], part.inflight0[fid]))
+            advance[fid] = ff.whole_packets(fs, part.goodput[fid], d, part.una0[fid], part.inflight0[fid])
         port_adv = ff.carried_bytes(flows, advance, w.ack_every_pkts, w.ack_bytes)
         # the byte counters (INT's txBytes) of its own ports only: where other flows' packets
         # carry INT records, a jump would read as a burst (HPCC would cut them)

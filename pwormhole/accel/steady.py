@@ -8,7 +8,9 @@ in flight hold, and it received no CNP. A group is steady when all its flows are
 switch ports fills (:func:`fills_a_queue`), and under HPCC its flows are near their max-min
 shares (:func:`hpcc_unfair`). Under HPCC a group not yet steady so is frozen earlier, with
 HPCC's fluid steady state (:func:`hpcc_model`), when its recent goodputs (:func:`recent_goodput`)
-are near that state and its windows agree (:func:`hpcc_early`).
+are near that state and its windows agree (:func:`hpcc_early`). Under DCQCN a group whose flows
+all send at their line rate is frozen at once with its NICs' round-robin shares
+(:func:`line_rate_ready`, :func:`line_rate_shares`): nothing is left to settle there.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ from .config import (
     HPCC_SATURATION,
     INFLIGHT_BASELINE_SPANS,
     INFLIGHT_SLACK_PACKETS,
+    LINE_RATE_WINDOW_SHARE,
     MAX_MIN_ROUNDS,
     OVERLOAD_SLACK,
     SETTLE_RTTS,
 )
-from .solvers import fifo_solve, max_min_shares
+from .solvers import fifo_solve, max_min, max_min_shares
 
 
 class NetFacts(NamedTuple):
@@ -384,3 +387,74 @@ def hpcc_early(flows: list, measured: dict, facts: NetFacts, tolerance: float, w
     if any(max(v.values()) > (1 + window_spread) * min(v.values()) for v in per_rtt.values()):
         return None
     return model
+
+
+def line_rate_ready(fs, t: int, settled_from_ps: int) -> bool:
+    """DCQCN: whether flow ``fs``, sampled at ``t`` with bytes left to send, has its CC and pacing
+    rates at its line rate and no rate change pending (no CNP has cut it since it reached that
+    rate), its pipeline full (:data:`~.config.SETTLE_RTTS` path RTTs after ``settled_from_ps``, the
+    start of its group's newest flow)."""
+    q = fs.samples
+    if not q:
+        return False
+    s = q[-1]
+    return (s.t_ps == t and s.sent_bytes < fs.size and s.rate_change_ps < 0 and s.cc_rate_bps >= fs.line_rate_bps
+            and s.rate_bps >= fs.line_rate_bps and t >= settled_from_ps + SETTLE_RTTS * fs.path_rtt_ps)
+
+
+def line_rate_shares(flows: list, facts: NetFacts, known: dict):
+    """DCQCN: the goodputs (bytes/ps) of a group whose flows (sorted by id) are all
+    :func:`line_rate_ready`, or None. Such flows get their NIC's round-robin shares (it splits its
+    rate equally among its QPs after its ACKs) as long as no switch port is over its rate at those
+    shares (a switch bottleneck would queue, mark and cut them) and no flow's window binds (at most
+    :data:`~.config.LINE_RATE_WINDOW_SHARE` of it in flight). The shares are kept in ``known`` by
+    the flows' layout."""
+    layout = tuple((tuple(fs.data_ports), tuple(fs.ack_ports), fs.pg, fs.wire_bytes) for fs in flows)
+    rates = known.get(layout)
+    if rates is None:
+        if len(known) >= HPCC_MODEL_LAYOUTS:
+            known.clear()
+        rates = known[layout] = _line_rate_solve(flows, facts)
+    if not rates:
+        return None
+    out = {}
+    for fs, r in zip(flows, rates):
+        gp = r * fs.mtu / fs.wire_bytes
+        win = enforced_window(fs, fs.rate(), facts)
+        if win and gp * fs.path_rtt_ps > LINE_RATE_WINDOW_SHARE * win:
+            return None
+        out[fs.fid] = gp
+    return out
+
+
+def _line_rate_solve(flows: list, facts: NetFacts) -> tuple:
+    """The flows' data rates (wire bytes/ps, in order) when each NIC port splits its rate equally
+    among its flows after the ACKs it sends (:func:`~.solvers.max_min` over the first hops alone:
+    its round robin), or () when at those rates a switch port would be over its rate
+    (:data:`~.config.OVERLOAD_SLACK`: it queues, marks and DCQCN cuts the flows) or carries data of
+    two priorities (strict priorities are not max-min)."""
+    first: dict = {}
+    nic_acks: dict = {}
+    pg_of: dict = {}
+    for fs in flows:
+        first.setdefault(fs.data_ports[0], []).append(fs.fid)
+        for p in fs.data_ports:
+            if pg_of.setdefault(p, fs.pg) != fs.pg:
+                return ()
+        per_wire = facts.ack_bytes / (facts.ack_every_pkts * fs.wire_bytes)  # ACK bytes per data wire byte
+        for p in fs.ack_ports:
+            if not isinstance(p, SwitchPort):
+                nic_acks.setdefault(p, []).append((fs.fid, per_wire))
+    rate = max_min(first, nic_acks, [fs.fid for fs in flows])
+    load: dict = {}
+    for fs in flows:
+        r = rate[fs.fid]
+        for p in fs.data_hops:
+            load[p] = load.get(p, 0.0) + r
+        ack = r * facts.ack_bytes / (facts.ack_every_pkts * fs.wire_bytes)
+        for p in fs.ack_ports:
+            load[p] = load.get(p, 0.0) + ack
+    for p, b in load.items():
+        if isinstance(p, SwitchPort) and b > (1 + OVERLOAD_SLACK) * p.rate_bps / BPS_PER_BYTE_PS:
+            return ()
+    return tuple(rate[fs.fid] for fs in flows)

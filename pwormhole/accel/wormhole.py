@@ -42,7 +42,18 @@ from .memo import group_parts
 from .parts import Parts
 from .ringstep import RingSteps, call_on_event
 from .sampling import back_off, merge_reports, sample_of, store_samples, take_samples
-from .steady import NetFacts, fifo_shares, fills_a_queue, goodput, hpcc_early, hpcc_unfair, per_flow, recent_goodput
+from .steady import (
+    NetFacts,
+    fifo_shares,
+    fills_a_queue,
+    goodput,
+    hpcc_early,
+    hpcc_unfair,
+    line_rate_ready,
+    line_rate_shares,
+    per_flow,
+    recent_goodput,
+)
 from .successor import Successors
 
 __all__ = ["AccelConfig", "Wormhole"]
@@ -87,6 +98,7 @@ class Wormhole:
         self.samples = eff.samples
         self.theta = eff.theta
         self.early_on = self.hpcc and cfg.early
+        self.line_rate_on = net.cfg.cc_mode == CC_DCQCN and cfg.line_rate
         self.keep_samples = max(self.samples, 2048)  # slow flows need a long span for min_span_packets
         self.mtu = net.cfg.packet_payload_bytes
         host0 = next((nd for nd in net.nodes if not nd.is_switch), None)
@@ -96,7 +108,7 @@ class Wormhole:
         self.flows = self.table.flows  # flow id -> FlowState
         self.groups = self.table.groups  # group id -> Group
         self.net_finished: set = set()  # flows finished (a start reported after its finish is ignored)
-        self.next_sample_ps = self.skips = self.wakes_interrupted = 0
+        self.next_sample_ps = self.skips = self.wakes_interrupted = self.line_rate_freezes = 0
         self.frozen: set = set()  # the frozen groups (Group objects)
         self.skipped_ps = self.skipped_flow_ps = self.skipped_bytes = self.memo_hits = self.memo_misses = 0
         self.follow = Followers(self.hpcc and cfg.follow and cfg.skip and self.memo is not None)  # groups alike
@@ -130,6 +142,7 @@ class Wormhole:
         self.facts = NetFacts(self.ack_every_pkts, self.ack_bytes, ncfg.var_win, min_window_bytes(ncfg),
                               ncfg.rate_bound, ncfg.ack_high_prio, ncfg.u_target, ncfg.rate_ai_bps)
         self.hpcc_models: dict = {}  # HPCC fluid steady states by flow layout (steady.hpcc_model)
+        self.line_rate_models: dict = {}  # DCQCN round-robin shares by flow layout (steady.line_rate_shares)
         self.port_labels: dict = {}  # port -> memo.port_label (a group graph's port vertices)
 
     # -- boundary ------------------------------------------------------------------
@@ -342,12 +355,15 @@ class Wormhole:
                 if self.parts.search:
                     self.parts.find(self, g, t)  # (partly fast-forwarded: never frozen whole)
                 continue
-            if self._probe_fails(g):
+            gps = self._line_rate_goodputs(g, t) if self.line_rate_on else None
+            by_shares = gps is not None
+            if gps is None and self._probe_fails(g):
                 self._unsteady(g, t)
                 continue  # (the answer of the tests below, at the cost of one flow's)
             flows = [self.flows[f] for f in sorted(g.flows)]
-            gps = per_flow(flows, goodput, g.formed_ps, g.newest_start_ps, self.samples, self.theta,
-                           self.min_span_packets, failed=g.probe, slot=0)
+            if gps is None:
+                gps = per_flow(flows, goodput, g.formed_ps, g.newest_start_ps, self.samples, self.theta,
+                               self.min_span_packets, failed=g.probe, slot=0)
             if gps is None and self.early_on:
                 gps = self._early_goodputs(flows, g, t)
             if gps is None:
@@ -359,6 +375,8 @@ class Wormhole:
                 replay.record(self.memo, g, t, gps, self.flows, self.hpcc)
             if self.cfg.skip:
                 self._try_freeze(g, t, gps)
+                if by_shares and g.frozen is not None:
+                    self.line_rate_freezes += 1
             self.follow.froze(self, g, t)  # a leader's followers mirror it
 
     def steady_tests_fail(self, flows: list, gps: dict) -> bool:
@@ -395,6 +413,22 @@ class Wormhole:
         fid = g.probe[1]
         return fid >= 0 and fid in g.flows and recent_goodput(
             self.flows[fid], g.formed_ps, g.newest_start_ps, self.samples, HPCC_EARLY_MIN_PACKETS) is None
+
+    def _line_rate_goodputs(self, g: Group, t: int):
+        """DCQCN: the NICs' round-robin shares of a group whose flows all send at their line rate
+        (:func:`.steady.line_rate_shares`), or None. The flow that failed last time is tested first
+        (a group under way fails at one flow in most checks)."""
+        flows = self.flows
+        settled_from = g.newest_start_ps  # (a departure leaves the rest's pipelines as they are: no wait)
+        fid = g.probe[2]
+        if fid >= 0 and fid in g.flows and not line_rate_ready(flows[fid], t, settled_from):
+            return None
+        ordered = [flows[f] for f in sorted(g.flows)]
+        for fs in ordered:
+            if not line_rate_ready(fs, t, settled_from):
+                g.probe[2] = fs.fid
+                return None
+        return line_rate_shares(ordered, self.facts, self.line_rate_models)
 
     def _early_goodputs(self, flows: list, g: Group, t: int):
         """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not
@@ -464,8 +498,7 @@ class Wormhole:
         else:
             advance = {}
             for fid, fs in flows.items():
-                b = int(fz.goodput[fid] * d) // fs.mtu * fs.mtu
-                advance[fid] = min(b, ff.room(fs, fz.una0[fid], fz.inflight0[fid]))
+                advance[fid] = ff.whole_packets(fs, fz.goodput[fid], d, fz.una0[fid], fz.inflight0[fid])
         # a steady skip had no CNP: a DCQCN alpha decays; a memo jump replays a transient that may have had some
         # (DCTCP's alpha decays per batch in SendQP.advance)
         dcqcn = self.net.cfg.cc_mode == CC_DCQCN
@@ -602,6 +635,7 @@ class Wormhole:
         return {"skips": self.skips, "skipped_ps": self.skipped_ps, "skipped_flow_ps": self.skipped_flow_ps,
                 "skipped_bytes": self.skipped_bytes, "memo_hits": self.memo_hits, "memo_misses": self.memo_misses,
                 "wakes_interrupted": self.wakes_interrupted, "part_skips": self.parts.skips,
+                "line_rate_freezes": self.line_rate_freezes,
                 "hpcc_crowded_nic_flows": len(self.crowded),
                 "fluid_shared_flows": sum(len(d.shared) for d in self.fluid_domains.values()),
                 "memo_follows": self.follow.follows, "memo_follows_steady": self.follow.steady,

@@ -308,6 +308,9 @@ def add_run_arguments(r) -> None:
     w.add_argument("--no-parts", action="store_true",
                    help="do not fast-forward the steady parts of a group that is not steady as a whole (its flows "
                         "joined by loaded ports, while the rest of the group runs as packets)")
+    w.add_argument("--no-line-rate", action="store_true",
+                   help="under DCQCN, freeze a group whose flows all send at line rate only once their goodputs "
+                        "are measured steady, not at once with their NICs' round-robin shares")
     w.add_argument("--no-ring-steps", action="store_true",
                    help="under HPCC, run every step of a lock-step ring (the distributed optimizer's reduce-scatter "
                         "and all-gather) as packets, instead of carrying its later steps from two agreeing packet "

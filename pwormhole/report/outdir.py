@@ -181,7 +181,7 @@ _INT_KEYS = ("ranks", "seed", "sim_time_ps", "events", "windows", "window_ps", "
              "bytes_sent", "bytes_delivered", "drops", "lost_packets", "pfc_pauses", "ecn_marks", "cnps", "nacks",
              "retransmitted_bytes", "skips", "memo_hits", "memo_misses", "memo_follows", "memo_follows_steady",
              "memo_successors", "memo_successors_after_end", "ring_steps_carried", "ring_steps_handed_back",
-             "memo_entries", "memo_bytes", "wakes_interrupted", "part_skips",
+             "memo_entries", "memo_bytes", "wakes_interrupted", "part_skips", "line_rate_freezes",
              "hpcc_crowded_nic_flows",
              "fluid_flows", "nvlink_packet_flows", "fluid_shared_flows", "eventless_bytes", "packet_events_est",
              "iteration_time_ns", "nvlink_servers_by_packets", "nvlink_by_packets_from_ns")

@@ -111,6 +111,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
             "ring_steps_handed_back": stats["ring_steps_handed_back"],
             "memo_entries": stats["memo_entries"], "memo_bytes": stats["memo_bytes"],
             "wakes_interrupted": stats["wakes_interrupted"], "part_skips": stats["part_skips"],
+            "line_rate_freezes": stats["line_rate_freezes"],
             "hpcc_crowded_nic_flows": stats["hpcc_crowded_nic_flows"],
             "nvlink_model": nvlink_model,
             "nvlink_packets_reason": nvlink_packets_reason,

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pwormhole.accel import fastforward as ff
 from pwormhole.accel.groups import FlowState, components
 from pwormhole.accel.sampling import Sample
 from pwormhole.accel.solvers import max_min_shares
@@ -114,3 +115,20 @@ def test_rp_timer_keeps_its_own_period_across_a_wake():
     ``fastforward.thaw`` retimes it)."""
     assert [cc.dcqcn_timer_after_skip(100, t, 900) for t in (50, 100, 999, 1000, 1001, 1900)] == [100, 100, 1000,
                                                                                                   1000, 1900, 1900]
+
+
+def test_wakes_advance_whole_packets_and_keep_the_fraction_left():
+    """A flow frozen and woken ten times at 12.5 bytes/ns for 1.2345 us each: every wake advances
+    whole 1000-byte packets, and the fraction a wake leaves is advanced at the next, so the ten
+    advance 154,000 bytes, within a packet of 12.5 x 12,345 ns = 154,312.5 (dropping the fraction
+    at each wake would advance 150,000: ten times 15 packets). Near the flow's end the room cap
+    holds and nothing is carried past it."""
+    fs = SimpleNamespace(size=1_000_000, mtu=1000, lag_bytes=0.0)  # (the FlowState fields it reads)
+    moved = 0
+    for _ in range(10):
+        b = ff.whole_packets(fs, 12.5e-3, 1_234_500, moved, 0)
+        assert b % 1000 == 0
+        moved += b
+    assert moved == 154_000 and abs(fs.lag_bytes - 312.5) < 1e-6
+    assert ff.whole_packets(fs, 12.5e-3, 100_000_000, moved, 5_000) == 1_000_000 - moved - 5_000 - 1000
+    assert fs.lag_bytes == 0.0
