@@ -82,6 +82,10 @@ group is a miss. An isomorphism found took at most ~6 a vertex on the per-layer 
 (bench/RESULTS.md, "Memo matches"); a search of graphs with many alike flows that colour refinement
 cannot tell apart (several rings on one NIC) ran for minutes on one lookup without it."""
 
+MAX_UNMATCHED = 100_000
+"""Pairs of a group graph and an entry found not to match, kept so that a lookup of the same graph
+does not match them again (the set starts over when full)."""
+
 _ROLE = re.compile(r"a|d[0-9]{1,6}")
 _MAX_LABEL = 200
 
@@ -527,6 +531,7 @@ class MemoCache:
         self.held: set[GroupGraph] = set()  # known to match an entry
         self.keyed: dict[GroupGraph, str] = {}  # -> its key
         self.shapes: set[tuple[int, int]] = set()  # (vertices, edges) of the entries' graphs
+        self.unmatched: set[tuple[GroupGraph, Entry]] = set()  # (graph, entry) found not to match
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
@@ -535,9 +540,14 @@ class MemoCache:
         """``(entry, mapping)`` where ``mapping[i]`` is the recorded flow index of
         this group's flow index ``i``, or None."""
         for e in self.entries.get(key, ()):
+            if (graph, e) in self.unmatched:
+                continue  # (the same two graphs: the same answer; a VF2 search past its steps costs ~30 ms)
             m = flow_match(graph, e.graph)
             if m is not None:
                 return e, m
+            if len(self.unmatched) >= MAX_UNMATCHED:
+                self.unmatched.clear()
+            self.unmatched.add((graph, e))
         return None
 
     def lookup(self, labels, edges):

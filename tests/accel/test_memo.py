@@ -221,6 +221,25 @@ def test_a_pair_vf2_searches_for_minutes_is_a_miss_within_its_steps(monkeypatch)
     assert limit <= steps[0] <= limit + 1
 
 
+def test_a_graph_found_not_to_match_an_entry_is_not_matched_again(monkeypatch):
+    """The incidence graphs of a 6-cycle and of two 3-cycles share their key (colour refinement
+    cannot tell them apart) and do not match: the second lookup of the 6-cycle against the entry of
+    the two 3-cycles is answered without matching them again (a VF2 search past its steps costs tens
+    of ms, and identical rails look the same graph up again and again)."""
+    ring = {(f, 6 + f): "d0" for f in range(6)} | {(f, 6 + (f + 1) % 6): "d0" for f in range(6)}
+    rings = {(f, 6 + f): "d0" for f in range(6)} | {(f, 6 + 3 * (f // 3) + (f + 1) % 3): "d0" for f in range(6)}
+    labels = ["f1o/w0/g3"] * 6 + ["p1/1"] * 6
+    cache = MemoCache("t")
+    hit, key, graph = cache.lookup(labels, rings)
+    cache.insert(key, graph, 1000, {i: {"bytes": 1} for i in range(6)})
+    calls = []
+    real = memo_mod.flow_match
+    monkeypatch.setattr(memo_mod, "flow_match", lambda a, b: calls.append(1) or real(a, b))
+    assert cache.lookup(labels, ring)[0] is None and len(calls) == 1
+    assert cache.lookup(labels, dict(ring))[0] is None and len(calls) == 1
+    assert cache.lookup(labels, rings)[0] is not None
+
+
 def test_memo_lookups_load_no_networkx():
     """networkx (VF2, ~70 ms to import) is loaded only to match graphs numbered otherwise whose
     flows are alike: not by importing the CLI, nor by lookups of groups numbered as their entry,
