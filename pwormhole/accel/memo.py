@@ -43,7 +43,7 @@ from typing import NamedTuple, TypeGuard
 
 import numpy as np
 
-from ..config import CC_HPCC
+from ..config import CC_DCQCN, CC_HPCC
 from ..net.switch import SwitchPort
 from ..outfiles import atomic
 from .config import (
@@ -52,6 +52,7 @@ from .config import (
     HPCC_EARLY_WINDOW_SPREAD,
     HPCC_LIFT_MAX_NICS,
     KNOWN_WINDOWS,
+    LINE_RATE_WINDOW_SHARE,
     SETTLE_RTTS,
 )
 
@@ -78,9 +79,10 @@ writes no more."""
 
 MATCH_STEPS_PER_VERTEX = 50
 """VF2's candidate pairs tried per vertex of a group graph at most (:func:`flow_match`); past it the
-group is a miss. An isomorphism found took at most ~6 a vertex on the per-layer GPT-7B rows
-(bench/RESULTS.md, "Memo matches"); a search of graphs with many alike flows that colour refinement
-cannot tell apart (several rings on one NIC) ran for minutes on one lookup without it."""
+group is a miss. Of the matches VF2 found on the per-layer GPT-7B rows 197 of 201 took 4-6 a vertex,
+the others 10-48 (bench/RESULTS.md, "Memo matches"); a search of graphs with many alike flows that
+colour refinement cannot tell apart (several rings on one NIC) ran for minutes on one lookup
+without it."""
 
 MAX_UNMATCHED = 100_000
 """Pairs of a group graph and an entry found not to match, kept so that a lookup of the same graph
@@ -102,6 +104,8 @@ def config_fingerprint(cfg, accel_cfg) -> str:
     if getattr(cfg, "cc_mode", None) == CC_HPCC and eff.early:  # recordings end at the early freeze
         parts.append(f"early={HPCC_EARLY_TOLERANCE!r}/{HPCC_EARLY_WINDOW_SPREAD!r}/{HPCC_EARLY_MIN_PACKETS}"
                      f"/span>=min/lift<={HPCC_LIFT_MAX_NICS}")
+    if getattr(cfg, "cc_mode", None) == CC_DCQCN and eff.line_rate:  # recordings end at the line-rate freeze
+        parts.append(f"line_rate={LINE_RATE_WINDOW_SHARE!r}")
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
 

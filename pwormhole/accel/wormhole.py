@@ -419,13 +419,13 @@ class Wormhole:
         (:func:`.steady.line_rate_shares`), or None. The flow that failed last time is tested first
         (a group under way fails at one flow in most checks)."""
         flows = self.flows
-        settled_from = g.newest_start_ps  # (a departure leaves the rest's pipelines as they are: no wait)
+        settled_from_ps = g.newest_start_ps  # (a departure leaves the rest's pipelines as they are: no wait)
         fid = g.probe[2]
-        if fid >= 0 and fid in g.flows and not line_rate_ready(flows[fid], t, settled_from):
+        if fid >= 0 and fid in g.flows and not line_rate_ready(flows[fid], t, settled_from_ps):
             return None
         ordered = [flows[f] for f in sorted(g.flows)]
         for fs in ordered:
-            if not line_rate_ready(fs, t, settled_from):
+            if not line_rate_ready(fs, t, settled_from_ps):
                 g.probe[2] = fs.fid
                 return None
         return line_rate_shares(ordered, self.facts, self.line_rate_models)

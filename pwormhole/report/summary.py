@@ -123,7 +123,7 @@ def accel_summary(stats: dict, accel, theta: float, samples: int, sample_ps: int
                       "memo": accel.memo, "follow": accel.follow and stats["follow_on"],
                       "successors": accel.successors and stats["successors_on"],
                       "ring_steps": accel.ring_steps and stats["ring_steps_on"], "parts": accel.parts,
-                      "nvlink": accel.nvlink}}
+                      "line_rate": accel.line_rate, "nvlink": accel.nvlink}}
 
 
 def packet_events_estimate(summary: dict, eventless_bytes: int, scenario_events: int, scenario_bytes: int) -> dict:
