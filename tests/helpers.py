@@ -1,6 +1,7 @@
 """Shared by the tests in every folder: the repository root and tests/data, small scenario builders,
 where mpiexec is, and apt installs."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,6 +39,20 @@ def _mpi_ok() -> bool:
 
 needs_mpi = pytest.mark.skipif(not _mpi_ok(), reason="mpi4py/mpiexec not installed (pip install -e '.[mpi]')")
 US = 1_000_000
+
+
+def run_on_1_and_2_ranks(tmp_path, specs, topology):
+    """``specs`` as a flow list on ``topology`` (a builder spec), DCQCN, run by the CLI in one process
+    and under ``mpiexec -n 2`` into ``tmp_path/one`` and ``two``: their two summaries."""
+    flows = tmp_path / "flows.txt"
+    flows.write_text(f"{len(specs)}\n" + "".join(f"{s} {d} 3 100 {b} {t / 1e12:.12f}\n" for s, d, b, t in specs))
+    args = ["--topology", topology, "--flows", str(flows), "--cc", "dcqcn", "--no-progress"]
+    for ranks, out in ((1, "one"), (2, "two")):
+        cmd = [sys.executable, "-m", "pwormhole", "run", *args, "--out", str(tmp_path / out)]
+        r = subprocess.run([MPIEXEC, "-n", "2", *cmd] if ranks == 2 else cmd, capture_output=True, text=True,
+                           cwd=ROOT, timeout=180)
+        assert r.returncode == 0, r.stderr
+    return tuple(json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "two"))
 
 
 def flows_of(specs):

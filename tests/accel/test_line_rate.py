@@ -1,11 +1,7 @@
 """DCQCN groups whose flows all send at line rate, frozen at once with their NICs' round-robin shares
 (``steady.line_rate_shares``), against packet mode and the measured freezes."""
 
-import json
-import subprocess
-import sys
-
-from helpers import MPIEXEC, ROOT, US, both, config, fct, flows_of, needs_mpi, star_topo
+from helpers import US, both, config, fct, flows_of, needs_mpi, run_on_1_and_2_ranks, star_topo
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.run import Run
@@ -57,16 +53,7 @@ def test_line_rate_freezes_identical_on_any_lp_count():
 def test_line_rate_freezes_identical_on_2_ranks(tmp_path):
     """Under MPI every rank takes the line-rate decisions from the samples the ranks exchange: the
     same freezes and the same fct.txt at 1 and 2 ranks (host 0's four QPs cross both leaves)."""
-    flows = tmp_path / "flows.txt"
     specs = [(0, 4, size, start) for _, _, size, start in SHARED_NIC]
-    flows.write_text(f"{len(specs)}\n" + "".join(f"{s} {d} 3 100 {b} {t / 1e12:.12f}\n" for s, d, b, t in specs))
-    args = ["--topology", "leaf-spine:hosts=8,leaves=2,spines=1", "--flows", flows, "--cc", "dcqcn", "--no-progress"]
-    one = subprocess.run([sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", tmp_path / "one"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=180)
-    assert one.returncode == 0, one.stderr
-    two = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out",
-                          tmp_path / "two"], capture_output=True, text=True, cwd=ROOT, timeout=180)
-    assert two.returncode == 0, two.stderr
-    s1, s2 = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "two"))
+    s1, s2 = run_on_1_and_2_ranks(tmp_path, specs, "leaf-spine:hosts=8,leaves=2,spines=1")
     assert s2["ranks"] == 2 and s1["line_rate_freezes"] >= 4 and s1["line_rate_freezes"] == s2["line_rate_freezes"]
     assert (tmp_path / "one" / "fct.txt").read_bytes() == (tmp_path / "two" / "fct.txt").read_bytes()

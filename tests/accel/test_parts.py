@@ -1,11 +1,7 @@
 """Steady parts of a conflict group (``accel/parts.py``): a flow fast-forwarded while the flows
 beside it run as packets, against packet mode and on any LP and rank count."""
 
-import json
-import subprocess
-import sys
-
-from helpers import MPIEXEC, ROOT, US, both, config, fct, flows_of, needs_mpi
+from helpers import US, both, config, fct, flows_of, needs_mpi, run_on_1_and_2_ranks
 
 from pwormhole.accel.wormhole import AccelConfig
 from pwormhole.run import Run
@@ -53,16 +49,7 @@ def test_parts_identical_on_any_lp_count():
 @needs_mpi
 def test_parts_identical_on_2_ranks(tmp_path):
     """Under MPI each rank withdraws, advances and readmits its own QPs from replicated decisions."""
-    flows = tmp_path / "flows.txt"
-    flows.write_text(f"{len(SPECS)}\n" + "".join(f"{s} {d} 3 100 {b} {t / 1e12:.12f}\n" for s, d, b, t in SPECS))
-    args = ["--topology", "leaf-spine:hosts=8,leaves=2,spines=1", "--flows", flows, "--cc", "dcqcn", "--no-progress"]
-    one = subprocess.run([sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out", tmp_path / "one"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=180)
-    assert one.returncode == 0, one.stderr
-    two = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "pwormhole", "run", *map(str, args), "--out",
-                          tmp_path / "two"], capture_output=True, text=True, cwd=ROOT, timeout=180)
-    assert two.returncode == 0, two.stderr
-    s1, s2 = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "two"))
+    s1, s2 = run_on_1_and_2_ranks(tmp_path, SPECS, "leaf-spine:hosts=8,leaves=2,spines=1")
     assert s2["ranks"] == 2 and s1["part_skips"] >= 1 and s1["part_skips"] == s2["part_skips"]
     assert (tmp_path / "one" / "fct.txt").read_bytes() == (tmp_path / "two" / "fct.txt").read_bytes()
 
