@@ -73,9 +73,8 @@ def room(fs, una0: int, inflight0: int) -> int:
 def whole_packets(fs, goodput: float, d_ps: int, una0: int, inflight0: int) -> int:
     """The bytes a flow frozen at ``goodput`` for ``d_ps`` advances at its wake: whole packets, at
     most :func:`room`. The fraction of a packet left over is kept (``fs.lag_bytes``) and advanced at
-    its next wake: a wake that dropped it would leave the flow half a packet behind on average each
-    time (one packet at its share of a NIC, a per-flow lag that grew with every change of a group
-    woken and frozen at each)."""
+    its next wake: dropped, it left the flow half a packet behind on average at every wake, a lag
+    that grew with each change of a group woken and frozen at every change."""
     want = goodput * d_ps + fs.lag_bytes
     b = int(want) // fs.mtu * fs.mtu
     cap = room(fs, una0, inflight0)

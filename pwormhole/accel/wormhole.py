@@ -355,12 +355,13 @@ class Wormhole:
                 if self.parts.search:
                     self.parts.find(self, g, t)  # (partly fast-forwarded: never frozen whole)
                 continue
-            gps = self._line_rate_goodputs(g, t) if self.line_rate_on else None
+            gps, flows = self._line_rate_goodputs(g, t) if self.line_rate_on else (None, None)
             by_shares = gps is not None
             if gps is None and self._probe_fails(g):
                 self._unsteady(g, t)
                 continue  # (the answer of the tests below, at the cost of one flow's)
-            flows = [self.flows[f] for f in sorted(g.flows)]
+            if flows is None:
+                flows = [self.flows[f] for f in sorted(g.flows)]
             if gps is None:
                 gps = per_flow(flows, goodput, g.formed_ps, g.newest_start_ps, self.samples, self.theta,
                                self.min_span_packets, failed=g.probe, slot=0)
@@ -414,21 +415,22 @@ class Wormhole:
         return fid >= 0 and fid in g.flows and recent_goodput(
             self.flows[fid], g.formed_ps, g.newest_start_ps, self.samples, HPCC_EARLY_MIN_PACKETS) is None
 
-    def _line_rate_goodputs(self, g: Group, t: int):
-        """DCQCN: the NICs' round-robin shares of a group whose flows all send at their line rate
-        (:func:`.steady.line_rate_shares`), or None. The flow that failed last time is tested first
-        (a group under way fails at one flow in most checks)."""
+    def _line_rate_goodputs(self, g: Group, t: int) -> tuple:
+        """DCQCN: ``(goodputs, flows)``: the NICs' round-robin shares of a group whose flows all send
+        at their line rate (:func:`.steady.line_rate_shares`) or None, and the group's flows sorted
+        by id where it sorted them (else None). The flow that failed last time is tested first (a
+        group under way fails at one flow in most checks)."""
         flows = self.flows
         settled_from_ps = g.newest_start_ps  # (a departure leaves the rest's pipelines as they are: no wait)
         fid = g.probe[2]
         if fid >= 0 and fid in g.flows and not line_rate_ready(flows[fid], t, settled_from_ps):
-            return None
+            return None, None
         ordered = [flows[f] for f in sorted(g.flows)]
         for fs in ordered:
             if not line_rate_ready(fs, t, settled_from_ps):
                 g.probe[2] = fs.fid
-                return None
-        return line_rate_shares(ordered, self.facts, self.line_rate_models)
+                return None, ordered
+        return line_rate_shares(ordered, self.facts, self.line_rate_models), ordered
 
     def _early_goodputs(self, flows: list, g: Group, t: int):
         """HPCC: the fluid steady state's goodputs (:func:`.steady.hpcc_early`) of a group not

@@ -96,6 +96,13 @@ def hop_distances(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, 
     return dist
 
 
+def _closer(adj, dist: dict, u: int, dst: int, switches) -> list[int]:
+    """The indices into ``adj[u]`` of ``u``'s neighbours one hop closer to ``dst`` (``dist``: hop
+    distances to it) that are ``dst`` or a switch (a fabric without NVSwitches)."""
+    du = dist[u]
+    return [k for k, (v, _) in enumerate(adj[u]) if dist.get(v, -1) == du - 1 and (v == dst or v in switches)]
+
+
 def next_hops(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, list[int]]:
     """For each node that can reach ``dst``: the indices into ``adj[node]`` of its
     equal-cost next hops (every neighbour one hop closer), in adjacency order.
@@ -114,11 +121,9 @@ def next_hops(topo: Topology, adj, dst: int, down=frozenset()) -> dict[int, list
     nv = topo.nvswitches
     out: dict[int, list[int]] = {}
     if not nv:
-        for u, du in dist.items():
-            if u == dst:
-                continue
-            out[u] = [k for k, (v, _) in enumerate(adj[u]) if dist.get(v, -1) == du - 1
-                      and (v == dst or v in switches)]
+        for u in dist:
+            if u != dst:
+                out[u] = _closer(adj, dist, u, dst, switches)
         return out
     mine = _nv_of(topo, adj, dst)
     peers = _nv_peers(topo, adj, dst) if mine else {}
@@ -218,12 +223,9 @@ class _HopsAsked(Mapping):
     def __getitem__(self, u: int) -> list[int]:
         ks = self.made.get(u)
         if ks is None:
-            du = self.dist[u]
-            if u == self.dst:
+            if u == self.dst or u not in self.dist:
                 raise KeyError(u)
-            dist, dst, switches = self.dist, self.dst, self.switches
-            ks = self.made[u] = [k for k, (v, _) in enumerate(self.adj[u])
-                                 if dist.get(v, -1) == du - 1 and (v == dst or v in switches)]
+            ks = self.made[u] = _closer(self.adj, self.dist, u, self.dst, self.switches)
         return ks
 
     def __iter__(self):
